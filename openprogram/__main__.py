@@ -1,0 +1,3 @@
+from openprogram.cli.main import main
+
+raise SystemExit(main())

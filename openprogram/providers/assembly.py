@@ -1,0 +1,271 @@
+"""Shared stream assembly: the one place that turns "a block began / text arrived / it ended"
+into well-formed events with ``partial`` snapshots.
+
+Every provider (the four vendors and faux) drives an :class:`AssistantStreamAssembler` instead
+of building events itself, so the event protocol of the contract (snapshots that are never
+shared mutable objects, strict tool-argument parsing at the end, exactly one terminal event)
+is implemented once.
+"""
+
+from __future__ import annotations
+
+import orjson
+
+from .partial_json import parse_streaming_json
+from .types import (
+    AssistantMessage,
+    EventDone,
+    EventError,
+    EventStart,
+    EventTextDelta,
+    EventTextEnd,
+    EventTextStart,
+    EventThinkingDelta,
+    EventThinkingEnd,
+    EventThinkingStart,
+    EventToolCallDelta,
+    EventToolCallEnd,
+    EventToolCallStart,
+    Model,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    Usage,
+    UsageCost,
+)
+
+AssistantEvent = (
+    EventStart
+    | EventTextStart
+    | EventTextDelta
+    | EventTextEnd
+    | EventThinkingStart
+    | EventThinkingDelta
+    | EventThinkingEnd
+    | EventToolCallStart
+    | EventToolCallDelta
+    | EventToolCallEnd
+    | EventDone
+    | EventError
+)
+
+
+def compute_cost(model: Model, usage: Usage) -> UsageCost:
+    """Dollar cost of ``usage`` at ``model``'s per-million-token prices."""
+    prices = model.cost
+    cost = UsageCost(
+        input=usage.input * prices.input / 1_000_000,
+        output=usage.output * prices.output / 1_000_000,
+        cache_read=usage.cache_read * prices.cache_read / 1_000_000,
+        cache_write=usage.cache_write * prices.cache_write / 1_000_000,
+    )
+    cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write
+    return cost
+
+
+def make_usage(
+    model: Model,
+    *,
+    input: int = 0,
+    output: int = 0,
+    cache_read: int = 0,
+    cache_write: int = 0,
+) -> Usage:
+    """A :class:`Usage` with its total and cost filled in."""
+    usage = Usage(
+        input=input,
+        output=output,
+        cache_read=cache_read,
+        cache_write=cache_write,
+        total_tokens=input + output + cache_read + cache_write,
+    )
+    usage.cost = compute_cost(model, usage)
+    return usage
+
+
+class AssistantStreamAssembler:
+    """Accumulates one assistant message and emits the events that describe its growth.
+
+    The live message is private; every event carries a snapshot built from fresh block
+    objects, so a consumer that keeps an event never sees it change afterwards.
+    """
+
+    def __init__(self, model: Model, *, timestamp: int | None = None) -> None:
+        self.model = model
+        fields = {"api": model.api, "provider": model.provider, "model": model.id}
+        if timestamp is not None:
+            fields["timestamp"] = timestamp
+        self._message = AssistantMessage(content=[], **fields)
+        self._open: set[int] = set()
+        self._arguments_text: dict[int, str] = {}
+        self.finished = False
+
+    # ------------------------------------------------------------------ inspection
+
+    @property
+    def content_count(self) -> int:
+        return len(self._message.content)
+
+    def has_tool_calls(self) -> bool:
+        return any(isinstance(block, ToolCall) for block in self._message.content)
+
+    def is_open(self, index: int) -> bool:
+        return index in self._open
+
+    def snapshot(self) -> AssistantMessage:
+        """A copy of the message so far whose blocks are new objects (strings are shared,
+        which is safe because they are immutable)."""
+        message = self._message
+        return message.model_copy(
+            update={
+                "content": [block.model_copy() for block in message.content],
+                "usage": message.usage.model_copy(
+                    update={"cost": message.usage.cost.model_copy()}
+                ),
+            }
+        )
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> EventStart:
+        return EventStart(partial=self.snapshot())
+
+    def set_usage(self, usage: Usage) -> None:
+        if usage.total_tokens == 0:
+            usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write
+        usage.cost = compute_cost(self.model, usage)
+        self._message.usage = usage
+
+    # ------------------------------------------------------------------ text
+
+    def begin_text(self) -> tuple[int, EventTextStart]:
+        index = self._add_block(TextContent(text=""))
+        return index, EventTextStart(content_index=index, partial=self.snapshot())
+
+    def append_text(self, index: int, delta: str) -> EventTextDelta:
+        block = self._block(index, TextContent)
+        block.text += delta
+        return EventTextDelta(content_index=index, delta=delta, partial=self.snapshot())
+
+    def set_text_signature(self, index: int, signature: str | None) -> None:
+        self._block(index, TextContent).text_signature = signature
+
+    def end_text(self, index: int) -> EventTextEnd:
+        block = self._block(index, TextContent)
+        self._open.discard(index)
+        return EventTextEnd(content_index=index, content=block.text, partial=self.snapshot())
+
+    # ------------------------------------------------------------------ thinking
+
+    def begin_thinking(self, *, redacted: bool = False) -> tuple[int, EventThinkingStart]:
+        index = self._add_block(ThinkingContent(thinking="", redacted=redacted))
+        return index, EventThinkingStart(content_index=index, partial=self.snapshot())
+
+    def append_thinking(self, index: int, delta: str) -> EventThinkingDelta:
+        block = self._block(index, ThinkingContent)
+        block.thinking += delta
+        return EventThinkingDelta(content_index=index, delta=delta, partial=self.snapshot())
+
+    def set_thinking_signature(self, index: int, signature: str | None, *, append: bool = False) -> None:
+        block = self._block(index, ThinkingContent)
+        if append and block.thinking_signature:
+            block.thinking_signature += signature or ""
+        else:
+            block.thinking_signature = signature
+
+    def end_thinking(self, index: int) -> EventThinkingEnd:
+        block = self._block(index, ThinkingContent)
+        self._open.discard(index)
+        return EventThinkingEnd(content_index=index, content=block.thinking, partial=self.snapshot())
+
+    # ------------------------------------------------------------------ tool calls
+
+    def begin_tool_call(self, tool_call_id: str, name: str) -> tuple[int, EventToolCallStart]:
+        index = self._add_block(ToolCall(id=tool_call_id, name=name, arguments={}))
+        self._arguments_text[index] = ""
+        return index, EventToolCallStart(content_index=index, partial=self.snapshot())
+
+    def set_tool_call_identity(self, index: int, *, tool_call_id: str | None = None, name: str | None = None) -> None:
+        block = self._block(index, ToolCall)
+        if tool_call_id:
+            block.id = tool_call_id
+        if name:
+            block.name = name
+
+    def append_tool_arguments(self, index: int, delta: str) -> EventToolCallDelta:
+        block = self._block(index, ToolCall)
+        text = self._arguments_text[index] + delta
+        self._arguments_text[index] = text
+        block.arguments = parse_streaming_json(text)
+        return EventToolCallDelta(content_index=index, delta=delta, partial=self.snapshot())
+
+    def set_tool_arguments(self, index: int, arguments: dict) -> None:
+        """For vendors that deliver arguments whole (Google) rather than as text."""
+        block = self._block(index, ToolCall)
+        block.arguments = dict(arguments)
+        self._arguments_text[index] = orjson.dumps(block.arguments).decode()
+
+    def end_tool_call(self, index: int) -> EventToolCallEnd:
+        block = self._block(index, ToolCall)
+        text = self._arguments_text.get(index, "")
+        if text.strip():
+            try:
+                parsed = orjson.loads(text)
+            except orjson.JSONDecodeError:
+                parsed = parse_streaming_json(text)
+            block.arguments = parsed if isinstance(parsed, dict) else {}
+        self._open.discard(index)
+        return EventToolCallEnd(
+            content_index=index, tool_call=block.model_copy(), partial=self.snapshot()
+        )
+
+    # ------------------------------------------------------------------ terminal
+
+    def close_open_blocks(self) -> list[AssistantEvent]:
+        """End events for every block still open, in content order."""
+        events: list[AssistantEvent] = []
+        for index in sorted(self._open):
+            block = self._message.content[index]
+            if isinstance(block, TextContent):
+                events.append(self.end_text(index))
+            elif isinstance(block, ThinkingContent):
+                events.append(self.end_thinking(index))
+            else:
+                events.append(self.end_tool_call(index))
+        return events
+
+    def finish(self, stop_reason: str = "stop") -> list[AssistantEvent]:
+        """Close what is open and emit ``done``. A plain "stop" after tool calls becomes
+        "toolUse", because several OpenAI-compatible servers report it that way."""
+        events = self.close_open_blocks()
+        if stop_reason == "stop" and self.has_tool_calls():
+            stop_reason = "toolUse"
+        if stop_reason not in ("stop", "length", "toolUse"):
+            stop_reason = "stop"
+        self._message.stop_reason = stop_reason  # type: ignore[assignment]
+        self.finished = True
+        events.append(EventDone(reason=stop_reason, message=self.snapshot()))
+        return events
+
+    def fail(self, error_message: str, *, aborted: bool = False) -> EventError:
+        """The terminal ``error`` event; content that arrived so far is kept."""
+        reason = "aborted" if aborted else "error"
+        self._open.clear()
+        self._message.stop_reason = reason
+        self._message.error_message = error_message
+        self.finished = True
+        return EventError(reason=reason, error=self.snapshot())
+
+    # ------------------------------------------------------------------ internals
+
+    def _add_block(self, block: TextContent | ThinkingContent | ToolCall) -> int:
+        self._message.content.append(block)
+        index = len(self._message.content) - 1
+        self._open.add(index)
+        return index
+
+    def _block(self, index: int, kind: type):
+        block = self._message.content[index]
+        if not isinstance(block, kind):
+            raise TypeError(f"content block {index} is {type(block).__name__}, not {kind.__name__}")
+        return block

@@ -1,0 +1,102 @@
+"""The event stream contract, enforced once for every provider.
+
+A provider's own generator only has to describe the happy path with an
+:class:`~openprogram.providers.assembly.AssistantStreamAssembler`. :func:`guarded_stream`
+turns everything else into the single terminal ``error`` event the contract requires: an
+exception from the SDK, a stream that stops without finishing, and an abort signal, which is
+honoured promptly even while the provider is waiting on the network.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable
+
+from .assembly import AssistantEvent, AssistantStreamAssembler
+from .types import TERMINAL_EVENT_TYPES
+
+ErrorDescriber = Callable[[BaseException], str]
+
+
+def describe_plain_error(label: str) -> ErrorDescriber:
+    def describe(error: BaseException) -> str:
+        text = str(error).strip()
+        kind = type(error).__name__
+        return f"{label}: {kind}: {text}" if text else f"{label}: {kind}"
+
+    return describe
+
+
+async def guarded_stream(
+    assembler: AssistantStreamAssembler,
+    produce: AsyncIterator[AssistantEvent],
+    *,
+    signal: asyncio.Event | None,
+    describe_error: ErrorDescriber,
+) -> AsyncIterator[AssistantEvent]:
+    """Yield ``produce``'s events, guaranteeing exactly one terminal event, last.
+
+    The producer runs in the consumer's task (SDK streams may not be moved between tasks);
+    an abort while it waits is delivered by cancelling that task only while it is inside the
+    producer, so the consumer's own code is never interrupted.
+    """
+    watcher: asyncio.Task | None = None
+    current = asyncio.current_task()
+    inside_producer = False
+    abort_requested = False
+
+    async def cancel_on_signal() -> None:
+        nonlocal abort_requested
+        assert signal is not None
+        await signal.wait()
+        if inside_producer and current is not None:
+            abort_requested = True
+            current.cancel()
+
+    if signal is not None and current is not None:
+        watcher = asyncio.get_running_loop().create_task(cancel_on_signal())
+
+    try:
+        while True:
+            if signal is not None and signal.is_set():
+                yield assembler.fail("Request was aborted", aborted=True)
+                return
+            inside_producer = True
+            try:
+                event = await anext(produce)
+            except StopAsyncIteration:
+                inside_producer = False
+                yield assembler.fail(
+                    describe_error(ConnectionError("the stream ended before the response was complete"))
+                )
+                return
+            except asyncio.CancelledError:
+                inside_producer = False
+                if abort_requested and current is not None:
+                    abort_requested = False
+                    current.uncancel()
+                    if current.cancelling() == 0:
+                        yield assembler.fail("Request was aborted", aborted=True)
+                        return
+                raise
+            except Exception as error:  # noqa: BLE001 - every failure becomes an error event
+                inside_producer = False
+                if signal is not None and signal.is_set():
+                    yield assembler.fail("Request was aborted", aborted=True)
+                else:
+                    yield assembler.fail(describe_error(error))
+                return
+            inside_producer = False
+            yield event
+            if event.type in TERMINAL_EVENT_TYPES:
+                return
+    finally:
+        inside_producer = False
+        if watcher is not None:
+            watcher.cancel()
+        aclose = getattr(produce, "aclose", None)
+        if aclose is not None:
+            try:
+                await aclose()
+            except Exception:  # noqa: BLE001 - closing a broken SDK stream must not mask the result
+                pass

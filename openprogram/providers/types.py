@@ -1,0 +1,342 @@
+"""The typed vocabulary every provider, the agent loop and record/replay share.
+
+Everything here is a pydantic v2 model so that a request or an event can be dumped to JSON
+(``model_dump(mode="json")``) and validated back into an equal object: that round trip is what
+recording and replay stand on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+def now_ms() -> int:
+    """Wall-clock Unix time in milliseconds, the unit of every ``timestamp`` field."""
+    return int(time.time() * 1000)
+
+
+class _Model(BaseModel):
+    # Unknown keys are ignored so that a recording written by a newer version still loads.
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+# --------------------------------------------------------------------------- models
+
+
+class ModelCost(_Model):
+    """Prices in dollars per million tokens."""
+
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+
+
+InputKind: TypeAlias = Literal["text", "image"]
+
+
+class Model(_Model):
+    """A model as the providers see it: which API speaks to it, where, and what it costs."""
+
+    id: str
+    name: str = ""
+    api: str
+    provider: str
+    base_url: str = ""
+    reasoning: bool = False
+    input: list[InputKind] = Field(default_factory=lambda: ["text"])
+    cost: ModelCost = Field(default_factory=ModelCost)
+    context_window: int = 128000
+    max_tokens: int = 8192
+    headers: dict[str, str] | None = None
+    compat: dict[str, Any] | None = None
+
+    def model_post_init(self, __context: Any) -> None:
+        if not self.name:
+            self.name = self.id
+
+
+# --------------------------------------------------------------------------- content
+
+
+class TextContent(_Model):
+    type: Literal["text"] = "text"
+    text: str
+    text_signature: str | None = None
+
+
+class ThinkingContent(_Model):
+    type: Literal["thinking"] = "thinking"
+    thinking: str
+    thinking_signature: str | None = None
+    redacted: bool = False
+
+
+class ImageContent(_Model):
+    type: Literal["image"] = "image"
+    data: str  # base64
+    mime_type: str
+
+
+class ToolCall(_Model):
+    type: Literal["toolCall"] = "toolCall"
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+AssistantContent: TypeAlias = Annotated[
+    TextContent | ThinkingContent | ToolCall, Field(discriminator="type")
+]
+UserContent: TypeAlias = Annotated[TextContent | ImageContent, Field(discriminator="type")]
+
+StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
+
+
+# --------------------------------------------------------------------------- usage
+
+
+class UsageCost(_Model):
+    input: float = 0.0
+    output: float = 0.0
+    cache_read: float = 0.0
+    cache_write: float = 0.0
+    total: float = 0.0
+
+
+class Usage(_Model):
+    """Token counts of one call; ``input`` excludes cached tokens, which are counted apart."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total_tokens: int = 0
+    cost: UsageCost = Field(default_factory=UsageCost)
+
+
+# --------------------------------------------------------------------------- messages
+
+
+class UserMessage(_Model):
+    role: Literal["user"] = "user"
+    content: str | list[UserContent]
+    timestamp: int = Field(default_factory=now_ms)
+
+
+class AssistantMessage(_Model):
+    role: Literal["assistant"] = "assistant"
+    content: list[AssistantContent] = Field(default_factory=list)
+    api: str
+    provider: str
+    model: str
+    usage: Usage = Field(default_factory=Usage)
+    stop_reason: StopReason = "stop"
+    error_message: str | None = None
+    timestamp: int = Field(default_factory=now_ms)
+
+
+class ToolResultMessage(_Model):
+    role: Literal["toolResult"] = "toolResult"
+    tool_call_id: str
+    tool_name: str
+    content: list[UserContent] = Field(default_factory=list)
+    details: Any = None
+    is_error: bool = False
+    timestamp: int = Field(default_factory=now_ms)
+
+
+Message: TypeAlias = Annotated[
+    UserMessage | AssistantMessage | ToolResultMessage, Field(discriminator="role")
+]
+
+
+class Tool(_Model):
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+
+
+class Context(_Model):
+    system_prompt: str | None = None
+    messages: list[Message] = Field(default_factory=list)
+    tools: list[Tool] | None = None
+
+
+# --------------------------------------------------------------------------- options
+
+CacheRetention: TypeAlias = Literal["none", "short", "long"]
+ReasoningLevel: TypeAlias = Literal["minimal", "low", "medium", "high", "xhigh"]
+PayloadHook: TypeAlias = Callable[[Any], Any]
+
+
+class StreamOptions(_Model):
+    """Per-call options. ``signal`` and ``on_payload`` exist only at run time: they are
+    excluded from dumps, so they are never recorded and never compared on replay."""
+
+    model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True)
+
+    temperature: float | None = None
+    max_tokens: int | None = None
+    api_key: str | None = None
+    headers: dict[str, str] | None = None
+    session_id: str | None = None
+    metadata: dict[str, Any] | None = None
+    cache_retention: CacheRetention = "short"
+    max_retry_delay_ms: int = 60000
+    tool_choice: str | dict[str, Any] | None = None
+    signal: asyncio.Event | None = Field(default=None, exclude=True)
+    on_payload: PayloadHook | None = Field(default=None, exclude=True)
+
+
+class SimpleStreamOptions(StreamOptions):
+    reasoning: ReasoningLevel | None = None
+    thinking_budgets: dict[str, int] | None = None
+
+
+# --------------------------------------------------------------------------- events
+
+
+class EventStart(_Model):
+    type: Literal["start"] = "start"
+    partial: AssistantMessage
+
+
+class EventTextStart(_Model):
+    type: Literal["text_start"] = "text_start"
+    content_index: int
+    partial: AssistantMessage
+
+
+class EventTextDelta(_Model):
+    type: Literal["text_delta"] = "text_delta"
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+
+
+class EventTextEnd(_Model):
+    type: Literal["text_end"] = "text_end"
+    content_index: int
+    content: str
+    partial: AssistantMessage
+
+
+class EventThinkingStart(_Model):
+    type: Literal["thinking_start"] = "thinking_start"
+    content_index: int
+    partial: AssistantMessage
+
+
+class EventThinkingDelta(_Model):
+    type: Literal["thinking_delta"] = "thinking_delta"
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+
+
+class EventThinkingEnd(_Model):
+    type: Literal["thinking_end"] = "thinking_end"
+    content_index: int
+    content: str
+    partial: AssistantMessage
+
+
+class EventToolCallStart(_Model):
+    type: Literal["toolcall_start"] = "toolcall_start"
+    content_index: int
+    partial: AssistantMessage
+
+
+class EventToolCallDelta(_Model):
+    type: Literal["toolcall_delta"] = "toolcall_delta"
+    content_index: int
+    delta: str
+    partial: AssistantMessage
+
+
+class EventToolCallEnd(_Model):
+    type: Literal["toolcall_end"] = "toolcall_end"
+    content_index: int
+    tool_call: ToolCall
+    partial: AssistantMessage
+
+
+class EventDone(_Model):
+    type: Literal["done"] = "done"
+    reason: Literal["stop", "length", "toolUse"]
+    message: AssistantMessage
+
+
+class EventError(_Model):
+    type: Literal["error"] = "error"
+    reason: Literal["error", "aborted"]
+    error: AssistantMessage
+
+
+AssistantMessageEvent: TypeAlias = Annotated[
+    EventStart
+    | EventTextStart
+    | EventTextDelta
+    | EventTextEnd
+    | EventThinkingStart
+    | EventThinkingDelta
+    | EventThinkingEnd
+    | EventToolCallStart
+    | EventToolCallDelta
+    | EventToolCallEnd
+    | EventDone
+    | EventError,
+    Field(discriminator="type"),
+]
+
+EVENT_ADAPTER: TypeAdapter[AssistantMessageEvent] = TypeAdapter(AssistantMessageEvent)
+MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
+
+TERMINAL_EVENT_TYPES = frozenset({"done", "error"})
+
+__all__ = [
+    "AssistantContent",
+    "AssistantMessage",
+    "AssistantMessageEvent",
+    "CacheRetention",
+    "Context",
+    "EVENT_ADAPTER",
+    "EventDone",
+    "EventError",
+    "EventStart",
+    "EventTextDelta",
+    "EventTextEnd",
+    "EventTextStart",
+    "EventThinkingDelta",
+    "EventThinkingEnd",
+    "EventThinkingStart",
+    "EventToolCallDelta",
+    "EventToolCallEnd",
+    "EventToolCallStart",
+    "ImageContent",
+    "MESSAGE_ADAPTER",
+    "Message",
+    "Model",
+    "ModelCost",
+    "ReasoningLevel",
+    "SimpleStreamOptions",
+    "StopReason",
+    "StreamOptions",
+    "TERMINAL_EVENT_TYPES",
+    "TextContent",
+    "ThinkingContent",
+    "Tool",
+    "ToolCall",
+    "ToolResultMessage",
+    "Usage",
+    "UsageCost",
+    "UserContent",
+    "UserMessage",
+    "now_ms",
+]

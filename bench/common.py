@@ -1,0 +1,44 @@
+"""Shared benchmark plumbing: timing by best-of-N and one row format for every benchmark.
+
+Targets are ratios against a baseline measured in the same run, because these machines are
+noisy; absolute times are printed for context only.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Row:
+    """One line of the table: what was measured, the figure, the target, and whether it met it."""
+
+    benchmark: str
+    measured: str
+    target: str
+    ok: bool
+    detail: str = ""
+
+
+def best_time(function: Callable[[], object], repeat: int = 5) -> float:
+    """The fastest of ``repeat`` runs, in seconds: the least disturbed by the machine's noise."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.perf_counter()
+        function()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def ratio_row(benchmark: str, measured: float, baseline: float, limit: float, detail: str = "") -> Row:
+    """A row for "measured costs at most ``limit`` x baseline"."""
+    ratio = measured / baseline if baseline > 0 else float("inf")
+    return Row(
+        benchmark,
+        f"{ratio:.2f}x ({measured * 1000:.1f} ms vs {baseline * 1000:.1f} ms)",
+        f"<= {limit:g}x",
+        ratio <= limit,
+        detail,
+    )

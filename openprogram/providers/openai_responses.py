@@ -1,0 +1,343 @@
+"""The ``openai-responses`` provider: the OpenAI Responses API, streamed.
+
+Requests are stateless (``store: false``), so everything the next turn needs travels in the
+conversation itself:
+
+- a reasoning item is kept whole, as JSON, in the ``thinking_signature`` of its thinking block
+  (with ``encrypted_content``, which reasoning models are asked to include) and sent back as
+  an input item on the next turn;
+- a tool call id is ``"<call_id>|<item id>"``: the call id pairs the call with its output, and
+  the item id (``fc_...``) lets the vendor match the call to the reasoning item before it;
+- an assistant text block keeps its message item id in ``text_signature``.
+
+Vendor-private parts (reasoning items, item ids) are sent back only to the model that produced
+them; :func:`~openprogram.providers.vendor_common.prepare_messages` has already turned another
+model's thinking into text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import orjson
+
+from .assembly import AssistantEvent, AssistantStreamAssembler
+from .openai_shared import (
+    OpenAIProviderBase,
+    OpenAIStreamError,
+    accepts_images,
+    as_plain_dict,
+    compat_flag,
+    data_url,
+    is_same_model,
+    reasoning_effort,
+    sdk_arguments,
+    split_usage,
+)
+from .types import (
+    AssistantMessage,
+    Context,
+    ImageContent,
+    Model,
+    StreamOptions,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    ToolResultMessage,
+    UserMessage,
+)
+from .vendor_common import images_of, normalize_tool_call_id, prepare_messages, text_of
+
+API = "openai-responses"
+
+#: Responses rejects call ids and item ids longer than this.
+MAX_ID_LENGTH = 64
+
+_STOP_REASONS = {"completed": "stop", "incomplete": "length"}
+
+
+# --------------------------------------------------------------------------- request
+
+
+def split_tool_call_id(tool_call_id: str) -> tuple[str, str | None]:
+    """``"call_id|item_id"`` -> (call id, item id); ids from other vendors have no item id."""
+    call_id, _, item_id = tool_call_id.partition("|")
+    return normalize_tool_call_id(call_id, MAX_ID_LENGTH), item_id or None
+
+
+def _input_parts(content: str | list[Any], model: Model) -> list[dict[str, Any]]:
+    if isinstance(content, str):
+        return [{"type": "input_text", "text": content}]
+    parts: list[dict[str, Any]] = []
+    for block in content:
+        if isinstance(block, TextContent):
+            parts.append({"type": "input_text", "text": block.text})
+        elif isinstance(block, ImageContent) and accepts_images(model):
+            parts.append({"type": "input_image", "detail": "auto", "image_url": data_url(block)})
+    return parts
+
+
+def _assistant_items(message: AssistantMessage, model: Model) -> list[dict[str, Any]]:
+    own = is_same_model(message, model)
+    items: list[dict[str, Any]] = []
+    for block in message.content:
+        if isinstance(block, ThinkingContent):
+            # Other models' thinking was turned into text by prepare_messages; ours goes back
+            # as the vendor's own reasoning item, or not at all.
+            if own and block.thinking_signature:
+                try:
+                    item = orjson.loads(block.thinking_signature)
+                except orjson.JSONDecodeError:
+                    continue
+                if isinstance(item, dict) and item.get("type") == "reasoning":
+                    items.append(item)
+        elif isinstance(block, TextContent):
+            if not block.text.strip():
+                continue
+            if own and block.text_signature:
+                items.append(
+                    {
+                        "type": "message",
+                        "role": "assistant",
+                        "id": block.text_signature,
+                        "status": "completed",
+                        "content": [{"type": "output_text", "text": block.text, "annotations": []}],
+                    }
+                )
+            else:
+                items.append({"role": "assistant", "content": block.text})
+        elif isinstance(block, ToolCall):
+            call_id, item_id = split_tool_call_id(block.id)
+            item: dict[str, Any] = {
+                "type": "function_call",
+                "call_id": call_id,
+                "name": block.name,
+                "arguments": orjson.dumps(block.arguments).decode(),
+            }
+            if own and item_id and len(item_id) <= MAX_ID_LENGTH:
+                item["id"] = item_id
+            items.append(item)
+    return items
+
+
+def _tool_output(message: ToolResultMessage, model: Model) -> dict[str, Any]:
+    call_id, _ = split_tool_call_id(message.tool_call_id)
+    text = text_of(message.content)
+    images = images_of(message.content) if accepts_images(model) else []
+    output: str | list[dict[str, Any]] = text
+    if images:
+        output = [{"type": "input_text", "text": text}] if text else []
+        output += [{"type": "input_image", "detail": "auto", "image_url": data_url(i)} for i in images]
+    return {"type": "function_call_output", "call_id": call_id, "output": output}
+
+
+def convert_input(model: Model, context: Context) -> list[dict[str, Any]]:
+    """The ``input`` array: system prompt, then each message as its input item(s)."""
+    items: list[dict[str, Any]] = []
+    if context.system_prompt:
+        developer = compat_flag(model, "supports_developer_role", model.reasoning)
+        items.append({"role": "developer" if developer else "system", "content": context.system_prompt})
+    for message in prepare_messages(context.messages, model):
+        if isinstance(message, UserMessage):
+            parts = _input_parts(message.content, model)
+            if parts:
+                items.append({"role": "user", "content": parts})
+        elif isinstance(message, AssistantMessage):
+            items.extend(_assistant_items(message, model))
+        elif isinstance(message, ToolResultMessage):
+            items.append(_tool_output(message, model))
+    return items
+
+
+def build_body(model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "model": model.id,
+        "input": convert_input(model, context),
+        "stream": True,
+        "store": False,
+    }
+    if options is not None and options.max_tokens is not None:
+        body["max_output_tokens"] = options.max_tokens
+    if options is not None and options.temperature is not None:
+        body["temperature"] = options.temperature
+    if context.tools:
+        body["tools"] = [
+            {
+                "type": "function",
+                "name": t.name,
+                "description": t.description,
+                "parameters": t.parameters,
+                "strict": False,
+            }
+            for t in context.tools
+        ]
+        if options is not None and options.tool_choice is not None:
+            body["tool_choice"] = options.tool_choice
+    if options is not None and options.session_id and options.cache_retention != "none":
+        body["prompt_cache_key"] = options.session_id
+    if model.reasoning:
+        # Stateless requests can only continue a reasoning chain with its encrypted content.
+        body["include"] = ["reasoning.encrypted_content"]
+        effort = reasoning_effort(model, options)
+        if effort is not None:
+            body["reasoning"] = {"effort": effort, "summary": "auto"}
+    return body
+
+
+# --------------------------------------------------------------------------- response
+
+
+def _failure_message(error: Any, fallback: str) -> str:
+    if error is None:
+        return fallback
+    message = getattr(error, "message", None) or (error.get("message") if isinstance(error, dict) else None)
+    code = getattr(error, "code", None) or (error.get("code") if isinstance(error, dict) else None)
+    text = message or fallback
+    return f"{text} (code {code})" if code else text
+
+
+class _ResponsesTranslator:
+    """Maps Responses stream events onto the assembler, keyed by output item id."""
+
+    def __init__(self, assembler: AssistantStreamAssembler) -> None:
+        self.assembler = assembler
+        self.blocks: dict[str, int] = {}  # output item id -> content index
+        self.arguments: dict[str, str] = {}  # function call item id -> arguments text so far
+
+    def on_event(self, event: Any) -> Iterator[AssistantEvent]:
+        kind = getattr(event, "type", None)
+        handler = getattr(self, "_on_" + (kind or "").replace(".", "_"), None)
+        if handler is not None:
+            yield from handler(event)
+
+    # ------------------------------------------------------------------ items
+
+    def _on_response_output_item_added(self, event: Any) -> Iterator[AssistantEvent]:
+        item = event.item
+        if item.type == "reasoning":
+            index, started = self.assembler.begin_thinking()
+        elif item.type == "message":
+            index, started = self.assembler.begin_text()
+        elif item.type == "function_call":
+            index, started = self.assembler.begin_tool_call(f"{item.call_id}|{item.id}", item.name)
+            self.arguments[item.id] = ""
+        else:
+            return
+        self.blocks[item.id] = index
+        yield started
+        if item.type == "function_call" and item.arguments:
+            yield from self._append_arguments(item.id, item.arguments)
+
+    def _on_response_output_item_done(self, event: Any) -> Iterator[AssistantEvent]:
+        item = event.item
+        index = self.blocks.get(item.id)
+        if index is None or not self.assembler.is_open(index):
+            return
+        if item.type == "reasoning":
+            summary = "\n\n".join(part.text for part in item.summary or [])
+            block_text = self.assembler.snapshot().content[index].thinking
+            if summary and not block_text:
+                yield self.assembler.append_thinking(index, summary)
+            self.assembler.set_thinking_signature(index, orjson.dumps(as_plain_dict(item)).decode())
+            yield self.assembler.end_thinking(index)
+        elif item.type == "message":
+            self.assembler.set_text_signature(index, item.id)
+            yield self.assembler.end_text(index)
+        elif item.type == "function_call":
+            if item.arguments and item.arguments != self.arguments.get(item.id):
+                self._replace_arguments(item.id, item.arguments)
+            yield self.assembler.end_tool_call(index)
+
+    # ------------------------------------------------------------------ deltas
+
+    def _on_response_reasoning_summary_part_added(self, event: Any) -> Iterator[AssistantEvent]:
+        # Summary parts are separate paragraphs of one thinking block.
+        index = self.blocks.get(event.item_id)
+        if index is not None and event.summary_index > 0:
+            yield self.assembler.append_thinking(index, "\n\n")
+
+    def _on_response_reasoning_summary_text_delta(self, event: Any) -> Iterator[AssistantEvent]:
+        index = self.blocks.get(event.item_id)
+        if index is not None and event.delta:
+            yield self.assembler.append_thinking(index, event.delta)
+
+    # Open-weight models served through the Responses API stream raw reasoning text instead.
+    _on_response_reasoning_text_delta = _on_response_reasoning_summary_text_delta
+
+    def _on_response_output_text_delta(self, event: Any) -> Iterator[AssistantEvent]:
+        index = self.blocks.get(event.item_id)
+        if index is not None and event.delta:
+            yield self.assembler.append_text(index, event.delta)
+
+    _on_response_refusal_delta = _on_response_output_text_delta
+
+    def _on_response_function_call_arguments_delta(self, event: Any) -> Iterator[AssistantEvent]:
+        if event.item_id in self.blocks and event.delta:
+            yield from self._append_arguments(event.item_id, event.delta)
+
+    def _on_response_function_call_arguments_done(self, event: Any) -> Iterator[AssistantEvent]:
+        if event.item_id in self.blocks and event.arguments != self.arguments.get(event.item_id):
+            self._replace_arguments(event.item_id, event.arguments)
+        return iter(())
+
+    def _append_arguments(self, item_id: str, delta: str) -> Iterator[AssistantEvent]:
+        self.arguments[item_id] = self.arguments.get(item_id, "") + delta
+        yield self.assembler.append_tool_arguments(self.blocks[item_id], delta)
+
+    def _replace_arguments(self, item_id: str, text: str) -> None:
+        """The final arguments win over what the deltas added up to."""
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError:
+            return
+        if isinstance(value, dict):
+            self.arguments[item_id] = text
+            self.assembler.set_tool_arguments(self.blocks[item_id], value)
+
+    # ------------------------------------------------------------------ terminal
+
+    def _on_response_completed(self, event: Any) -> Iterator[AssistantEvent]:
+        response = event.response
+        usage = getattr(response, "usage", None)
+        if usage is not None:
+            self.assembler.set_usage(
+                split_usage(
+                    usage.input_tokens or 0,
+                    getattr(usage, "input_tokens_details", None),
+                    usage.output_tokens or 0,
+                )
+            )
+        status = getattr(response, "status", None) or "completed"
+        if status in ("failed", "cancelled"):
+            raise OpenAIStreamError(_failure_message(response.error, f"the response ended with status {status}"))
+        yield from self.assembler.finish(_STOP_REASONS.get(status, "stop"))
+
+    _on_response_incomplete = _on_response_completed
+    _on_response_failed = _on_response_completed
+
+    def _on_error(self, event: Any) -> Iterator[AssistantEvent]:
+        raise OpenAIStreamError(_failure_message(event, "the stream reported an error"))
+
+
+class OpenAIResponsesProvider(OpenAIProviderBase):
+    """api ``openai-responses``."""
+
+    api = API
+
+    def build_body(self, model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
+        return build_body(model, context, options)
+
+    async def open_stream(self, client: Any, body: dict[str, Any]) -> Any:
+        return await client.responses.create(**sdk_arguments(body, ("model", "input")))
+
+    async def translate(
+        self, assembler: AssistantStreamAssembler, stream: Any, model: Model
+    ) -> AsyncIterator[AssistantEvent]:
+        translator = _ResponsesTranslator(assembler)
+        async for event in stream:
+            for produced in translator.on_event(event):
+                yield produced
+
+
+__all__ = ["API", "OpenAIResponsesProvider", "build_body", "convert_input", "split_tool_call_id"]

@@ -1,0 +1,279 @@
+"""What the two OpenAI providers (Chat Completions and Responses) share: the SDK client, the
+request plumbing around it, readable errors, and the small mapping helpers both wire formats
+need.
+
+Each provider only describes its body and how its stream events map onto an
+:class:`~openprogram.providers.assembly.AssistantStreamAssembler`; everything between (the key,
+the headers, the payload hook, opening and closing the SDK stream, the abort guard) lives here
+once. The ``openai`` SDK is imported inside the call so that importing the providers stays light.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+from .assembly import AssistantEvent, AssistantStreamAssembler
+from .credentials import known_secret_values
+from .guard import ErrorDescriber, guarded_stream
+from .types import (
+    AssistantMessage,
+    AssistantMessageEvent,
+    Context,
+    ImageContent,
+    Model,
+    SimpleStreamOptions,
+    StreamOptions,
+    Usage,
+)
+from .vendor_common import (
+    api_key_for,
+    apply_payload_hook,
+    describe_provider_error,
+    request_headers,
+)
+
+#: SDK retries for 408/409/429/5xx and connection failures. The SDK's own default (2, with
+#: 0.5 s .. 8 s backoff) is kept: transient vendor failures are common and cheap to retry. A
+#: server that answers ``x-should-retry: false`` is never retried (the SDK obeys the header),
+#: which is how tests keep error cases instant; pass ``max_retries=0`` to a provider for none.
+DEFAULT_MAX_RETRIES = 2
+
+#: What replaces a credential that a vendor echoed back inside an error message.
+SECRET_PLACEHOLDER = "[secret removed]"
+
+
+class OpenAIStreamError(Exception):
+    """A failure the vendor reported inside a stream that was otherwise healthy (an ``error``
+    event, a failed response, a content-filter stop)."""
+
+
+class _HttpFailure(Exception):
+    """An SDK status error reduced to what a reader needs: the status and the vendor's own
+    message, instead of the SDK's ``Error code: 401 - {...}`` rendering of the whole body."""
+
+    def __init__(self, status_code: int, message: str) -> None:
+        super().__init__(message)
+        self.status_code = status_code
+        self.message = message
+
+
+def _vendor_message(body: object) -> str | None:
+    """The human message inside an OpenAI-style error body (the SDK already unwraps the
+    ``error`` key), if there is one."""
+    if isinstance(body, dict):
+        nested = body.get("error")
+        if isinstance(nested, dict):
+            body = nested
+        message = body.get("message")
+        if isinstance(message, str) and message.strip():
+            return message
+    if isinstance(body, str) and body.strip():
+        return body
+    return None
+
+
+def _readable(error: BaseException) -> BaseException:
+    status = getattr(error, "status_code", None)
+    if isinstance(status, int):
+        message = _vendor_message(getattr(error, "body", None))
+        if message is not None:
+            return _HttpFailure(status, message)
+        return error
+    cause = error.__cause__
+    if type(error).__name__ in ("APIConnectionError", "APITimeoutError") and cause is not None:
+        detail = str(cause).strip() or type(cause).__name__
+        return ConnectionError(f"{getattr(error, 'message', str(error))} ({detail})")
+    return error
+
+
+def describe_openai_error(label: str, api_key: str | None) -> ErrorDescriber:
+    """:func:`describe_provider_error` fed with the vendor's own message, and with every known
+    credential (this call's key included) scrubbed from the result."""
+    base = describe_provider_error(label)
+    secrets = set(known_secret_values())
+    if api_key and len(api_key) >= 8:
+        secrets.add(api_key)
+
+    def describe(error: BaseException) -> str:
+        text = base(_readable(error))
+        for secret in sorted(secrets, key=len, reverse=True):
+            text = text.replace(secret, SECRET_PLACEHOLDER)
+        return text
+
+    return describe
+
+
+# --------------------------------------------------------------------------- mapping helpers
+
+
+def data_url(image: ImageContent) -> str:
+    return f"data:{image.mime_type};base64,{image.data}"
+
+
+def accepts_images(model: Model) -> bool:
+    return "image" in model.input
+
+
+def is_same_model(message: AssistantMessage, model: Model) -> bool:
+    """Whether ``message`` came from the model being called now, so that vendor-private
+    material (reasoning items, item ids, reasoning field names) may be sent back."""
+    return (
+        message.api == model.api
+        and message.provider == model.provider
+        and message.model == model.id
+    )
+
+
+def compat_flag(model: Model, name: str, default: Any = None) -> Any:
+    return (model.compat or {}).get(name, default)
+
+
+def reasoning_effort(model: Model, options: StreamOptions | None) -> str | None:
+    """The provider-neutral reasoning level as an OpenAI effort, for reasoning models only.
+    ``xhigh`` exists on few models; elsewhere it becomes ``high`` (opt in with
+    ``compat={"supports_xhigh": True}``)."""
+    level = getattr(options, "reasoning", None)
+    if not level or not model.reasoning:
+        return None
+    if level == "xhigh" and not compat_flag(model, "supports_xhigh", False):
+        return "high"
+    return level
+
+
+def split_usage(prompt_tokens: int, details: Any, output_tokens: int) -> Usage:
+    """OpenAI counts cached and cache-written tokens inside the prompt total (in both APIs, in
+    a details object); they are split out so that each is priced at its own rate."""
+    cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
+    written = (getattr(details, "cache_write_tokens", None) or 0) if details is not None else 0
+    cached = min(cached, prompt_tokens)
+    written = min(written, prompt_tokens - cached)
+    return Usage(
+        input=prompt_tokens - cached - written,
+        output=output_tokens,
+        cache_read=cached,
+        cache_write=written,
+    )
+
+
+def sdk_arguments(body: dict[str, Any], required: tuple[str, ...]) -> dict[str, Any]:
+    """Keyword arguments for an SDK ``create`` call that send ``body`` as it is: the required
+    parameters by name, everything else through ``extra_body``, so that a body replaced by
+    ``options.on_payload`` (or a field the installed SDK does not know yet) reaches the wire."""
+    arguments = {name: body[name] for name in required if name in body}
+    extra = {key: value for key, value in body.items() if key not in required and key != "stream"}
+    arguments["stream"] = True
+    if extra:
+        arguments["extra_body"] = extra
+    return arguments
+
+
+def as_plain_dict(value: Any) -> dict[str, Any]:
+    """An SDK object as the JSON the server sent (unset fields left out)."""
+    if isinstance(value, dict):
+        return value
+    to_dict = getattr(value, "to_dict", None)
+    if to_dict is not None:
+        return to_dict()
+    return value.model_dump(exclude_unset=True)
+
+
+# --------------------------------------------------------------------------- the provider base
+
+
+class OpenAIProviderBase:
+    """The request lifecycle of an OpenAI-SDK provider. Subclasses set :attr:`api` and supply
+    :meth:`build_body`, :meth:`open_stream` and :meth:`translate`."""
+
+    api: str = ""
+
+    def __init__(self, *, max_retries: int = DEFAULT_MAX_RETRIES, timestamp: int | None = None) -> None:
+        # ``timestamp`` fixes the assistant message timestamp, for deterministic tests.
+        self.max_retries = max_retries
+        self.timestamp = timestamp
+
+    def stream(
+        self, model: Model, context: Context, options: StreamOptions | None = None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        return self._run(model, context, options)
+
+    def stream_simple(
+        self, model: Model, context: Context, options: SimpleStreamOptions | None = None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        # The neutral ``reasoning`` level is read by ``build_body`` through
+        # :func:`reasoning_effort`; nothing else differs.
+        return self._run(model, context, options)
+
+    # ------------------------------------------------------------------ to override
+
+    def build_body(self, model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
+        raise NotImplementedError
+
+    async def open_stream(self, client: Any, body: dict[str, Any]) -> Any:
+        raise NotImplementedError
+
+    def translate(
+        self, assembler: AssistantStreamAssembler, stream: Any, model: Model
+    ) -> AsyncIterator[AssistantEvent]:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def _run(
+        self, model: Model, context: Context, options: StreamOptions | None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        assembler = AssistantStreamAssembler(model, timestamp=self.timestamp)
+        signal = options.signal if options is not None else None
+        describe = describe_openai_error(model.provider, options.api_key if options else None)
+        produce = self._produce(assembler, model, context, options)
+        async for event in guarded_stream(assembler, produce, signal=signal, describe_error=describe):
+            yield event
+
+    async def _produce(
+        self,
+        assembler: AssistantStreamAssembler,
+        model: Model,
+        context: Context,
+        options: StreamOptions | None,
+    ) -> AsyncIterator[AssistantEvent]:
+        api_key = api_key_for(model, options)
+        body = apply_payload_hook(options, self.build_body(model, context, options))
+        client = self._client(model, options, api_key)
+        try:
+            stream = await self.open_stream(client, body)
+            try:
+                yield assembler.start()
+                async for event in self.translate(assembler, stream, model):
+                    yield event
+            finally:
+                await stream.close()
+        finally:
+            await client.close()
+
+    def _client(self, model: Model, options: StreamOptions | None, api_key: str) -> Any:
+        # One client per call: an httpx pool belongs to the event loop it was made on, and a
+        # call is the only scope guaranteed to stay on one loop.
+        from openai import AsyncOpenAI
+
+        return AsyncOpenAI(
+            api_key=api_key,
+            base_url=model.base_url or None,
+            default_headers=request_headers(model, options) or None,
+            max_retries=self.max_retries,
+        )
+
+
+__all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "OpenAIProviderBase",
+    "OpenAIStreamError",
+    "accepts_images",
+    "as_plain_dict",
+    "compat_flag",
+    "data_url",
+    "describe_openai_error",
+    "is_same_model",
+    "reasoning_effort",
+    "sdk_arguments",
+    "split_usage",
+]

@@ -1,0 +1,63 @@
+"""Entry point: ``openprogram COMMAND ...`` and ``python -m openprogram``."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+
+from openprogram.config import ConfigError
+
+from .errors import EXIT_FAILURE, EXIT_USAGE, CliError
+
+#: command name -> module in this package with ``add_parser(subparsers)`` and ``run(args)``.
+COMMANDS: dict[str, str] = {
+    "run": "run_cmd",
+    "config": "config_cmd",
+    "models": "models_cmd",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    from openprogram import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="openprogram",
+        description="LLM agents whose model calls can be recorded once and replayed offline.",
+    )
+    parser.add_argument("--version", action="version", version=f"openprogram {__version__}")
+    parser.add_argument(
+        "--profile",
+        metavar="NAME",
+        help="use the state folder <home>/profiles/NAME (also OPENPROGRAM_PROFILE)",
+    )
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    subparsers.required = True
+    for module_name in COMMANDS.values():
+        importlib.import_module(f"{__package__}.{module_name}").add_parser(subparsers)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.profile:
+        os.environ["OPENPROGRAM_PROFILE"] = args.profile
+    try:
+        return int(args.handler(args) or 0)
+    except CliError as error:
+        print(f"openprogram: {error}", file=sys.stderr)
+        return error.exit_code
+    except KeyboardInterrupt:
+        print("openprogram: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return EXIT_FAILURE
+    except ConfigError as error:
+        print(f"openprogram: {error}", file=sys.stderr)
+        return EXIT_USAGE if "invalid profile name" in str(error) else EXIT_FAILURE
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

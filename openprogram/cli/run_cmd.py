@@ -1,0 +1,155 @@
+"""``openprogram run PROMPT``: one agent run with the configured model, streamed to the
+terminal (or as JSON lines with ``--json``)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+from .errors import EXIT_FAILURE, EXIT_USAGE, CliError
+
+DEFAULT_MODEL = "faux/echo"
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "run",
+        help="run the agent on a prompt",
+        description=(
+            "Run the agent loop on PROMPT with the configured model (default faux/echo, which "
+            "needs no key: it echoes, and '/TOOL ARGS' lines make it call a tool)."
+        ),
+    )
+    parser.add_argument("prompt", help="what to ask")
+    parser.add_argument("--model", metavar="PROVIDER/ID", help="model to use (default: config default_model, else faux/echo)")
+    parser.add_argument("--system", metavar="TEXT", help="system prompt")
+    parser.add_argument(
+        "--tool",
+        action="append",
+        metavar="NAME",
+        help="enable a built-in tool (calculator, read_file, list_files); repeatable. "
+        "Default: config tools.enabled, else calculator",
+    )
+    parser.add_argument("--no-tools", action="store_true", help="run without tools")
+    parser.add_argument("--max-turns", type=int, metavar="N", help="stop after N model calls (default 50)")
+    parser.add_argument("--json", action="store_true", help="print agent events as JSON lines")
+    parser.add_argument("--thinking", action="store_true", help="also print the model's thinking (to stderr)")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from openprogram.config import load_config
+
+    settings = load_config()
+    model = _resolve_model(args.model or settings.get("default_model") or DEFAULT_MODEL, args.model is not None)
+    tools = _resolve_tools(args, settings)
+    max_turns = args.max_turns or (settings.get("run") or {}).get("max_turns") or 50
+    if max_turns < 1:
+        raise CliError("--max-turns must be at least 1", EXIT_USAGE)
+    return asyncio.run(_run(args, model, tools, max_turns))
+
+
+def _resolve_model(ref: str, from_option: bool):
+    from openprogram.providers.models import get_model
+
+    try:
+        return get_model(ref)
+    except LookupError as error:
+        where = "--model" if from_option else "config default_model"
+        raise CliError(f"{where}: {error}", EXIT_USAGE) from None
+
+
+def _resolve_tools(args: argparse.Namespace, settings: dict[str, Any]):
+    from openprogram.tools import DEFAULT_TOOL_NAMES, builtin_tools
+
+    if args.no_tools:
+        return []
+    names = args.tool or (settings.get("tools") or {}).get("enabled") or list(DEFAULT_TOOL_NAMES)
+    try:
+        return builtin_tools(names)
+    except ValueError as error:
+        raise CliError(f"--tool: {error}", EXIT_USAGE) from None
+
+
+async def _run(args: argparse.Namespace, model, tools, max_turns: int) -> int:
+    from openprogram.agent import AgentContext, AgentLoopConfig, agent_loop
+    from openprogram.providers.types import UserMessage
+
+    context = AgentContext(system_prompt=args.system, tools=tools)
+    config = AgentLoopConfig(model=model, max_turns=max_turns)
+    renderer = JsonRenderer() if args.json else TextRenderer(show_thinking=args.thinking)
+    try:
+        async for event in agent_loop([UserMessage(content=args.prompt)], context, config):
+            renderer.handle(event)
+    except AssertionError as error:  # ReplayMismatch and friends: a diagnosis, not a crash
+        raise CliError(str(error)) from None
+    except (LookupError, RuntimeError) as error:
+        raise CliError(str(error)) from None
+    final = next((m for m in reversed(context.messages) if m.role == "assistant"), None)
+    if final is not None and final.stop_reason in ("error", "aborted"):
+        if not args.json:
+            print(file=sys.stdout, flush=True)
+        print(f"openprogram: model call failed: {final.error_message}", file=sys.stderr)
+        return EXIT_FAILURE
+    return 0
+
+
+class TextRenderer:
+    """Assistant text as it streams; tool calls and results on their own lines."""
+
+    def __init__(self, *, show_thinking: bool) -> None:
+        self.show_thinking = show_thinking
+        self.at_line_start = True
+
+    def write(self, text: str) -> None:
+        if text:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            self.at_line_start = text.endswith("\n")
+
+    def newline(self) -> None:
+        if not self.at_line_start:
+            self.write("\n")
+
+    def handle(self, event) -> None:
+        kind = event.type
+        if kind == "message_update":
+            inner = event.assistant_message_event
+            if inner.type == "text_delta":
+                self.write(inner.delta)
+            elif inner.type == "thinking_delta" and self.show_thinking:
+                sys.stderr.write(inner.delta)
+                sys.stderr.flush()
+        elif kind == "message_end" and event.message.role == "assistant":
+            self.newline()
+        elif kind == "tool_execution_start":
+            import orjson
+
+            self.newline()
+            self.write(f"-> {event.tool_name}({orjson.dumps(event.args).decode()})\n")
+        elif kind == "tool_execution_end":
+            text = "\n".join(getattr(block, "text", "[image]") for block in event.result.content)
+            marker = "failed" if event.is_error else "returned"
+            self.write(f"<- {event.tool_name} {marker}: {text}\n")
+
+
+class JsonRenderer:
+    """One JSON object per agent event. Streaming updates leave out the growing ``partial``
+    snapshots so the output stays linear in the answer's length."""
+
+    def handle(self, event) -> None:
+        import orjson
+
+        if event.type == "message_update":
+            data = {
+                "type": "message_update",
+                "assistant_message_event": event.assistant_message_event.model_dump(
+                    mode="json", exclude={"partial"}
+                ),
+            }
+        else:
+            data = event.model_dump(mode="json")
+        sys.stdout.write(orjson.dumps(data).decode() + "\n")
+        sys.stdout.flush()

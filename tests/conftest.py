@@ -1,0 +1,53 @@
+"""Shared fixtures: an isolated state folder for every test, and a registry that tests may
+change freely."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture(autouse=True)
+def isolated_home(tmp_path_factory, monkeypatch) -> Path:
+    """Every test gets its own OPENPROGRAM_HOME and no credentials from the developer's shell."""
+    home = tmp_path_factory.mktemp("openprogram-home")
+    monkeypatch.setenv("OPENPROGRAM_HOME", str(home))
+    monkeypatch.delenv("OPENPROGRAM_PROFILE", raising=False)
+    for name in list(os.environ):
+        if name.endswith("_API_KEY"):
+            monkeypatch.delenv(name, raising=False)
+    return home
+
+
+@pytest.fixture
+def fresh_registry():
+    """Save the registry (entries and transform) and restore it after the test."""
+    from openprogram.providers import api_registry
+    from openprogram.providers.initialization import initialize_provider_runtime
+
+    initialize_provider_runtime()  # so a first lookup inside the test cannot register into it
+    saved = (dict(api_registry._originals), dict(api_registry._served), api_registry._transform)
+    api_registry._reset_registry_for_tests()
+    yield api_registry
+    api_registry._reset_registry_for_tests()
+    api_registry._originals.update(saved[0])
+    api_registry._served.update(saved[1])
+    api_registry._transform = saved[2]
+
+
+def cli_env(home: Path, **extra: str) -> dict[str, str]:
+    """The environment for a CLI subprocess: isolated home, no keys, this checkout importable."""
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+    env["OPENPROGRAM_HOME"] = str(home)
+    env.pop("OPENPROGRAM_PROFILE", None)
+    env["PYTHONPATH"] = str(REPO_ROOT)
+    env.update(extra)
+    return env
+
+
+PYTHON = sys.executable

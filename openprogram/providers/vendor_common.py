@@ -164,3 +164,30 @@ def prepare_messages(messages: list[Message], model: Model) -> list[Message]:
             prepared.append(message)
     flush_pending()
     return prepared
+
+
+#: Default thinking budgets (tokens) per reasoning level; ``xhigh`` falls back to ``high``.
+DEFAULT_THINKING_BUDGETS: dict[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
+
+#: What a budgeted-thinking request keeps for the answer itself when the budget must shrink.
+MIN_ANSWER_TOKENS = 1024
+
+
+def thinking_budget(model: Model, options: StreamOptions | None) -> tuple[int, int] | None:
+    """``(max_tokens, budget)`` for a budgeted-thinking vendor, or None when no reasoning level
+    was asked for (or the model cannot reason).
+
+    The budget comes from ``options.thinking_budgets`` (per level) over the defaults; the
+    answer keeps its own room, so ``max_tokens`` grows by the budget up to the model's limit,
+    and a budget that would leave no room for the answer is cut down.
+    """
+    level = getattr(options, "reasoning", None)
+    if not level or not model.reasoning:
+        return None
+    budgets = {**DEFAULT_THINKING_BUDGETS, **(getattr(options, "thinking_budgets", None) or {})}
+    budget = budgets.get(level) or budgets.get("high", DEFAULT_THINKING_BUDGETS["high"])
+    base = (options.max_tokens if options is not None else None) or min(model.max_tokens, 32000)
+    max_tokens = min(base + budget, model.max_tokens)
+    if max_tokens <= budget:
+        budget = max(0, max_tokens - MIN_ANSWER_TOKENS)
+    return max_tokens, budget

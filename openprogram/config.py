@@ -9,6 +9,7 @@ validation writes nothing. Configuration applies at the next start of a process.
 from __future__ import annotations
 
 import contextlib
+import copy
 import fcntl
 import os
 import re
@@ -195,15 +196,41 @@ def _positive_int(value: Any) -> Any:
     return value
 
 
+def _record_replay_mode(value: Any) -> Any:
+    from .recordings_store import VALID_MODES
+
+    if value not in VALID_MODES:
+        raise ConfigError(f"must be one of {', '.join(VALID_MODES)}, not {value!r}")
+    return value
+
+
+def _record_replay_file(value: Any) -> Any:
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError("must be a recording ID or, for replay, a path to a recording file")
+    return value
+
+
+def _check_record_replay(before: dict[str, Any], after: dict[str, Any]) -> None:
+    """When a change touches ``record_replay``, the result must be usable as it stands."""
+    if before.get("record_replay") == after.get("record_replay"):
+        return
+    from .recordings_store import check_record_replay
+
+    check_record_replay(after)
+
+
 KEY_VALIDATORS: dict[str, Validator] = {
     "default_model": _model_ref,
     "models": _models,
     "tools.enabled": _tool_names,
     "run.max_turns": _positive_int,
+    "record_replay.mode": _record_replay_mode,
+    "record_replay.file": _record_replay_file,
 }
 
-#: Checks of the whole configuration after a change (cross-field rules); each raises ConfigError.
-WHOLE_CONFIG_CHECKS: list[Callable[[dict[str, Any]], None]] = []
+#: Checks of the whole configuration after a change, given (before, after); each raises
+#: ConfigError, and then nothing is written.
+WHOLE_CONFIG_CHECKS: list[Callable[[dict[str, Any], dict[str, Any]], None]] = [_check_record_replay]
 
 
 def register_key(key: str, validator: Validator) -> None:
@@ -244,9 +271,10 @@ def config_transaction(profile: str | None = None) -> Iterator[dict[str, Any]]:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         config = load_config(profile)
+        before = copy.deepcopy(config)
         yield config
         for check in WHOLE_CONFIG_CHECKS:
-            check(config)
+            check(before, config)
         write_config_atomically(config_path(profile), config)
     finally:
         os.close(fd)

@@ -35,7 +35,7 @@ def test_failed_transaction_leaves_the_file_unchanged(isolated_home):
 
 
 def test_whole_config_check_failure_writes_nothing(isolated_home, monkeypatch):
-    def refuse(current):
+    def refuse(before, after):
         raise config.ConfigError("no")
 
     monkeypatch.setattr(config, "WHOLE_CONFIG_CHECKS", [refuse])

@@ -89,8 +89,8 @@ async def _run(args: argparse.Namespace, model, tools, max_turns: int) -> int:
         raise CliError(str(error)) from None
     final = next((m for m in reversed(context.messages) if m.role == "assistant"), None)
     if final is not None and final.stop_reason in ("error", "aborted"):
-        if not args.json:
-            print(file=sys.stdout, flush=True)
+        if isinstance(renderer, TextRenderer):
+            renderer.newline()
         print(f"openprogram: model call failed: {final.error_message}", file=sys.stderr)
         return EXIT_FAILURE
     return 0

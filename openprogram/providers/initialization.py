@@ -1,35 +1,210 @@
-"""The provider runtime lifecycle: one initialisation per process, before the first lookup."""
+"""The provider runtime lifecycle: NEW -> INITIALIZING -> READY or FAILED, once per process.
+
+``initialize_provider_runtime()`` runs before the first real provider lookup. It registers the
+built-in providers (all at once or none), takes one snapshot of the ``record_replay``
+configuration, builds the recording sink or the replay provider, and installs the registry
+transform. Two kinds of failure are kept apart on purpose:
+
+- Built-in registration failing is a broken installation: the runtime stays FAILED and every
+  caller, now and later, gets a fresh :class:`ProviderRuntimeInitializationError` with the same
+  stage, cause type and redacted cause message.
+- Record/replay activation failing is a configuration problem the user can fix: the runtime
+  becomes READY in mode ``blocked``, and every provider call raises the same diagnosis naming
+  the cause and the two commands that recover (the ``recordings`` commands never initialise
+  the runtime, so they keep working).
+"""
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import dataclass
+from typing import Any
 
-_lock = threading.Lock()
-_state = "NEW"
-_snapshot: RuntimeSnapshot | None = None
+logger = logging.getLogger("openprogram.providers")
+
+NEW, INITIALIZING, READY, FAILED = "NEW", "INITIALIZING", "READY", "FAILED"
+RECOVERY_HINT = (
+    "run 'openprogram recordings status' to see what is wrong, or "
+    "'openprogram recordings off' to turn record/replay off (takes effect at the next start)"
+)
+
+
+class ProviderRuntimeInitializationError(RuntimeError):
+    """The provider runtime could not be initialised. Carries no reference to the original
+    exception (a fresh instance for every caller), only its redacted description."""
+
+    def __init__(self, stage: str, cause_type: str, cause_message: str) -> None:
+        self.stage = stage
+        self.cause_type = cause_type
+        self.cause_message = cause_message
+        super().__init__(
+            f"provider runtime initialization failed during {stage}: {cause_type}: {cause_message}"
+        )
+
+
+class ProviderBlockedError(RuntimeError):
+    """Raised by every provider call while record/replay activation has failed."""
+
+    def __init__(self, diagnosis: str) -> None:
+        self.diagnosis = diagnosis
+        super().__init__(diagnosis)
+
+
+class BlockedProvider:
+    """Fails closed: no credentials, no network, the same diagnosis on every call."""
+
+    requires_credentials = False
+
+    def __init__(self, diagnosis: str) -> None:
+        self.diagnosis = diagnosis
+
+    def stream(self, model: Any, context: Any, options: Any = None):
+        raise ProviderBlockedError(self.diagnosis)
+
+    def stream_simple(self, model: Any, context: Any, options: Any = None):
+        raise ProviderBlockedError(self.diagnosis)
 
 
 @dataclass(frozen=True)
 class RuntimeSnapshot:
+    """What the runtime activated: ``mode`` is off, record, replay or blocked."""
+
     mode: str
+    selector: str | None = None
+    path: str | None = None
+    diagnosis: str | None = None
 
 
-def initialize_provider_runtime() -> RuntimeSnapshot:
-    """Register the built-ins once; concurrent first callers wait for the same result."""
-    global _state, _snapshot
-    if _snapshot is not None:
-        return _snapshot
-    with _lock:
-        if _snapshot is None:
-            from .register import register_builtins
-
-            _state = "INITIALIZING"
-            register_builtins()
-            _snapshot = RuntimeSnapshot(mode="off")
-            _state = "READY"
-    return _snapshot
+_condition = threading.Condition()
+_state = NEW
+_snapshot: RuntimeSnapshot | None = None
+_failure: tuple[str, str, str] | None = None
 
 
 def runtime_state() -> str:
     return _state
+
+
+def initialize_provider_runtime() -> RuntimeSnapshot:
+    """Initialise once; concurrent first callers wait for, and share, the same outcome."""
+    global _state
+    if _snapshot is not None:
+        return _snapshot
+    with _condition:
+        while _state == INITIALIZING:
+            _condition.wait()
+        if _state == READY and _snapshot is not None:
+            return _snapshot
+        if _state == FAILED:
+            raise _failure_error()
+        _state = INITIALIZING
+    return _run_initialization()
+
+
+def _failure_error() -> ProviderRuntimeInitializationError:
+    assert _failure is not None
+    return ProviderRuntimeInitializationError(*_failure)
+
+
+def _run_initialization() -> RuntimeSnapshot:
+    global _state, _snapshot, _failure
+    try:
+        _register_builtins()
+    except BaseException as error:  # KeyboardInterrupt too: others must not wait forever
+        with _condition:
+            _failure = ("built-in provider registration", type(error).__name__, _redacted(str(error)))
+            _state = FAILED
+            _condition.notify_all()
+        if isinstance(error, Exception):
+            raise _failure_error() from None
+        raise
+    try:
+        snapshot = _activate_record_replay()
+    except BaseException as error:
+        snapshot = _block(error)
+        if not isinstance(error, Exception):
+            with _condition:
+                _snapshot, _state = snapshot, READY
+                _condition.notify_all()
+            raise
+    with _condition:
+        _snapshot, _state = snapshot, READY
+        _condition.notify_all()
+    return snapshot
+
+
+def _register_builtins() -> None:
+    from .register import register_builtins
+
+    register_builtins()
+
+
+def _activate_record_replay() -> RuntimeSnapshot:
+    """Read the configuration once and install the transform it asks for."""
+    from ..config import load_config
+    from ..recordings_store import VALID_MODES, record_replay_settings, resolve_selector
+    from .api_registry import configure_provider_transform
+
+    mode, selector = record_replay_settings(load_config())
+    if mode not in VALID_MODES:
+        raise ValueError(
+            f"unknown record_replay.mode '{mode}' (expected one of {', '.join(VALID_MODES)})"
+        )
+    if mode == "off":
+        return RuntimeSnapshot(mode="off", selector=selector)
+    path = resolve_selector(selector, mode=mode)
+    if mode == "record":
+        from .recording import RecordingProvider, RecordingSink
+
+        sink = RecordingSink(path)
+
+        def record_transform(api: str, original: Any) -> Any:
+            return RecordingProvider(original, sink)
+
+        configure_provider_transform(record_transform)
+    else:
+        from .replay import ReplayProvider
+
+        replay = ReplayProvider(path)
+
+        def replay_transform(api: str, original: Any) -> Any:
+            return replay
+
+        configure_provider_transform(replay_transform)
+    return RuntimeSnapshot(mode=mode, selector=selector, path=str(path))
+
+
+def _block(error: BaseException) -> RuntimeSnapshot:
+    """Install the fail-closed provider for every api and describe why."""
+    from .api_registry import configure_provider_transform
+
+    cause = _redacted(str(error) or type(error).__name__)
+    diagnosis = f"record/replay could not be activated: {cause}; {RECOVERY_HINT}"
+    logger.error("record/replay activation failed: %s", cause)
+    blocked = BlockedProvider(diagnosis)
+
+    def blocked_transform(api: str, original: Any) -> Any:
+        return blocked
+
+    try:
+        configure_provider_transform(blocked_transform)
+    except RuntimeError:
+        # Application code installed its own transform before the first lookup; it stays
+        # in charge and the diagnosis is still logged above.
+        logger.error("a provider transform was already installed; record/replay stays inactive")
+    return RuntimeSnapshot(mode="blocked", diagnosis=diagnosis)
+
+
+def _redacted(text: str) -> str:
+    try:
+        from .redaction import redact_text
+    except ImportError:  # pragma: no cover - redaction ships with the package
+        return text
+    return redact_text(text)
+
+
+def _reset_runtime_for_tests() -> None:
+    global _state, _snapshot, _failure
+    with _condition:
+        _state, _snapshot, _failure = NEW, None, None

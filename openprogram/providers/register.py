@@ -8,10 +8,19 @@ from .api_registry import register_api_providers
 def builtin_providers() -> dict[str, object]:
     """A fresh provider object for every built-in api. Vendor modules import their SDK lazily,
     inside a call, so building these is cheap."""
+    from .anthropic_messages import AnthropicMessagesProvider
     from .faux import DEFAULT_FAUX_PROVIDER
+    from .google_generative_ai import GoogleGenerativeAIProvider
+    from .openai_completions import OpenAICompletionsProvider
+    from .openai_responses import OpenAIResponsesProvider
 
-    providers: dict[str, object] = {"faux": DEFAULT_FAUX_PROVIDER}
-    return providers
+    return {
+        "openai-completions": OpenAICompletionsProvider(),
+        "anthropic-messages": AnthropicMessagesProvider(),
+        "openai-responses": OpenAIResponsesProvider(),
+        "google-generative-ai": GoogleGenerativeAIProvider(),
+        "faux": DEFAULT_FAUX_PROVIDER,
+    }
 
 
 def register_builtins() -> None:

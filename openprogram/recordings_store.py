@@ -1,0 +1,108 @@
+"""The managed recordings folder and recording selectors.
+
+A selector without a path separator is a managed ID, stored as ``<state>/recordings/ID.jsonl``;
+anything else is an explicit path (allowed for replay only). This module is deliberately light
+(no pydantic, no SDK) because the ``recordings`` commands and the runtime initialiser both use
+it, and the commands must start fast.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from .config import ConfigError, ensure_private_dir, state_dir
+
+RECORDINGS_FOLDER = "recordings"
+RECORDING_SUFFIX = ".jsonl"
+RECORDING_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+VALID_MODES = ("off", "record", "replay")
+
+
+class SelectorError(ConfigError):
+    """A recording selector that cannot be used; the message says why and what to type."""
+
+
+def recordings_dir(profile: str | None = None) -> Path:
+    return state_dir(profile) / RECORDINGS_FOLDER
+
+
+def ensure_recordings_dir(profile: str | None = None) -> Path:
+    """The managed folder, created 0700 (with the state folder) when missing."""
+    return ensure_private_dir(recordings_dir(profile))
+
+
+def is_managed_id(selector: str) -> bool:
+    return os.sep not in selector and "/" not in selector
+
+
+def check_recording_id(recording_id: str) -> str:
+    if not RECORDING_ID_PATTERN.match(recording_id) or recording_id.endswith(RECORDING_SUFFIX):
+        raise SelectorError(
+            f"invalid recording ID '{recording_id}': use 1-64 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit, without the .jsonl suffix"
+        )
+    return recording_id
+
+
+def managed_path(recording_id: str, profile: str | None = None) -> Path:
+    return recordings_dir(profile) / f"{check_recording_id(recording_id)}{RECORDING_SUFFIX}"
+
+
+def resolve_selector(selector: str, *, mode: str, profile: str | None = None) -> Path:
+    """The file a ``record_replay.file`` selector names. Record mode accepts managed IDs only."""
+    if not isinstance(selector, str) or not selector.strip():
+        raise SelectorError(
+            "record_replay.file is empty: set a recording with "
+            "'openprogram recordings record --name NAME' or 'openprogram recordings replay ID'"
+        )
+    if is_managed_id(selector):
+        return managed_path(selector, profile)
+    if mode == "record":
+        raise SelectorError(
+            f"record mode needs a managed recording ID, not a path ('{selector}'); "
+            "use 'openprogram recordings record --name NAME'"
+        )
+    return Path(selector).expanduser().absolute()
+
+
+def managed_id_of(path: Path, profile: str | None = None) -> str | None:
+    """The ID of ``path`` if it is a recording directly inside the managed folder."""
+    folder = recordings_dir(profile).absolute()
+    path = path.absolute()
+    if path.parent != folder or path.suffix != RECORDING_SUFFIX:
+        return None
+    candidate = path.name[: -len(RECORDING_SUFFIX)]
+    return candidate if RECORDING_ID_PATTERN.match(candidate) else None
+
+
+def record_replay_settings(config: dict) -> tuple[str, str | None]:
+    """``(mode, file)`` from a configuration dict; a missing subtree means off."""
+    subtree = config.get("record_replay")
+    if subtree is None:
+        return "off", None
+    if not isinstance(subtree, dict):
+        return f"<invalid: {type(subtree).__name__}>", None
+    mode = subtree.get("mode", "off")
+    selector = subtree.get("file")
+    return (mode if isinstance(mode, str) else repr(mode)), selector
+
+
+def check_record_replay(config: dict) -> None:
+    """Raise :class:`SelectorError` unless the ``record_replay`` settings would activate:
+    a known mode, a usable selector, and for replay a file the strict reader accepts."""
+    mode, selector = record_replay_settings(config)
+    if mode not in VALID_MODES:
+        raise SelectorError(f"record_replay.mode must be one of {', '.join(VALID_MODES)}, not '{mode}'")
+    if mode == "off":
+        return
+    path = resolve_selector(selector, mode=mode)
+    if mode == "replay":
+        from .providers.recording import RecordingFileError
+        from .providers.replay import read_recording_file
+
+        try:
+            read_recording_file(path)
+        except RecordingFileError as error:
+            raise SelectorError(str(error)) from None

@@ -1,0 +1,182 @@
+"""``partial_patch``: the operations that keep a recording linear in the length of an answer.
+
+Every streamed event carries the whole assistant message so far, so literal dumps grow with the
+square of the number of deltas. The recorder writes, instead of the full ``partial``, the list
+of operations that turns the previous event's ``partial`` into this one (contract section 4):
+
+* ``["append", PATH, SUFFIX]`` appends a string to the string at PATH;
+* ``["set", PATH, VALUE]`` sets (or adds) the value at PATH;
+* ``["push", PATH, VALUE]`` appends VALUE to the list at PATH.
+
+:func:`compute_patch` is exact by construction: it compares leaves by type *and* value (so
+``1`` never stands in for ``True`` or ``1.0``), emits ``append`` only for a string that starts
+with the previous one, and gives up (``None``, meaning "write the partial in full") whenever a
+key disappears or a list shrinks, which the three operations cannot express.
+:func:`apply_patch` is the strict inverse used by the reader; it never mutates its input
+(containers along each path are copied), so earlier snapshots stay intact.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+PatchOp = list[Any]
+Patch = list[PatchOp]
+
+
+class PatchError(ValueError):
+    """A patch that does not apply to the value it was given."""
+
+
+# ------------------------------------------------------------------------------ writing
+
+
+def compute_patch(previous: Any, current: Any) -> Patch | None:
+    """Operations turning ``previous`` into ``current``, or None if they cannot express it.
+
+    Both values are JSON-shaped (dicts with str keys, lists, str, int, float, bool, None).
+    """
+    ops: Patch = []
+    if not _diff(previous, current, [], ops):
+        return None
+    return ops
+
+
+def _same_leaf(a: Any, b: Any) -> bool:
+    return a is b or (type(a) is type(b) and a == b)
+
+
+def _diff(previous: Any, current: Any, path: list[Any], ops: Patch) -> bool:
+    """Append the operations for one value to ``ops``; False when it cannot be expressed."""
+    if previous is current:
+        return True
+    previous_type = type(previous)
+    if previous_type is not type(current):
+        ops.append(["set", list(path), current])
+        return True
+    if previous_type is dict:
+        return _diff_dict(previous, current, path, ops)
+    if previous_type is list:
+        return _diff_list(previous, current, path, ops)
+    if previous == current:
+        return True
+    if previous_type is str and path and current.startswith(previous):
+        ops.append(["append", list(path), current[len(previous):]])
+    else:
+        ops.append(["set", list(path), current])
+    return True
+
+
+def _diff_dict(previous: dict, current: dict, path: list[Any], ops: Patch) -> bool:
+    if len(previous) > len(current) or any(key not in current for key in previous):
+        return False  # a removed key: no operation deletes
+    for key, value in current.items():
+        if key in previous:
+            path.append(key)
+            expressible = _diff(previous[key], value, path, ops)
+            path.pop()
+            if not expressible:
+                return False
+        else:
+            ops.append(["set", [*path, key], value])
+    return True
+
+
+def _diff_list(previous: list, current: list, path: list[Any], ops: Patch) -> bool:
+    if len(current) < len(previous):
+        return False  # a shrunk list: no operation removes
+    for index in range(len(previous)):
+        path.append(index)
+        expressible = _diff(previous[index], current[index], path, ops)
+        path.pop()
+        if not expressible:
+            return False
+    for value in current[len(previous):]:
+        ops.append(["push", list(path), value])
+    return True
+
+
+# ------------------------------------------------------------------------------ reading
+
+
+def apply_patch(value: Any, patch: Any) -> Any:
+    """``value`` with ``patch`` applied; raises :class:`PatchError` if it does not apply."""
+    if type(patch) is not list:
+        raise PatchError("partial_patch is not a list")
+    for position, op in enumerate(patch):
+        try:
+            value = _apply_op(value, op)
+        except PatchError as error:
+            raise PatchError(f"partial_patch operation {position}: {error}") from None
+    return value
+
+
+def _apply_op(root: Any, op: Any) -> Any:
+    if type(op) is not list or len(op) != 3:
+        raise PatchError("an operation is not a list [OP, PATH, VALUE]")
+    name, path, argument = op
+    if name not in ("append", "set", "push"):
+        raise PatchError(f"unknown operation {name!r}")
+    if type(path) is not list:
+        raise PatchError("PATH is not a list")
+    for step in path:
+        if type(step) is not str and type(step) is not int:
+            raise PatchError(f"PATH step {step!r} is neither a key nor an index")
+    if not path:
+        if name != "set":
+            raise PatchError(f"{name} needs a non-empty PATH")
+        return argument
+    return _replace_in(root, path, 0, name, argument)
+
+
+def _replace_in(container: Any, path: list[Any], depth: int, name: str, argument: Any) -> Any:
+    """A copy of ``container`` with the operation applied below ``path[depth]``."""
+    step = path[depth]
+    last = depth == len(path) - 1
+    if type(container) is dict:
+        if type(step) is not str:
+            raise PatchError(f"index {step!r} used on an object")
+        copy = dict(container)
+        if last and name == "set":
+            copy[step] = argument
+            return copy
+        if step not in container:
+            raise PatchError(f"no key {step!r}")
+        child = container[step]
+    elif type(container) is list:
+        if type(step) is not int or not 0 <= step < len(container):
+            raise PatchError(f"no index {step!r} in a list of {len(container)}")
+        copy = list(container)
+        if last and name == "set":
+            copy[step] = argument
+            return copy
+        child = container[step]
+    else:
+        raise PatchError(f"step {step!r} into a {type(container).__name__}")
+    if not last:
+        copy[step] = _replace_in(child, path, depth + 1, name, argument)
+    elif name == "append":
+        if type(child) is not str or type(argument) is not str:
+            raise PatchError("append needs a string target and a string suffix")
+        copy[step] = child + argument
+    else:  # push
+        if type(child) is not list:
+            raise PatchError("push needs a list target")
+        copy[step] = [*child, argument]
+    return copy
+
+
+def strictly_equal(a: Any, b: Any) -> bool:
+    """JSON equality that tells ``True`` from ``1`` and ``1`` from ``1.0``."""
+    if a is b:
+        return True
+    kind = type(a)
+    if kind is not type(b):
+        return False
+    if kind is dict:
+        return len(a) == len(b) and all(
+            key in b and strictly_equal(value, b[key]) for key, value in a.items()
+        )
+    if kind is list:
+        return len(a) == len(b) and all(strictly_equal(x, y) for x, y in zip(a, b, strict=True))
+    return a == b

@@ -1,0 +1,96 @@
+"""Vocabulary of the recording file shared by the writer (``recording``) and the one strict
+reader (``replay``): the version, the line types, the error, and line encoding.
+
+Keeping these in one module means the writer and the reader cannot drift apart on what a line
+looks like.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .types import (
+    EventDone,
+    EventError,
+    EventStart,
+    EventTextDelta,
+    EventTextEnd,
+    EventTextStart,
+    EventThinkingDelta,
+    EventThinkingEnd,
+    EventThinkingStart,
+    EventToolCallDelta,
+    EventToolCallEnd,
+    EventToolCallStart,
+)
+
+RECORDING_FORMAT_VERSION = 1
+
+LINE_TYPES = frozenset({"header", "request", "event", "call_end"})
+OUTCOMES = frozenset({"complete", "error", "cancelled", "abandoned"})
+
+EVENT_CLASSES = {
+    cls.model_fields["type"].default: cls
+    for cls in (
+        EventStart,
+        EventTextStart,
+        EventTextDelta,
+        EventTextEnd,
+        EventThinkingStart,
+        EventThinkingDelta,
+        EventThinkingEnd,
+        EventToolCallStart,
+        EventToolCallDelta,
+        EventToolCallEnd,
+        EventDone,
+        EventError,
+    )
+}
+#: Event types that carry a ``partial`` snapshot (and may therefore carry ``partial_patch``).
+PARTIAL_EVENT_TYPES = frozenset(
+    name for name, cls in EVENT_CLASSES.items() if "partial" in cls.model_fields
+)
+
+
+class RecordingFileError(Exception):
+    """A recording file that cannot be read or written, naming where and why.
+
+    The message is ``recording file PATH[ at line N][ for call C]: REASON``; it never quotes
+    the content of a line, which may hold prompts and outputs.
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        reason: str,
+        line_number: int | None = None,
+        call_index: int | None = None,
+    ) -> None:
+        self.path = str(path)
+        self.reason = reason
+        self.line_number = line_number
+        self.call_index = call_index
+        where = f" at line {line_number}" if line_number is not None else ""
+        call = f" for call {call_index}" if call_index is not None else ""
+        super().__init__(f"recording file {self.path}{where}{call}: {reason}")
+
+    def __reduce__(self):  # keep the fields across pickling (multiprocessing, xdist)
+        return (type(self), (self.path, self.reason, self.line_number, self.call_index))
+
+
+def encode_line(row: dict[str, Any]) -> bytes:
+    """One whole line, newline included, ready for a single ``os.write``.
+
+    orjson escapes every control character, so the only ``\\n`` byte is the terminator;
+    U+2028, U+2029 and U+0085 are written as plain UTF-8 and survive because readers split on
+    ``\\n`` alone.
+    """
+    return orjson.dumps(row) + b"\n"
+
+
+def is_plain_int(value: Any) -> bool:
+    """An int that is not a bool: JSON ``true`` must never pass for ``1``."""
+    return type(value) is int

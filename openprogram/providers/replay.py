@@ -1,0 +1,494 @@
+"""Replay at the provider boundary: the one strict reader of recording files and the offline
+:class:`ReplayProvider`.
+
+:func:`read_recording_file` validates a whole file when it is opened (every rule of contract
+section 4, every event parsed into its class, every ``partial_patch`` applied), so a replay
+never fails halfway because of the file. Events are kept compactly, as the file stores them;
+full ``partial`` snapshots are rebuilt while iterating, so a 20,000-delta answer never has all
+its snapshots in memory at once. Small recordings keep the event objects validated at open,
+so replaying them costs no second validation.
+
+:class:`ReplayProvider` holds nothing but the parsed file: no vendor provider, no HTTP client,
+no credential. It compares each incoming request with the recorded one and raises
+:class:`ReplayMismatch` at the first difference.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from .differences import NON_DETERMINISTIC_FIELD_NAMES, ReplayMismatch, find_first_difference
+from .partial_patch import PatchError, apply_patch
+from .recording import request_payloads
+from .recording_format import (
+    EVENT_CLASSES,
+    LINE_TYPES,
+    OUTCOMES,
+    PARTIAL_EVENT_TYPES,
+    RECORDING_FORMAT_VERSION,
+    RecordingFileError,
+    is_plain_int,
+)
+from .redaction import remove_secret_values
+from .types import (
+    AssistantMessageEvent,
+    Context,
+    Model,
+    SimpleStreamOptions,
+    StreamOptions,
+)
+
+__all__ = [
+    "NON_DETERMINISTIC_FIELD_NAMES",
+    "RecordedCall",
+    "RecordedCallInterrupted",
+    "Recording",
+    "ReplayMismatch",
+    "ReplayProvider",
+    "find_first_difference",
+    "read_recording_file",
+]
+
+#: Above this many characters of rebuilt snapshots (an estimate), event objects validated at
+#: open are dropped and rebuilt while replaying instead, to bound memory.
+KEEP_EVENTS_BUDGET_CHARS = 32 * 1024 * 1024
+
+
+class RecordedCallInterrupted(Exception):
+    """A recorded call that did not end normally (``error``, ``cancelled``, ``abandoned``):
+    replay hands back the events it produced and then raises this, as the live run failed."""
+
+    def __init__(self, call_index: int, outcome: str) -> None:
+        self.call_index = call_index
+        self.outcome = outcome
+        super().__init__(
+            f"recorded call {call_index} ended with outcome {outcome!r}: the recorded run was "
+            "interrupted here, so the replay stops here too"
+        )
+
+    def __reduce__(self):
+        return (type(self), (self.call_index, self.outcome))
+
+
+# ============================================================================ the parsed file
+
+
+@dataclass(eq=False)
+class RecordedCall:
+    """One call of a recording: its request payloads, its events as stored, and its end."""
+
+    call_index: int
+    request: dict[str, Any]
+    request_line: int
+    rows: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    event_lines: list[int] = field(default_factory=list, repr=False)
+    outcome: str = "complete"
+    event_count: int = 0
+    end_line: int | None = None
+    _events: list[AssistantMessageEvent] | None = field(default=None, repr=False)
+
+    @property
+    def model(self) -> dict[str, Any]:
+        return self.request["model"]
+
+    @property
+    def context(self) -> dict[str, Any]:
+        return self.request["context"]
+
+    @property
+    def options(self) -> dict[str, Any] | None:
+        return self.request["options"]
+
+    def event_dumps(self) -> Iterator[dict[str, Any]]:
+        """The full event dumps, ``partial`` restored, one at a time."""
+        previous: Any = None
+        for row in self.rows:
+            dump, previous = _restore(row, previous)
+            yield dump
+
+    def events(self) -> Iterator[AssistantMessageEvent]:
+        """The recorded events as event objects, in order."""
+        if self._events is not None:
+            yield from self._events
+            return
+        for dump in self.event_dumps():
+            yield EVENT_CLASSES[dump["type"]].model_validate(dump)
+
+
+@dataclass(eq=False)
+class Recording:
+    """A strictly validated recording file."""
+
+    path: Path
+    header: dict[str, Any]
+    header_line: int
+    calls: list[RecordedCall]
+    line_count: int
+
+    @property
+    def format_version(self) -> int:
+        return self.header["format_version"]
+
+    @property
+    def event_count(self) -> int:
+        return sum(call.event_count for call in self.calls)
+
+
+def _restore(row: dict[str, Any], previous: Any) -> tuple[dict[str, Any], Any]:
+    """The full dump of a stored event and the partial the next one patches."""
+    if "partial_patch" in row:
+        partial = apply_patch(previous, row["partial_patch"])
+        dump = {key: value for key, value in row.items() if key != "partial_patch"}
+        dump["partial"] = partial
+        return dump, partial
+    return row, row.get("partial", previous)
+
+
+# ============================================================================ the strict reader
+
+
+def read_recording_file(path: str | os.PathLike[str]) -> Recording:
+    """Parse and validate a whole recording file, or raise :class:`RecordingFileError`."""
+    return _Reader(Path(path)).read()
+
+
+class _CallState:
+    __slots__ = ("call", "previous_partial", "open", "partial_chars")
+
+    def __init__(self, call: RecordedCall) -> None:
+        self.call = call
+        self.previous_partial: Any = None
+        self.open = True
+        self.partial_chars = 0
+
+
+class _Reader:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.header: dict[str, Any] | None = None
+        self.header_line = 0
+        self.calls: dict[int, _CallState] = {}
+        self.kept_chars = 0
+        self.keep_events = True
+
+    def fail(self, reason: str, line: int | None = None, call: int | None = None) -> RecordingFileError:
+        return RecordingFileError(self.path, reason, line, call)
+
+    def read(self) -> Recording:
+        try:
+            data = self.path.read_bytes()
+        except IsADirectoryError:
+            raise self.fail("is a folder, not a file") from None
+        except OSError as error:
+            raise self.fail(f"cannot read: {error.strerror or error}") from None
+        if not data:
+            raise self.fail("the file is empty")
+        lines = data.split(b"\n")
+        last = lines.pop()  # after the final "\n", or a line the writer never finished
+        if last:
+            raise self.fail("the last line is incomplete (no newline at its end)", len(lines) + 1)
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            self.line(number, line)
+        if self.header is None:
+            raise self.fail("the file has no header line")
+        return self.finish(len(lines))
+
+    def line(self, number: int, line: bytes) -> None:
+        try:
+            row = orjson.loads(line)
+        except orjson.JSONDecodeError as error:
+            raise self.fail(f"not valid JSON or UTF-8 ({_json_reason(error)})", number) from None
+        if type(row) is not dict:
+            raise self.fail("a line must be a JSON object", number)
+        kind = row.get("type")
+        if kind not in LINE_TYPES:
+            raise self.fail(f"unknown line type {_short(kind)}", number)
+        if kind == "header":
+            self.header_row(number, row)
+            return
+        if self.header is None:
+            raise self.fail("the first line must be the header", number)
+        if kind == "request":
+            self.request_row(number, row)
+        elif kind == "event":
+            self.event_row(number, row, len(line))
+        else:
+            self.call_end_row(number, row)
+
+    def header_row(self, number: int, row: dict[str, Any]) -> None:
+        if self.header is not None:
+            raise self.fail(f"a second header (the first is at line {self.header_line})", number)
+        if self.calls:
+            raise self.fail("the first line must be the header", number)
+        version = row.get("format_version")
+        if not is_plain_int(version):
+            raise self.fail(f"format_version must be an integer, not {_short(version)}", number)
+        if version != RECORDING_FORMAT_VERSION:
+            raise self.fail(
+                f"format_version {version} is not supported (this program reads "
+                f"{RECORDING_FORMAT_VERSION})",
+                number,
+            )
+        self.header, self.header_line = row, number
+
+    def call_index_of(self, number: int, row: dict[str, Any]) -> int:
+        index = row.get("call_index")
+        if not is_plain_int(index) or index < 0:
+            raise self.fail(f"call_index must be a non-negative integer, not {_short(index)}", number)
+        return index
+
+    def open_call(self, number: int, row: dict[str, Any], what: str) -> _CallState:
+        index = self.call_index_of(number, row)
+        state = self.calls.get(index)
+        if state is None:
+            raise self.fail(f"{what} for a call that has no request line before it", number, index)
+        if not state.open:
+            raise self.fail(
+                f"{what} after the call_end of the call (line {state.call.end_line})", number, index
+            )
+        return state
+
+    def request_row(self, number: int, row: dict[str, Any]) -> None:
+        index = self.call_index_of(number, row)
+        if index in self.calls:
+            raise self.fail(
+                f"a second request for the call (the first is at line "
+                f"{self.calls[index].call.request_line})",
+                number,
+                index,
+            )
+        for name in ("model", "context"):
+            if type(row.get(name)) is not dict:
+                raise self.fail(f"the request's {name} must be a JSON object", number, index)
+        options = row.get("options")
+        if options is not None and type(options) is not dict:
+            raise self.fail("the request's options must be a JSON object or null", number, index)
+        request = {"model": row["model"], "context": row["context"], "options": options}
+        call = RecordedCall(index, request, number, _events=[] if self.keep_events else None)
+        self.calls[index] = _CallState(call)
+
+    def event_row(self, number: int, row: dict[str, Any], size: int) -> None:
+        state = self.open_call(number, row, "an event")
+        call = state.call
+        index = call.call_index
+        event_index = row.get("event_index")
+        if not is_plain_int(event_index) or event_index != len(call.rows):
+            raise self.fail(
+                f"event_index {_short(event_index)} where {len(call.rows)} was expected",
+                number,
+                index,
+            )
+        stored = row.get("event")
+        if type(stored) is not dict:
+            raise self.fail("the event must be a JSON object", number, index)
+        event_type = stored.get("type")
+        cls = EVENT_CLASSES.get(event_type) if type(event_type) is str else None
+        if cls is None:
+            raise self.fail(f"unknown event type {_short(event_type)}", number, index)
+        has_partial, has_patch = "partial" in stored, "partial_patch" in stored
+        if has_patch:
+            if event_type not in PARTIAL_EVENT_TYPES:
+                raise self.fail(f"a {event_type} event has no partial to patch", number, index)
+            if has_partial:
+                raise self.fail("an event carries both partial and partial_patch", number, index)
+            if state.previous_partial is None:
+                raise self.fail(
+                    "partial_patch on an event with no earlier partial in its call", number, index
+                )
+        try:
+            dump, state.previous_partial = _restore(stored, state.previous_partial)
+        except PatchError as error:
+            raise self.fail(f"the partial_patch does not apply: {error}", number, index) from None
+        try:
+            event = cls.model_validate(dump)
+        except ValidationError as error:
+            raise self.fail(
+                f"the event does not parse as {cls.__name__}: {_validation_reason(error)}",
+                number,
+                index,
+            ) from None
+        call.rows.append(stored)
+        call.event_lines.append(number)
+        self.keep(state, event, size, "partial_patch" in stored)
+
+    def keep(self, state: _CallState, event: Any, size: int, patched: bool) -> None:
+        """Keep the validated object while the snapshots kept stay small (estimated from line
+        sizes: a patched snapshot is the previous one plus roughly its line)."""
+        if not self.keep_events:
+            return
+        state.partial_chars = state.partial_chars + size if patched else size
+        self.kept_chars += state.partial_chars
+        if self.kept_chars > KEEP_EVENTS_BUDGET_CHARS:
+            self.keep_events = False
+            for other in self.calls.values():
+                other.call._events = None
+            return
+        state.call._events.append(event)
+
+    def call_end_row(self, number: int, row: dict[str, Any]) -> None:
+        state = self.open_call(number, row, "a call_end")
+        call = state.call
+        count = row.get("event_count")
+        if not is_plain_int(count) or count != len(call.rows):
+            raise self.fail(
+                f"event_count {_short(count)} but the call has {len(call.rows)} events",
+                number,
+                call.call_index,
+            )
+        outcome = row.get("outcome", "complete")
+        if outcome not in OUTCOMES:
+            raise self.fail(f"unknown outcome {_short(outcome)}", number, call.call_index)
+        call.outcome, call.event_count, call.end_line = outcome, count, number
+        state.open = False
+        state.previous_partial = None
+
+    def finish(self, line_count: int) -> Recording:
+        assert self.header is not None
+        unfinished = [state.call for state in self.calls.values() if state.open]
+        if unfinished:
+            first = min(unfinished, key=lambda call: call.request_line)
+            raise self.fail(
+                "the call has no call_end (the recording was interrupted or is still being "
+                "written)",
+                first.request_line,
+                first.call_index,
+            )
+        count = len(self.calls)
+        if set(self.calls) != set(range(count)):
+            missing = min(set(range(count)) - set(self.calls))
+            raise self.fail(
+                f"call_index values are not contiguous from 0: call {missing} is missing",
+                None,
+                missing,
+            )
+        calls = [self.calls[index].call for index in range(count)]
+        return Recording(self.path, self.header, self.header_line, calls, line_count)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _json_reason(error: orjson.JSONDecodeError) -> str:
+    return str(error).split(":", 1)[0]
+
+
+def _validation_reason(error: ValidationError) -> str:
+    first = error.errors(include_input=False, include_url=False)[0]
+    where = ".".join(str(step) for step in first.get("loc", ())) or "<root>"
+    return f"{where}: {first.get('msg', 'invalid')}"
+
+
+# ============================================================================ the provider
+
+
+def _default_options_dump() -> dict[str, Any]:
+    return remove_secret_values(StreamOptions().model_dump(mode="json"))
+
+
+def _comparable_options(options: dict[str, Any] | None) -> dict[str, Any]:
+    """Options as compared: absent options equal the defaults.
+
+    A call made with ``options=None`` and one made with default options behave the same, and
+    the facade turns one into the other when it fills in a key; so ``null`` is compared as the
+    redacted default ``StreamOptions``. A field one side lacks equals ``null`` on the other
+    (``find_first_difference``), so ``stream`` recordings (``StreamOptions``) replay through
+    ``stream_simple`` (``SimpleStreamOptions`` adds ``reasoning`` and ``thinking_budgets``,
+    both ``null`` by default) whenever the options agree.
+    """
+    return _default_options_dump() if options is None else options
+
+
+class ReplayProvider:
+    """Serves recorded events offline. Holds only the parsed recording file."""
+
+    requires_credentials = False
+
+    def __init__(self, recording_path: str | os.PathLike[str]) -> None:
+        self._recording = read_recording_file(recording_path)
+        self._lock = threading.Lock()
+        self._call_count = 0
+
+    @property
+    def recording_path(self) -> Path:
+        return self._recording.path
+
+    @property
+    def recording(self) -> Recording:
+        return self._recording
+
+    @property
+    def call_count(self) -> int:
+        """Recorded calls handed out so far, by ``stream`` and ``stream_simple`` together."""
+        return self._call_count
+
+    def stream(
+        self, model: Model, context: Context, options: StreamOptions | None = None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        return self._replay(model, context, options)
+
+    def stream_simple(
+        self, model: Model, context: Context, options: SimpleStreamOptions | None = None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        return self._replay(model, context, options)
+
+    def assert_consumed(self) -> None:
+        """Raise :class:`ReplayMismatch` if recorded calls were left unused."""
+        total = len(self._recording.calls)
+        with self._lock:
+            used = self._call_count
+        if used < total:
+            raise ReplayMismatch(
+                used,
+                "remaining_calls",
+                f"{total - used} more recorded call(s)",
+                f"{used} call(s) made",
+            )
+
+    def _take(self, model: Model, context: Context, options: StreamOptions | None) -> RecordedCall:
+        """Match the request against the next recorded call and consume it, atomically; a
+        mismatch consumes nothing, so the same request may be retried."""
+        incoming = request_payloads(model, context, options)
+        incoming["options"] = _comparable_options(incoming["options"])
+        calls = self._recording.calls
+        with self._lock:
+            index = self._call_count
+            if index >= len(calls):
+                raise ReplayMismatch(
+                    index,
+                    "call_index",
+                    f"{len(calls)} recorded call(s), the last is call {len(calls) - 1}"
+                    if calls
+                    else "no recorded calls",
+                    f"call {index}",
+                )
+            call = calls[index]
+            recorded = dict(call.request)
+            recorded["options"] = _comparable_options(recorded["options"])
+            for name in ("model", "context", "options"):
+                difference = find_first_difference(recorded[name], incoming[name], name)
+                if difference is not None:
+                    path, recorded_value, incoming_value = difference
+                    raise ReplayMismatch(index, path, recorded_value, incoming_value)
+            self._call_count = index + 1
+            return call
+
+    async def _replay(
+        self, model: Model, context: Context, options: StreamOptions | None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        call = self._take(model, context, options)
+        for event in call.events():
+            yield event
+        if call.outcome != "complete":
+            raise RecordedCallInterrupted(call.call_index, call.outcome)

@@ -42,6 +42,7 @@ from .vendor_common import (
     request_headers,
     text_of,
     thinking_budget,
+    without_secrets,
 )
 
 ANTHROPIC_API = "anthropic-messages"
@@ -78,9 +79,17 @@ class AnthropicMessagesProvider:
 
     api = ANTHROPIC_API
 
-    def __init__(self, *, max_retries: int = DEFAULT_MAX_RETRIES, timeout: float | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        timeout: float | None = None,
+        timestamp: int | None = None,
+    ) -> None:
+        # ``timestamp`` fixes the assistant message timestamp, for deterministic tests.
         self.max_retries = max_retries
         self.timeout = timeout
+        self.timestamp = timestamp
 
     def stream(
         self, model: Model, context: Context, options: StreamOptions | None = None
@@ -97,12 +106,11 @@ class AnthropicMessagesProvider:
     async def _stream(
         self, model: Model, context: Context, options: StreamOptions | None
     ) -> AsyncIterator[AssistantMessageEvent]:
-        assembler = AssistantStreamAssembler(model)
+        assembler = AssistantStreamAssembler(model, timestamp=self.timestamp)
         signal = options.signal if options is not None else None
+        describe = without_secrets(describe_anthropic_error, options.api_key if options else None)
         produce = self._produce(assembler, model, context, options)
-        async for event in guarded_stream(
-            assembler, produce, signal=signal, describe_error=describe_anthropic_error
-        ):
+        async for event in guarded_stream(assembler, produce, signal=signal, describe_error=describe):
             yield event
 
     async def _produce(
@@ -112,7 +120,6 @@ class AnthropicMessagesProvider:
         context: Context,
         options: StreamOptions | None,
     ) -> AsyncIterator[AssistantEvent]:
-        yield assembler.start()
         api_key = api_key_for(model, options)
         body = apply_payload_hook(options, build_request_body(model, context, options))
 
@@ -125,6 +132,8 @@ class AnthropicMessagesProvider:
             api_key=api_key, base_url=model.base_url or None, **client_options
         )
         try:
+            # Required fields by name, the rest through extra_body: the body on_payload returned
+            # reaches the wire as it is, including fields this SDK version does not know.
             required = {key: body[key] for key in ("model", "max_tokens", "messages") if key in body}
             extra = {key: value for key, value in body.items() if key not in required and key != "stream"}
             response = await client.messages.create(
@@ -135,6 +144,8 @@ class AnthropicMessagesProvider:
             )
             mapper = _StreamMapper(assembler)
             try:
+                # ``start`` once the vendor has accepted the request, as every vendor provider does.
+                yield assembler.start()
                 async for raw_event in response:
                     for event in mapper.handle(raw_event):
                         yield event

@@ -48,6 +48,7 @@ from .vendor_common import (
     request_headers,
     text_of,
     thinking_budget,
+    without_secrets,
 )
 
 GOOGLE_API = "google-generative-ai"
@@ -76,9 +77,17 @@ class GoogleGenerativeAIProvider:
 
     api = GOOGLE_API
 
-    def __init__(self, *, max_retries: int = DEFAULT_MAX_RETRIES, retry_initial_delay: float = 1.0) -> None:
+    def __init__(
+        self,
+        *,
+        max_retries: int = DEFAULT_MAX_RETRIES,
+        retry_initial_delay: float = 1.0,
+        timestamp: int | None = None,
+    ) -> None:
+        # ``timestamp`` fixes the assistant message timestamp, for deterministic tests.
         self.max_retries = max_retries
         self.retry_initial_delay = retry_initial_delay
+        self.timestamp = timestamp
 
     def stream(
         self, model: Model, context: Context, options: StreamOptions | None = None
@@ -93,12 +102,11 @@ class GoogleGenerativeAIProvider:
     async def _stream(
         self, model: Model, context: Context, options: StreamOptions | None
     ) -> AsyncIterator[AssistantMessageEvent]:
-        assembler = AssistantStreamAssembler(model)
+        assembler = AssistantStreamAssembler(model, timestamp=self.timestamp)
         signal = options.signal if options is not None else None
+        describe = without_secrets(describe_provider_error(LABEL), options.api_key if options else None)
         produce = self._produce(assembler, model, context, options)
-        async for event in guarded_stream(
-            assembler, produce, signal=signal, describe_error=describe_provider_error(LABEL)
-        ):
+        async for event in guarded_stream(assembler, produce, signal=signal, describe_error=describe):
             yield event
 
     def _http_options(self, model: Model, options: StreamOptions | None) -> dict[str, Any]:
@@ -126,7 +134,6 @@ class GoogleGenerativeAIProvider:
         context: Context,
         options: StreamOptions | None,
     ) -> AsyncIterator[AssistantEvent]:
-        yield assembler.start()
         api_key = api_key_for(model, options)
         request = apply_payload_hook(options, build_request(model, context, options))
 
@@ -141,6 +148,12 @@ class GoogleGenerativeAIProvider:
             )
             mapper = _ChunkMapper(assembler)
             try:
+                # The SDK sends the request at the first chunk; ``start`` waits for the vendor.
+                first = await anext(response, None)
+                yield assembler.start()
+                if first is not None:
+                    for event in mapper.handle(first):
+                        yield event
                 async for chunk in response:
                     for event in mapper.handle(chunk):
                         yield event

@@ -1,9 +1,179 @@
-"""pytest plugin for deterministic agent tests (registered through the ``pytest11`` entry point)."""
+"""pytest plugin for deterministic agent tests (active once openprogram is installed, through
+the ``pytest11`` entry point).
+
+Mark a test with ``@pytest.mark.llm_recording`` (or request the ``llm_recording`` fixture) and
+every provider call made inside it, by an agent loop or a direct facade call, sync or async,
+goes to ``<test folder>/recordings/<test module>/<test name>.jsonl``:
+
+- ``--llm-record-mode=replay`` (default): served offline from the recording; a missing
+  recording fails the test with the command that records it; recorded calls left unused by a
+  passing test fail it.
+- ``record``: record recordings that are missing, replay the ones that exist.
+- ``rewrite``: record every recording anew.
+- ``off``: live calls, nothing recorded.
+
+A test that fails while recording keeps no new recording unless ``--llm-keep-failed``.
+
+The routing is entered inside the test function itself (the plugin wraps it), through
+``use_recording``'s context variable: it is scoped to the test, safe with pytest-xdist and with
+tests that share an event loop, and it never touches the process-wide provider transform.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import inspect
+import os
+import re
+from pathlib import Path
+from typing import Any
 
-def pytest_configure(config) -> None:
-    config.addinivalue_line(
-        "markers", "llm_recording(name=None): route this test's provider calls to a recording"
+import pytest
+
+MODES = ("replay", "record", "rewrite", "off")
+MARKER = "llm_recording"
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("openprogram", "openprogram LLM recordings")
+    group.addoption(
+        "--llm-record-mode",
+        choices=MODES,
+        default=None,
+        help="replay (default: offline, never contacts a provider), record (record missing "
+        "recordings), rewrite (record all anew) or off (live, no recording)",
     )
+    group.addoption(
+        "--llm-keep-failed",
+        action="store_true",
+        default=False,
+        help="keep the new recording of a test that failed while recording",
+    )
+    parser.addini("llm_record_mode", "default for --llm-record-mode", default="replay")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        f"{MARKER}(name=None): route this test's provider calls to a recording "
+        "(<test folder>/recordings/<module>/<name or test name>.jsonl)",
+    )
+
+
+def record_mode(config: pytest.Config) -> str:
+    mode = config.getoption("--llm-record-mode") or config.getini("llm_record_mode") or "replay"
+    if mode not in MODES:
+        raise pytest.UsageError(f"llm_record_mode must be one of {', '.join(MODES)}, not {mode!r}")
+    return mode
+
+
+class LlmRecording:
+    """What the ``llm_recording`` fixture gives a test: where its recording is, the mode in
+    force, and (while the test runs) the active scope."""
+
+    def __init__(self, path: Path, mode: str, nodeid: str) -> None:
+        self.path = path
+        self.mode = mode
+        self.nodeid = nodeid
+        self.scope: Any = None
+
+    @property
+    def call_count(self) -> int:
+        return self.scope.call_count if self.scope is not None else 0
+
+
+def recording_path(item: pytest.Item) -> Path:
+    marker = item.get_closest_marker(MARKER)
+    name = None
+    if marker is not None:
+        name = marker.kwargs.get("name") or (marker.args[0] if marker.args else None)
+    test_file = Path(str(item.path))
+    module = test_file.stem
+    stem = _UNSAFE.sub("_", name or item.name).strip("_") or "recording"
+    return test_file.parent / "recordings" / module / f"{stem}.jsonl"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if item.get_closest_marker(MARKER) is not None and MARKER not in getattr(item, "fixturenames", ()):
+            item.fixturenames.append(MARKER)  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def llm_recording(request: pytest.FixtureRequest) -> LlmRecording:
+    """The test's recording. Routing happens while the test function runs."""
+    handle = LlmRecording(recording_path(request.node), record_mode(request.config), request.node.nodeid)
+    request.node._openprogram_recording = handle
+    return handle
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item):
+    handle: LlmRecording | None = getattr(item, "_openprogram_recording", None)
+    function = getattr(item, "obj", None)
+    if handle is None or handle.mode == "off" or function is None:
+        yield
+        return
+    keep_failed = item.config.getoption("--llm-keep-failed")
+    item.obj = _wrap(function, handle, keep_failed)
+    try:
+        yield
+    finally:
+        item.obj = function
+
+
+def _wrap(function, handle: LlmRecording, keep_failed: bool):
+    if inspect.iscoroutinefunction(function):
+
+        @functools.wraps(function)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            with _session(handle, keep_failed):
+                return await function(*args, **kwargs)
+
+        return run_async
+
+    @functools.wraps(function)
+    def run_sync(*args: Any, **kwargs: Any) -> Any:
+        with _session(handle, keep_failed):
+            return function(*args, **kwargs)
+
+    return run_sync
+
+
+@contextlib.contextmanager
+def _session(handle: LlmRecording, keep_failed: bool):
+    """Replay or record around one test body, and settle the file by how the body ended."""
+    from openprogram.providers.scoped import use_recording
+
+    exists = handle.path.exists()
+    if handle.mode == "replay" or (handle.mode == "record" and exists):
+        if not exists:
+            pytest.fail(
+                f"no LLM recording for {handle.nodeid} at {handle.path}; record it with:\n"
+                f"  pytest '{handle.nodeid}' --llm-record-mode=record",
+                pytrace=False,
+            )
+        with use_recording(handle.path, "replay") as scope:
+            handle.scope = scope
+            yield
+            scope.assert_consumed()
+        return
+
+    handle.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    pending = handle.path.with_name(f".{handle.path.name}.{os.getpid()}.recording")
+    with contextlib.suppress(FileNotFoundError):
+        pending.unlink()
+    succeeded = False
+    try:
+        with use_recording(pending, "record") as scope:
+            handle.scope = scope
+            yield
+        succeeded = True
+    finally:
+        if succeeded or keep_failed:
+            os.replace(pending, handle.path)
+        else:
+            with contextlib.suppress(FileNotFoundError):
+                pending.unlink()

@@ -16,6 +16,7 @@ COMMANDS: dict[str, str] = {
     "run": "run_cmd",
     "config": "config_cmd",
     "models": "models_cmd",
+    "demo": "demo_cmd",
 }
 
 

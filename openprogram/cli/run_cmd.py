@@ -77,6 +77,8 @@ async def _run(args: argparse.Namespace, model, tools, max_turns: int) -> int:
     from openprogram.agent import AgentContext, AgentLoopConfig, agent_loop
     from openprogram.providers.types import UserMessage
 
+    from .render import JsonRenderer, TextRenderer
+
     context = AgentContext(system_prompt=args.system, tools=tools)
     config = AgentLoopConfig(model=model, max_turns=max_turns)
     renderer = JsonRenderer() if args.json else TextRenderer(show_thinking=args.thinking)
@@ -94,62 +96,3 @@ async def _run(args: argparse.Namespace, model, tools, max_turns: int) -> int:
         print(f"openprogram: model call failed: {final.error_message}", file=sys.stderr)
         return EXIT_FAILURE
     return 0
-
-
-class TextRenderer:
-    """Assistant text as it streams; tool calls and results on their own lines."""
-
-    def __init__(self, *, show_thinking: bool) -> None:
-        self.show_thinking = show_thinking
-        self.at_line_start = True
-
-    def write(self, text: str) -> None:
-        if text:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-            self.at_line_start = text.endswith("\n")
-
-    def newline(self) -> None:
-        if not self.at_line_start:
-            self.write("\n")
-
-    def handle(self, event) -> None:
-        kind = event.type
-        if kind == "message_update":
-            inner = event.assistant_message_event
-            if inner.type == "text_delta":
-                self.write(inner.delta)
-            elif inner.type == "thinking_delta" and self.show_thinking:
-                sys.stderr.write(inner.delta)
-                sys.stderr.flush()
-        elif kind == "message_end" and event.message.role == "assistant":
-            self.newline()
-        elif kind == "tool_execution_start":
-            import orjson
-
-            self.newline()
-            self.write(f"-> {event.tool_name}({orjson.dumps(event.args).decode()})\n")
-        elif kind == "tool_execution_end":
-            text = "\n".join(getattr(block, "text", "[image]") for block in event.result.content)
-            marker = "failed" if event.is_error else "returned"
-            self.write(f"<- {event.tool_name} {marker}: {text}\n")
-
-
-class JsonRenderer:
-    """One JSON object per agent event. Streaming updates leave out the growing ``partial``
-    snapshots so the output stays linear in the answer's length."""
-
-    def handle(self, event) -> None:
-        import orjson
-
-        if event.type == "message_update":
-            data = {
-                "type": "message_update",
-                "assistant_message_event": event.assistant_message_event.model_dump(
-                    mode="json", exclude={"partial"}
-                ),
-            }
-        else:
-            data = event.model_dump(mode="json")
-        sys.stdout.write(orjson.dumps(data).decode() + "\n")
-        sys.stdout.flush()

@@ -1,0 +1,113 @@
+"""``openprogram demo``: record an agent session, replay it offline, show a drift report.
+
+Everything runs on the built-in ``faux/echo`` model and the real calculator tool, so it needs
+no key and no network; during the replay step sockets are disabled to prove it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import shutil
+import socket
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+DEMO_PROMPT = "/calculator 6*7"
+DRIFTED_PROMPT = "/calculator 6*8"
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "demo",
+        help="record an agent session, replay it offline, and show a drift report (no key needed)",
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the demo recording and print where it is")
+    parser.set_defaults(handler=run)
+
+
+@contextlib.contextmanager
+def network_disabled() -> Iterator[None]:
+    """Make any attempt to open a connection fail loudly for the duration of the block."""
+
+    def refuse(*args, **kwargs):
+        raise OSError("network disabled during the replay step of the demo")
+
+    saved = socket.socket.connect, socket.create_connection
+    socket.socket.connect, socket.create_connection = refuse, refuse  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        socket.socket.connect, socket.create_connection = saved  # type: ignore[method-assign]
+
+
+async def run_agent(prompt: str, indent: str = "    ") -> str:
+    """One agent run on faux/echo with the calculator; returns what was printed."""
+    from openprogram.agent import AgentContext, AgentLoopConfig, agent_loop
+    from openprogram.providers.models import get_model
+    from openprogram.providers.types import UserMessage
+    from openprogram.tools import builtin_tools
+
+    from .render import TextRenderer
+
+    renderer = TextRenderer(indent=indent)
+    context = AgentContext(system_prompt="You are a careful calculator.", tools=builtin_tools(["calculator"]))
+    config = AgentLoopConfig(model=get_model("faux/echo", include_configured=False))
+    async for event in agent_loop([UserMessage(content=prompt)], context, config):
+        renderer.handle(event)
+    return renderer.text
+
+
+def run(args: argparse.Namespace) -> int:
+    folder = Path(tempfile.mkdtemp(prefix="openprogram-demo-"))
+    try:
+        return asyncio.run(_demo(folder / "demo.jsonl", keep=args.keep))
+    finally:
+        if not args.keep:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+async def _demo(path: Path, *, keep: bool) -> int:
+    from openprogram.providers.replay import ReplayMismatch, read_recording_file
+    from openprogram.providers.scoped import use_recording
+
+    print(f"1. Record: an agent with a calculator tool answers {DEMO_PROMPT!r} (faux/echo model)")
+    with use_recording(path, "record"):
+        recorded = await run_agent(DEMO_PROMPT)
+    recording = read_recording_file(path)
+    print(
+        f"   recorded {len(recording.calls)} model calls, {recording.event_count} streamed events, "
+        f"{path.stat().st_size} bytes (secrets redacted, file mode 0600)"
+    )
+
+    print("\n2. Replay the same run offline (sockets disabled, no provider called):")
+    with network_disabled(), use_recording(path, "replay") as scope:
+        replayed = await run_agent(DEMO_PROMPT)
+        scope.assert_consumed()
+    print(f"   same output as the recorded run: {'yes' if replayed == recorded else 'NO'}")
+
+    print(f"\n3. Change the prompt to {DRIFTED_PROMPT!r} and replay again:")
+    try:
+        with network_disabled(), use_recording(path, "replay"):
+            await run_agent(DRIFTED_PROMPT)
+        print("   (no mismatch was reported: unexpected)")
+        drift_reported = False
+    except ReplayMismatch as mismatch:
+        print("   the replay stops at the first field that differs:")
+        for line in str(mismatch).splitlines():
+            print(f"     {line}")
+        drift_reported = True
+
+    if keep:
+        print(f"\nThe demo recording is kept at {path}")
+    print(
+        "\nDo the same with your own agent and a real model:\n"
+        "  openprogram recordings record --name my-session\n"
+        '  OPENAI_API_KEY=... openprogram run --model openai/gpt-4o-mini "What is 6*7? Use the calculator."\n'
+        "  openprogram recordings replay my-session   # the same run command now replays offline\n"
+        "In pytest: mark a test with @pytest.mark.llm_recording and run it once with "
+        "--llm-record-mode=record (see docs/tutorial.md)."
+    )
+    return 0 if replayed == recorded and drift_reported else 1

@@ -1,0 +1,140 @@
+"""Compare two recordings call by call: where the requests first differ, and how what came
+back differs (final text, tool calls and their arguments, stop reason, usage, outcome).
+
+Used by ``openprogram recordings diff``; works on the strict reader's parsed files, so it
+knows nothing of vendors.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .providers.differences import find_first_difference
+
+REQUEST_PARTS = ("model", "context", "options")
+
+
+@dataclass
+class CallDifference:
+    call_index: int
+    status: str  # same | different | only_in_a | only_in_b
+    request_difference: dict[str, Any] | None = None
+    response_differences: list[dict[str, Any]] = field(default_factory=list)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "call_index": self.call_index,
+            "status": self.status,
+            "request_difference": self.request_difference,
+            "response_differences": self.response_differences,
+        }
+
+
+@dataclass
+class RecordingDiff:
+    path_a: str
+    path_b: str
+    calls_a: int
+    calls_b: int
+    calls: list[CallDifference]
+
+    @property
+    def identical(self) -> bool:
+        return all(call.status == "same" for call in self.calls)
+
+    @property
+    def different_calls(self) -> int:
+        return sum(1 for call in self.calls if call.status != "same")
+
+    def summary(self) -> str:
+        if self.identical:
+            return f"identical: {self.calls_a} calls, apart from non-deterministic fields"
+        return (
+            f"{self.different_calls} of {max(self.calls_a, self.calls_b)} calls differ "
+            f"({self.calls_a} calls in A, {self.calls_b} in B)"
+        )
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "a": self.path_a,
+            "b": self.path_b,
+            "identical": self.identical,
+            "summary": {
+                "calls_a": self.calls_a,
+                "calls_b": self.calls_b,
+                "different_calls": self.different_calls,
+            },
+            "calls": [call.as_json() for call in self.calls],
+        }
+
+
+def final_message(call: Any) -> dict[str, Any] | None:
+    """The assistant message a recorded call ended with (``done`` or ``error``), if any."""
+    if not call.rows:
+        return None
+    last = call.rows[-1]
+    if last.get("type") == "done":
+        return last.get("message")
+    if last.get("type") == "error":
+        return last.get("error")
+    return None
+
+
+def response_summary(call: Any) -> dict[str, Any]:
+    """What came back, reduced to what a reader compares: ids and timestamps left out."""
+    message = final_message(call) or {}
+    content = message.get("content") or []
+    usage = message.get("usage") or {}
+    return {
+        "outcome": call.outcome,
+        "stop_reason": message.get("stop_reason"),
+        "error_message": message.get("error_message"),
+        "text": "".join(block.get("text", "") for block in content if block.get("type") == "text"),
+        "thinking": "".join(b.get("thinking", "") for b in content if b.get("type") == "thinking"),
+        "tool_calls": [
+            {"name": block.get("name"), "arguments": block.get("arguments")}
+            for block in content
+            if block.get("type") == "toolCall"
+        ],
+        "usage": {
+            key: usage.get(key)
+            for key in ("input", "output", "cache_read", "cache_write", "total_tokens")
+        },
+    }
+
+
+def first_request_difference(call_a: Any, call_b: Any) -> dict[str, Any] | None:
+    """The first differing request field, in the order replay compares them."""
+    for part in REQUEST_PARTS:
+        found = find_first_difference(call_a.request.get(part), call_b.request.get(part), part)
+        if found is not None:
+            path, value_a, value_b = found
+            return {"field_path": path, "a": value_a, "b": value_b}
+    return None
+
+
+def diff_recordings(recording_a: Any, recording_b: Any) -> RecordingDiff:
+    calls: list[CallDifference] = []
+    count = max(len(recording_a.calls), len(recording_b.calls))
+    for index in range(count):
+        if index >= len(recording_b.calls):
+            calls.append(CallDifference(index, "only_in_a"))
+            continue
+        if index >= len(recording_a.calls):
+            calls.append(CallDifference(index, "only_in_b"))
+            continue
+        call_a, call_b = recording_a.calls[index], recording_b.calls[index]
+        request = first_request_difference(call_a, call_b)
+        summary_a, summary_b = response_summary(call_a), response_summary(call_b)
+        responses = [
+            {"field": key, "a": summary_a[key], "b": summary_b[key]}
+            for key in summary_a
+            if find_first_difference(summary_a[key], summary_b[key]) is not None
+        ]
+        status = "same" if request is None and not responses else "different"
+        calls.append(CallDifference(index, status, request, responses))
+    return RecordingDiff(
+        str(recording_a.path), str(recording_b.path), len(recording_a.calls), len(recording_b.calls), calls
+    )
+

@@ -123,9 +123,11 @@ def _apply_op(root: Any, op: Any) -> Any:
         if type(step) is not str and type(step) is not int:
             raise PatchError(f"PATH step {step!r} is neither a key nor an index")
     if not path:
-        if name != "set":
-            raise PatchError(f"{name} needs a non-empty PATH")
-        return argument
+        if name == "set":
+            return argument
+        if name == "push" and type(root) is list:
+            return [*root, argument]
+        raise PatchError(f"{name} at the root needs a list target" if name == "push" else "append needs a non-empty PATH")
     return _replace_in(root, path, 0, name, argument)
 
 

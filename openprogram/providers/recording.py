@@ -123,16 +123,17 @@ class RecordingSink:
         """
         body = orjson.dumps(payloads)  # b'{"model":...}'
         with self._locked():
+            size = self._sync()
             index = self._next_index
             line = b'{"type":"request","call_index":%d,%s\n' % (index, body[1:])
-            self._write(line, consumes_index=True)
+            self._append(line, size, consumes_index=True)
             return index
 
     def write_row(self, row: dict[str, Any]) -> None:
         """Append one event or call_end line."""
         line = encode_line(row)
         with self._locked():
-            self._write(line, consumes_index=False)
+            self._append(line, self._sync(), consumes_index=False)
 
     # ---------------------------------------------------------------- opening
 
@@ -160,7 +161,7 @@ class RecordingSink:
             with self._flock():
                 size = os.fstat(fd).st_size
                 if size == 0:
-                    self._write(encode_line(_new_header()), consumes_index=False)
+                    self._append(encode_line(_new_header()), 0, consumes_index=False)
                 else:
                     self._check_header()
                     self._catch_up(size)
@@ -218,8 +219,10 @@ class RecordingSink:
         self._fd = -1
         self._open()
 
-    def _write(self, line: bytes, *, consumes_index: bool) -> None:
-        """Append one line; the caller holds both locks."""
+    def _sync(self) -> int:
+        """Bring the cached state up to the file's current size and return it; the caller
+        holds both locks. Usually one ``fstat``: only bytes other writers appended since
+        are scanned."""
         if self._broken is not None:
             raise self._broken
         if self._fd < 0:
@@ -229,6 +232,11 @@ class RecordingSink:
             self._fail("the file was removed while recording")
         if info.st_size != self._known_size:
             self._catch_up(info.st_size)
+        return info.st_size
+
+    def _append(self, line: bytes, size: int, *, consumes_index: bool) -> None:
+        """Append one whole line at ``size``, the end of the file; the caller holds both
+        locks."""
         written = 0
         try:
             while written < len(line):
@@ -241,7 +249,7 @@ class RecordingSink:
             if written or not consumes_index:
                 self._fail(reason)  # a partial or missing line: the file is now incomplete
             raise RecordingFileError(self._path, reason, self._line_count + 1) from None
-        self._known_size = info.st_size + len(line)
+        self._known_size = size + len(line)
         self._line_count += 1
         if consumes_index:
             self._next_index += 1

@@ -116,6 +116,8 @@ class GoogleGenerativeAIProvider:
             "retry_options": {
                 "attempts": self.max_retries + 1,
                 "initial_delay": self.retry_initial_delay,
+                # Random extra wait of up to one initial delay (the SDK's default is 1 s).
+                "jitter": self.retry_initial_delay,
                 "max_delay": max_delay,
                 "http_status_codes": list(RETRY_STATUS_CODES),
             },
@@ -220,7 +222,8 @@ def _model_parts(message: AssistantMessage, model: Model) -> list[dict[str, Any]
         elif isinstance(block, ToolCall):
             part = {"function_call": {"name": block.name, "args": block.arguments}}
             if is_gemini_3:
-                part["thought_signature"] = PLACEHOLDER_THOUGHT_SIGNATURE.encode()
+                # The placeholder is base64 text (URL-safe alphabet); Gemini compares the bytes.
+                part["thought_signature"] = base64.urlsafe_b64decode(PLACEHOLDER_THOUGHT_SIGNATURE)
             parts.append(part)
     return parts
 

@@ -73,7 +73,8 @@ def describe_provider_error(label: str):
         if status is not None:
             return f"{label}: HTTP {status}: {message}"
         name = type(error).__name__
-        if "Connection" in name or "Timeout" in name or isinstance(error, ConnectionError | TimeoutError):
+        # "Connect" covers the SDKs' APIConnectionError and httpx's ConnectError (google-genai).
+        if "Connect" in name or "Timeout" in name or isinstance(error, ConnectionError | TimeoutError):
             return f"{label}: connection failed ({name}): {message}"
         return f"{label}: {name}: {message}"
 

@@ -1,0 +1,109 @@
+"""Byte-exact Gemini ``streamGenerateContent?alt=sse`` transcripts, written from the documented
+format (https://ai.google.dev/api/generate-content#method:-models.streamgeneratecontent): each
+event is ``data: <GenerateContentResponse JSON>`` followed by a CRLF blank line; text streams as
+parts that continue each other, thought summaries are parts with ``thought: true``, function
+calls arrive whole, ``thoughtSignature`` is base64, and usage metadata is cumulative."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+MODEL_ID = "gemini-2.5-flash"
+RESPONSE_ID = "tTCwacuEBMvnitYP06qsgQY"
+
+THOUGHT_SIGNATURE = base64.b64encode(b"thought-signature-bytes").decode()
+TEXT_SIGNATURE = base64.b64encode(b"text-signature-bytes").decode()
+CALL_SIGNATURE = base64.b64encode(b"call-signature-bytes").decode()
+
+
+def frame(payload: dict) -> bytes:
+    return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\r\n\r\n"
+
+
+def chunk(*parts: dict, finish: str | None = None, usage: dict | None = None) -> bytes:
+    candidate: dict = {"content": {"parts": list(parts), "role": "model"}, "index": 0}
+    if finish:
+        candidate["finishReason"] = finish
+    payload: dict = {"candidates": [candidate]}
+    if usage is not None:
+        payload["usageMetadata"] = usage
+    payload["modelVersion"] = MODEL_ID
+    payload["responseId"] = RESPONSE_ID
+    return frame(payload)
+
+
+def usage(prompt: int, candidates: int, *, cached: int = 0, thoughts: int = 0) -> dict:
+    body = {"promptTokenCount": prompt, "candidatesTokenCount": candidates}
+    if cached:
+        body["cachedContentTokenCount"] = cached
+    if thoughts:
+        body["thoughtsTokenCount"] = thoughts
+    body["totalTokenCount"] = prompt + candidates + thoughts
+    return body
+
+
+def call(name: str, args: dict, **extra) -> dict:
+    return {"functionCall": {"name": name, "args": args}, **extra}
+
+
+PLAIN_TEXT = [
+    chunk({"text": "Hello"}, usage={"promptTokenCount": 120, "totalTokenCount": 120}),
+    chunk({"text": ", world"}),
+    chunk({"text": "!"}, finish="STOP", usage=usage(120, 4, cached=100)),
+]
+
+# A function call separates two text blocks.
+SEVERAL_TEXT_BLOCKS = [
+    chunk({"text": "Before "}),
+    chunk({"text": "the call."}, call("ping", {})),
+    chunk({"text": "After the call."}, finish="STOP", usage=usage(10, 9)),
+]
+
+THINKING_THEN_TEXT = [
+    chunk({"text": "Considering", "thought": True}),
+    chunk({"text": " the sum.", "thought": True, "thoughtSignature": THOUGHT_SIGNATURE}),
+    chunk({"text": "It is ", "thoughtSignature": TEXT_SIGNATURE}),
+    chunk({"text": "4."}, finish="STOP", usage=usage(30, 3, thoughts=20)),
+]
+
+ONE_TOOL_CALL = [
+    chunk(
+        call("get_weather", {"location": "San Francisco, CA", "unit": "celsius"}, thoughtSignature=CALL_SIGNATURE),
+        finish="STOP",
+        usage=usage(300, 12),
+    ),
+]
+
+SEVERAL_TOOL_CALLS = [
+    chunk({"text": "Checking both."}),
+    chunk(call("get_weather", {"city": "Paris"})),
+    chunk(call("get_weather", {"city": "Rome"}), call("get_time", {"tz": "Europe/Rome"})),
+    chunk({"text": ""}, finish="STOP", usage=usage(310, 40)),
+]
+
+USAGE_ONLY_FINAL = [
+    chunk({"text": "ok"}),
+    chunk({"text": ""}, finish="MAX_TOKENS"),
+    frame({"usageMetadata": usage(50, 1, cached=20), "modelVersion": MODEL_ID, "responseId": RESPONSE_ID}),
+]
+
+BREAKS_OFF = [
+    chunk({"text": "Partial "}),
+    chunk({"text": "answer"}),
+    chunk({"text": " never finished"}, finish="STOP"),
+]
+BREAK_AFTER = 1
+
+SAFETY_STOP = [
+    chunk({"text": "Some"}),
+    chunk({"text": ""}, finish="SAFETY"),
+]
+
+NO_FINISH_REASON = [chunk({"text": "Cut"})]
+
+MALFORMED = [chunk({"text": "Hi"}), b'data: {"candidates": [{"content":\r\n\r\n']
+
+
+def error_body(code: int, status: str, message: str) -> bytes:
+    return json.dumps({"error": {"code": code, "message": message, "status": status}}).encode()

@@ -109,6 +109,7 @@ def _failure_error() -> ProviderRuntimeInitializationError:
 
 def _run_initialization() -> RuntimeSnapshot:
     global _state, _snapshot, _failure
+    failed = False
     try:
         _register_builtins()
     except BaseException as error:  # KeyboardInterrupt too: others must not wait forever
@@ -116,9 +117,12 @@ def _run_initialization() -> RuntimeSnapshot:
             _failure = ("built-in provider registration", type(error).__name__, _redacted(str(error)))
             _state = FAILED
             _condition.notify_all()
-        if isinstance(error, Exception):
-            raise _failure_error() from None
-        raise
+        if not isinstance(error, Exception):
+            raise
+        failed = True
+    if failed:
+        # Raised outside the handler so the error keeps no reference to the original.
+        raise _failure_error()
     try:
         snapshot = _activate_record_replay()
     except BaseException as error:

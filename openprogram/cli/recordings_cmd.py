@@ -1,0 +1,737 @@
+"""``openprogram recordings status|record|replay|off|list|show|delete|prune``.
+
+These commands manage files and configuration directly and never initialise the provider
+runtime, so they work whatever the configuration holds: they are how a user recovers from a
+record/replay setting that blocks every provider call. They also start fast: this module
+imports only the standard library at load time, and pydantic (through the strict reader) only
+when a command has to read a recording.
+
+Every change is all-or-nothing: configuration changes go through one locked transaction, and a
+file created for that change is removed again if the transaction fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import EXIT_FAILURE, EXIT_USAGE, CliError
+
+CMD = "openprogram recordings"
+FIX_OFF = f"{CMD} off"
+FIX_RECORD = f"{CMD} record --name NAME"
+FIX_REPLAY = f"{CMD} replay ID"
+FIX_LIST = f"{CMD} list"
+NEXT_START = "takes effect at the next start"
+
+
+def add_parser(subparsers) -> None:
+    parser = subparsers.add_parser(
+        "recordings",
+        help="record model calls, replay them offline, and manage recordings",
+        description=(
+            "Manage record/replay of model calls. Configuration changes take effect at the next "
+            "start. Recordings hold prompts and outputs (credentials are redacted)."
+        ),
+    )
+    verbs = parser.add_subparsers(dest="verb", metavar="VERB")
+    verbs.required = True
+
+    status = verbs.add_parser("status", help="show the record/replay setting and whether it works")
+    status.add_argument("--json", action="store_true", help="print the stable JSON schema")
+
+    record = verbs.add_parser("record", help="create a recording and record into it from the next start")
+    record.add_argument("--name", metavar="NAME", help="recording ID (default: rec-YYYYmmdd-HHMMSS)")
+
+    replay = verbs.add_parser("replay", help="replay a recording from the next start (validated first)")
+    replay.add_argument("selector", metavar="ID-or-PATH")
+
+    verbs.add_parser("off", help="turn record/replay off (the last recording stays selected)")
+
+    list_ = verbs.add_parser("list", help="list the managed recordings")
+    list_.add_argument("--json", action="store_true", help="print the stable JSON schema")
+
+    show = verbs.add_parser("show", help="describe a recording call by call (no content)")
+    show.add_argument("selector", metavar="ID-or-PATH")
+    show.add_argument("--json", action="store_true", help="print the stable JSON schema")
+    show.add_argument(
+        "--content", action="store_true", help="print the redacted JSONL (prompts and outputs!)"
+    )
+
+    delete = verbs.add_parser("delete", help="delete a managed recording")
+    delete.add_argument("id", metavar="ID")
+    delete.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
+
+    prune = verbs.add_parser("prune", help="delete managed recordings not modified for N days")
+    prune.add_argument("--older-than-days", type=_non_negative_int, required=True, metavar="N")
+    prune.add_argument("--dry-run", action="store_true", help="only show what would be deleted")
+    prune.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
+
+    parser.set_defaults(handler=run)
+
+
+def _non_negative_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a whole number of days") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more days")
+    return value
+
+
+def run(args: argparse.Namespace) -> int:
+    from openprogram.config import ConfigError
+
+    handler = VERBS[args.verb]
+    try:
+        return handler(args)
+    except ConfigError as error:
+        usage = "invalid profile name" in str(error)
+        raise CliError(f"{error}; nothing was changed", EXIT_USAGE if usage else EXIT_FAILURE) from None
+
+
+def _check_id_argument(recording_id: str) -> str:
+    """A malformed ID typed on the command line is a usage error (exit 2)."""
+    from openprogram.recordings_store import SelectorError, check_recording_id
+
+    try:
+        return check_recording_id(recording_id)
+    except SelectorError as error:
+        raise CliError(str(error), EXIT_USAGE) from None
+
+
+# ============================================================================ status
+
+
+@dataclass
+class Diagnosis:
+    """What the configuration would do at the next start, and if it would block provider
+    calls, why (``problem`` is a stable code, ``reason`` the exact message) and what fixes it."""
+
+    mode: str
+    selector: Any
+    path: Path | None = None
+    managed_id: str | None = None
+    usable: bool | None = None  # None when off: no file is used
+    problem: str | None = None
+    reason: str | None = None
+    fixes: list[str] = field(default_factory=list)
+    calls: int | None = None
+    events: int | None = None
+
+    @property
+    def blocked(self) -> bool:
+        return self.problem is not None
+
+    def fail(self, problem: str, reason: str, *fixes: str) -> Diagnosis:
+        self.usable = False if self.mode in ("record", "replay") else None
+        self.problem, self.reason = problem, reason
+        self.fixes = list(dict.fromkeys([*fixes, FIX_OFF]))
+        return self
+
+    def to_json(self, config_file: Path) -> dict[str, Any]:
+        return {
+            "schema_version": 1,
+            "config_path": str(config_file),
+            "mode": self.mode,
+            "selector": self.selector if isinstance(self.selector, str) else None,
+            "managed_id": self.managed_id,
+            "path": None if self.path is None else str(self.path),
+            "file_usable": self.usable,
+            "blocked": self.blocked,
+            "problem": self.problem,
+            "reason": self.reason,
+            "fix": self.fixes,
+            "calls": self.calls,
+            "events": self.events,
+        }
+
+
+def diagnose(config: dict[str, Any]) -> Diagnosis:
+    """Check the ``record_replay`` settings the way the runtime activates them, without
+    initialising it and without changing any file."""
+    from openprogram.recordings_store import (
+        VALID_MODES,
+        SelectorError,
+        is_managed_id,
+        managed_id_of,
+        record_replay_settings,
+        resolve_selector,
+    )
+
+    mode, selector = record_replay_settings(config)
+    diagnosis = Diagnosis(mode=mode, selector=selector)
+    if mode not in VALID_MODES:
+        return diagnosis.fail(
+            "unknown_mode",
+            f"unknown record_replay.mode '{mode}' (expected one of {', '.join(VALID_MODES)})",
+            FIX_OFF,
+            FIX_RECORD,
+            FIX_REPLAY,
+        )
+    if mode == "off":
+        if isinstance(selector, str) and selector.strip():
+            with contextlib.suppress(SelectorError):
+                diagnosis.path = resolve_selector(selector, mode="replay")
+                diagnosis.managed_id = managed_id_of(diagnosis.path)
+        return diagnosis
+    if not isinstance(selector, str) or not selector.strip():
+        return diagnosis.fail(
+            "empty_selector",
+            f"record_replay.mode is {mode} but record_replay.file is empty",
+            FIX_RECORD,
+            FIX_REPLAY,
+        )
+    if mode == "record" and not is_managed_id(selector):
+        return diagnosis.fail(
+            "path_selector_in_record_mode",
+            f"record mode needs a managed recording ID, not a path ('{selector}')",
+            FIX_RECORD,
+            f"{CMD} replay {selector}",
+        )
+    try:
+        path = resolve_selector(selector, mode=mode)
+    except SelectorError as error:
+        return diagnosis.fail("invalid_id", str(error), FIX_RECORD, FIX_REPLAY)
+    diagnosis.path, diagnosis.managed_id = path, managed_id_of(path)
+    if mode == "record":
+        return _check_record_target(diagnosis, path)
+    return _check_replay_file(diagnosis, path)
+
+
+def _check_replay_file(diagnosis: Diagnosis, path: Path) -> Diagnosis:
+    from openprogram.providers.recording_format import RecordingFileError
+
+    if not os.path.lexists(path):
+        return diagnosis.fail(
+            "missing_file",
+            f"recording file {path}: does not exist",
+            f"{FIX_LIST}, then {FIX_REPLAY}",
+            FIX_RECORD,
+        )
+    from .recordings_render import read_recording
+
+    try:
+        recording = read_recording(path)
+    except RecordingFileError as error:
+        return diagnosis.fail(_file_problem(error.reason), str(error), *_file_fixes(error.reason, path))
+    diagnosis.usable = True
+    diagnosis.calls, diagnosis.events = len(recording.calls), recording.event_count
+    return diagnosis
+
+
+def _check_record_target(diagnosis: Diagnosis, path: Path) -> Diagnosis:
+    """Record mode creates the file at the next start, or appends to it after checking its
+    header: ask the sink itself (the one place that knows), but only when the file exists
+    and is not empty, so that nothing is created or written here."""
+    from openprogram.providers.recording_format import RecordingFileError
+
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        diagnosis.usable = True
+        return diagnosis
+    except OSError as error:
+        return diagnosis.fail(
+            "unreadable_file", f"recording file {path}: cannot inspect: {error.strerror}", FIX_RECORD
+        )
+    import stat
+
+    if stat.S_ISREG(info.st_mode) and info.st_size == 0:
+        diagnosis.usable = True
+        return diagnosis
+    try:
+        from openprogram.providers.recording import RecordingSink
+
+        RecordingSink(path).close()
+    except RecordingFileError as error:
+        return diagnosis.fail(_file_problem(error.reason), str(error), *_file_fixes(error.reason, path))
+    diagnosis.usable = True
+    return diagnosis
+
+
+def _file_problem(reason: str) -> str:
+    if "format_version" in reason:
+        return "wrong_version"
+    if reason.startswith(("cannot read", "cannot open", "cannot inspect")):
+        return "unreadable_file"
+    if "symbolic link" in reason:
+        return "symlink"
+    if "not a regular file" in reason or "is a folder" in reason:
+        return "not_a_file"
+    return "corrupt_file"
+
+
+def _file_fixes(reason: str, path: Path) -> list[str]:
+    if reason.startswith(("cannot read", "cannot open")):
+        return [f"chmod 600 {path}", FIX_RECORD]
+    return [FIX_RECORD, f"{FIX_LIST}, then {FIX_REPLAY}"]
+
+
+def run_status(args: argparse.Namespace) -> int:
+    from openprogram import config
+
+    diagnosis = diagnose(config.load_config())
+    if args.json:
+        _print_json(diagnosis.to_json(config.config_path()))
+    else:
+        print(_render_status(diagnosis, config.config_path()))
+    return EXIT_FAILURE if diagnosis.blocked else 0
+
+
+def _render_status(diagnosis: Diagnosis, config_file: Path) -> str:
+    selector = diagnosis.selector if isinstance(diagnosis.selector, str) else "(none)"
+    lines = [
+        f"config    {config_file}",
+        f"mode      {diagnosis.mode}",
+        f"selector  {selector}" + ("  (kept while off)" if diagnosis.mode == "off" and diagnosis.selector else ""),
+        f"path      {diagnosis.path if diagnosis.path is not None else '-'}",
+    ]
+    if diagnosis.blocked:
+        lines.append(f"problem   {diagnosis.reason}")
+        lines.append("provider calls are BLOCKED at the next start until this is fixed; fix with one of:")
+        lines.extend(f"  {fix}" for fix in diagnosis.fixes)
+    elif diagnosis.mode == "off":
+        lines.append("file      not used (record/replay is off)")
+    elif diagnosis.mode == "record":
+        exists = diagnosis.path is not None and os.path.lexists(diagnosis.path)
+        lines.append("file      usable: " + ("appending to it" if exists else "created at the next start"))
+    else:
+        lines.append(f"file      usable: {diagnosis.calls} calls, {diagnosis.events} events")
+    lines.append(f"(the configuration {NEXT_START}; a running process keeps what it started with)")
+    return "\n".join(lines)
+
+
+# ============================================================================ record / replay / off
+
+
+def run_record(args: argparse.Namespace) -> int:
+    from openprogram import config
+    from openprogram.recordings_store import ensure_recordings_dir, managed_path, recordings_dir
+
+    if args.name is not None:
+        _check_id_argument(args.name)  # before anything is created
+    folder = recordings_dir()
+    folder_existed = folder.exists()
+    created: Path | None = None
+    try:
+        with config.config_transaction() as current:
+            ensure_recordings_dir()
+            recording_id = args.name or _generated_id(folder)
+            path = managed_path(recording_id)
+            _create_header_only(path, recording_id)
+            created = path
+            _set_record_replay(current, mode="record", file=recording_id)
+    except BaseException:
+        if created is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(created)
+        if not folder_existed:
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        raise
+    print(f"created recording '{recording_id}' at {path}")
+    print(f"record_replay.mode=record, record_replay.file={recording_id}; {NEXT_START}")
+    return 0
+
+
+def _generated_id(folder: Path) -> str:
+    base = time.strftime("rec-%Y%m%d-%H%M%S")
+    candidate, number = base, 1
+    while os.path.lexists(folder / f"{candidate}.jsonl"):
+        number += 1
+        candidate = f"{base}-{number}"
+    return candidate
+
+
+def _create_header_only(path: Path, recording_id: str) -> None:
+    """Create the file exclusively (0600, never through a symlink, never over anything), then
+    let the sink write its header: the format is written in one place only."""
+    from openprogram.providers.recording_format import RecordingFileError
+
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except FileExistsError:
+        raise CliError(
+            f"recording file {path}: already exists; choose another --name, or delete it first "
+            f"with '{CMD} delete {recording_id}'"
+        ) from None
+    except OSError as error:
+        raise CliError(f"recording file {path}: cannot create: {error.strerror}") from None
+    try:
+        os.fchmod(fd, 0o600)
+    finally:
+        os.close(fd)
+    try:
+        from openprogram.providers.recording import RecordingSink
+
+        RecordingSink(path).close()
+    except RecordingFileError as error:
+        raise CliError(str(error)) from None
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    from openprogram import config
+    from openprogram.providers.recording_format import RecordingFileError
+    from openprogram.recordings_store import is_managed_id, resolve_selector
+
+    selector = args.selector
+    if is_managed_id(selector):
+        _check_id_argument(selector)
+    else:
+        selector = str(Path(selector).expanduser().absolute())  # the next start may run elsewhere
+    path = resolve_selector(selector, mode="replay")
+    if not os.path.lexists(path):
+        hint = f"; see '{FIX_LIST}'" if is_managed_id(selector) else ""
+        raise CliError(f"recording file {path}: does not exist{hint}; nothing was changed")
+    from .recordings_render import read_recording
+
+    try:
+        recording = read_recording(path)
+    except RecordingFileError as error:
+        raise CliError(f"{error}; nothing was changed") from None
+    if _safe_live(path):
+        print(f"warning: {path} is still being recorded into; the replay uses what it holds now", file=sys.stderr)
+    with config.config_transaction() as current:
+        _set_record_replay(current, mode="replay", file=selector)
+    print(f"replaying {path}: {len(recording.calls)} calls, {recording.event_count} events")
+    print(f"record_replay.mode=replay, record_replay.file={selector}; {NEXT_START}")
+    return 0
+
+
+def run_off(args: argparse.Namespace) -> int:
+    from openprogram import config
+    from openprogram.recordings_store import record_replay_settings
+
+    with config.config_transaction() as current:
+        previous, selector = record_replay_settings(current)
+        _set_record_replay(current, mode="off")
+    kept = f" (record_replay.file={selector} is kept)" if isinstance(selector, str) and selector else ""
+    was = "was already off" if previous == "off" else f"is now off (was {previous})"
+    print(f"record/replay {was}{kept}; {NEXT_START}")
+    return 0
+
+
+def _set_record_replay(current: dict[str, Any], *, mode: str, file: str | None = None) -> None:
+    subtree = current.get("record_replay")
+    if not isinstance(subtree, dict):
+        subtree = {}
+    subtree["mode"] = mode
+    if file is not None:
+        subtree["file"] = file
+    current["record_replay"] = subtree
+
+
+# ============================================================================ list / show
+
+
+def run_list(args: argparse.Namespace) -> int:
+    from openprogram import config
+    from openprogram.recordings_store import record_replay_settings, recordings_dir
+
+    from . import recordings_render as render
+
+    current = config.load_config()
+    mode, selector = record_replay_settings(current)
+    active = _active_path(current)
+    folder = recordings_dir()
+    infos = [
+        render.inspect_recording(path, recording_id, managed=recording_id is not None, active=_same(path, active))
+        for path, recording_id in _folder_entries(folder)
+    ]
+    if active is not None and not any(info.active for info in infos):
+        infos.append(render.inspect_recording(active, None, managed=False, active=True))
+    now = render.now()
+    if args.json:
+        _print_json(render.list_json(folder, mode, selector, infos, now))
+    elif not infos:
+        print(f"no recordings in {folder}")
+    else:
+        print(render.render_list(infos, now))
+    return 0
+
+
+def _folder_entries(folder: Path) -> list[tuple[Path, str | None]]:
+    """``*.jsonl`` entries of the managed folder, sorted, with their ID (None when the name is
+    not a valid ID, so such a file is listed but never treated as managed)."""
+    from openprogram.recordings_store import RECORDING_ID_PATTERN, RECORDING_SUFFIX
+
+    try:
+        names = sorted(os.listdir(folder))
+    except FileNotFoundError:
+        return []
+    except OSError as error:
+        raise CliError(f"cannot list {folder}: {error.strerror}") from None
+    entries = []
+    for name in names:
+        if not name.endswith(RECORDING_SUFFIX) or name.startswith("."):
+            continue
+        stem = name[: -len(RECORDING_SUFFIX)]
+        entries.append((folder / name, stem if RECORDING_ID_PATTERN.match(stem) else None))
+    return entries
+
+
+def run_show(args: argparse.Namespace) -> int:
+    from openprogram import config
+    from openprogram.providers.recording_format import RecordingFileError
+    from openprogram.recordings_store import is_managed_id, managed_id_of
+
+    from . import recordings_render as render
+
+    selector = args.selector
+    if is_managed_id(selector):
+        _check_id_argument(selector)
+    path = _resolve_for_reading(selector)
+    try:
+        recording = render.read_recording(path)
+    except RecordingFileError as error:
+        raise CliError(str(error)) from None
+    active = _same(path, _active_path(config.load_config()))
+    if args.content:
+        print(
+            "warning: recordings hold prompts, model outputs, tool results and personal data "
+            "(credentials are redacted); treat this output as confidential",
+            file=sys.stderr,
+        )
+    info = path.stat()
+    report = render.ShowReport(
+        path=path,
+        id=managed_id_of(path),
+        active=active,
+        size=info.st_size,
+        mtime=info.st_mtime,
+        header=recording.header,
+        calls=[render.summarize_call(call) for call in recording.calls],
+    )
+    now = render.now()
+    if args.json:
+        data = report.to_json(now)
+        if args.content:
+            data["content"] = list(_redacted_rows(path))
+        _print_json(data)
+    elif args.content:
+        for row in _redacted_rows(path):
+            _print_json(row, indent=False)
+    else:
+        print(render.render_show(report, now))
+    return 0
+
+
+def _resolve_for_reading(selector: str) -> Path:
+    from openprogram.recordings_store import resolve_selector
+
+    path = resolve_selector(selector, mode="replay")
+    if not os.path.lexists(path):
+        raise CliError(f"recording file {path}: does not exist; see '{FIX_LIST}'")
+    return path
+
+
+def _redacted_rows(path: Path):
+    """The file's lines, redacted again on the way out: the file was redacted when written,
+    but a file copied in from elsewhere may not have been."""
+    import orjson
+
+    from openprogram.providers.redaction import remove_secret_values
+
+    with open(path, "rb") as handle:
+        for line in handle:
+            if line.strip():
+                yield remove_secret_values(orjson.loads(line))
+
+
+# ============================================================================ delete / prune
+
+
+def run_delete(args: argparse.Namespace) -> int:
+    from openprogram import config
+
+    path = _managed_target(args.id)
+    refusal = _deletion_refusal(path, config.load_config())
+    if refusal:
+        raise CliError(refusal)
+    _confirm(args.yes, args.id, f"delete recording '{args.id}' ({path})? type its ID to confirm: ", "delete")
+    with config.config_transaction() as current:  # the lock: nothing can activate it meanwhile
+        refusal = _deletion_refusal(path, current)
+        if refusal:
+            raise CliError(refusal)
+        _unlink(path)
+    print(f"deleted recording '{args.id}' ({path})")
+    return 0
+
+
+def _managed_target(recording_id: str) -> Path:
+    from openprogram.recordings_store import is_managed_id, managed_path
+
+    if not is_managed_id(recording_id):
+        raise CliError(
+            f"'{recording_id}' is a path; delete acts only on managed recordings, by ID (see '{FIX_LIST}')",
+            EXIT_USAGE,
+        )
+    _check_id_argument(recording_id)
+    path = managed_path(recording_id)
+    if not os.path.lexists(path):
+        raise CliError(f"recording file {path}: does not exist; see '{FIX_LIST}'")
+    return path
+
+
+def _deletion_refusal(path: Path, current: dict[str, Any]) -> str | None:
+    """Why ``path`` must not be deleted now, or None."""
+    import stat
+
+    from openprogram.recording_liveness import is_being_recorded
+
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        return f"recording file {path}: does not exist (already deleted?)"
+    if stat.S_ISLNK(info.st_mode):
+        return f"recording file {path}: is a symbolic link; refusing to delete it (not a managed recording)"
+    if not stat.S_ISREG(info.st_mode):
+        return f"recording file {path}: is not a regular file; refusing to delete it"
+    if _same(path, _active_path(current)):
+        return (
+            f"recording file {path}: is the active recording; run '{FIX_OFF}' (or select another) "
+            "first"
+        )
+    if is_being_recorded(path):
+        return f"recording file {path}: is being recorded into by a running process; refusing to delete it"
+    return None
+
+
+def run_prune(args: argparse.Namespace) -> int:
+    from openprogram import config
+    from openprogram.recordings_store import recordings_dir
+
+    from .recordings_render import human_age, now
+
+    folder = recordings_dir()
+    cutoff = now() - args.older_than_days * 86400
+    current = config.load_config()
+    old, skipped = [], []
+    for path, recording_id in _folder_entries(folder):
+        try:
+            status = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if status.st_mtime >= cutoff:
+            continue
+        if recording_id is None:
+            skipped.append((path, "not a valid recording ID; not a managed recording"))
+            continue
+        refusal = _deletion_refusal(path, current)
+        if refusal:
+            skipped.append((path, refusal.split(": ", 1)[1]))
+        else:
+            old.append((path, recording_id, status.st_mtime))
+    for path, why in skipped:
+        print(f"skipping {path}: {why}", file=sys.stderr)
+    if not old:
+        print(f"nothing to prune: no deletable recording in {folder} is older than {args.older_than_days} days")
+        return 0
+    verb = "would delete" if args.dry_run else "deleting"
+    print(f"{verb} {len(old)} recording(s) not modified for more than {args.older_than_days} days:")
+    for _path, recording_id, mtime in old:
+        print(f"  {recording_id}  ({human_age(now() - mtime)} old)")
+    if args.dry_run:
+        return 0
+    _confirm(args.yes, str(len(old)), f"type {len(old)} (the number of recordings) to delete them: ", "prune")
+    deleted = []
+    with config.config_transaction() as current:
+        for path, recording_id, _ in old:
+            refusal = _deletion_refusal(path, current)
+            if refusal:
+                print(f"skipping {path}: {refusal.split(': ', 1)[1]}", file=sys.stderr)
+                continue
+            try:
+                _unlink(path)
+            except CliError as error:
+                raise CliError(f"{error} (deleted before it: {', '.join(deleted) or 'nothing'})") from None
+            deleted.append(recording_id)
+    print(f"deleted {len(deleted)} recording(s)")
+    return 0
+
+
+def _unlink(path: Path) -> None:
+    try:
+        os.unlink(path)
+    except OSError as error:
+        raise CliError(f"recording file {path}: cannot delete: {error.strerror}") from None
+
+
+def _confirm(assume_yes: bool, expected: str, prompt: str, action: str) -> None:
+    """Ask on a terminal; never guess on a pipe (exit 2 without --yes)."""
+    if assume_yes:
+        return
+    stdin = sys.stdin
+    if stdin is None or not stdin.isatty():
+        raise CliError(
+            f"refusing to {action} without confirmation: stdin is not a terminal; add --yes",
+            EXIT_USAGE,
+        )
+    print(prompt, end="", file=sys.stderr, flush=True)
+    answer = stdin.readline()
+    if answer.strip() != expected:
+        raise CliError(f"not confirmed (expected '{expected}'); nothing was deleted", EXIT_USAGE)
+
+
+# ============================================================================ shared
+
+
+def _active_path(current: dict[str, Any]) -> Path | None:
+    """The file record or replay would use at the next start, if any."""
+    from openprogram.recordings_store import SelectorError, record_replay_settings, resolve_selector
+
+    mode, selector = record_replay_settings(current)
+    if mode not in ("record", "replay"):
+        return None
+    try:
+        return resolve_selector(selector, mode=mode)
+    except SelectorError:
+        return None
+
+
+def _same(path: Path, other: Path | None) -> bool:
+    """Whether ``path`` is the file ``other`` names (a symlink to it is not the file itself)."""
+    if other is None:
+        return False
+    if path.absolute() == other.absolute():
+        return True
+    try:
+        return not path.is_symlink() and os.path.samefile(path, other)
+    except OSError:
+        return False
+
+
+def _safe_live(path: Path) -> bool:
+    from openprogram.recording_liveness import is_being_recorded
+
+    try:
+        return is_being_recorded(path)
+    except OSError:
+        return False
+
+
+def _print_json(data: Any, indent: bool = True) -> None:
+    import orjson
+
+    option = orjson.OPT_INDENT_2 if indent else 0
+    sys.stdout.write(orjson.dumps(data, option=option).decode() + "\n")
+
+
+VERBS = {
+    "status": run_status,
+    "record": run_record,
+    "replay": run_replay,
+    "off": run_off,
+    "list": run_list,
+    "show": run_show,
+    "delete": run_delete,
+    "prune": run_prune,
+}

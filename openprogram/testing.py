@@ -124,6 +124,26 @@ def pytest_runtest_call(item: pytest.Item):
         item.obj = function
 
 
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """A drifted request is a diagnosis, not a crash: show the two-line mismatch report and
+    how to re-record, instead of a traceback through the agent loop."""
+    outcome = yield
+    handle: LlmRecording | None = getattr(item, "_openprogram_recording", None)
+    if handle is None or call.excinfo is None or call.when != "call":
+        return
+    from openprogram.providers.replay import ReplayMismatch
+
+    if isinstance(call.excinfo.value, ReplayMismatch):
+        report = outcome.get_result()
+        report.longrepr = (
+            f"{call.excinfo.value}\n\n"
+            f"The test's requests no longer match its recording {handle.path}.\n"
+            f"If the change is intended, re-record it with:\n"
+            f"  pytest '{handle.nodeid}' --llm-record-mode=rewrite"
+        )
+
+
 def _wrap(function, handle: LlmRecording, keep_failed: bool):
     if inspect.iscoroutinefunction(function):
 

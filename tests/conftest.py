@@ -51,3 +51,6 @@ def cli_env(home: Path, **extra: str) -> dict[str, str]:
 
 
 PYTHON = sys.executable
+
+
+pytest_plugins = ["pytester"]

@@ -1,0 +1,181 @@
+"""The pytest plugin, exercised through real inner pytest sessions (pytester, in subprocesses
+so each inner session loads the plugin from its entry point like a user's would)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+INNER_CONFTEST = """
+import os, socket
+import pytest
+
+@pytest.fixture(autouse=True)
+def no_network_when_replaying(monkeypatch):
+    if os.environ.get("EXPECT_OFFLINE"):
+        def refuse(*args, **kwargs):
+            raise OSError("network disabled")
+        monkeypatch.setattr(socket.socket, "connect", refuse)
+        monkeypatch.setattr(socket, "create_connection", refuse)
+"""
+
+INNER_TEST = """
+import os
+import pytest
+from openprogram.agent import AgentContext, AgentLoopConfig, agent_loop
+from openprogram.providers.faux import DEFAULT_FAUX_PROVIDER
+from openprogram.providers.stream import complete
+from openprogram.providers.types import Context, Model, UserMessage
+from openprogram.tools import builtin_tools
+
+ECHO = Model(id="echo", api="faux", provider="faux")
+PROMPT = os.environ.get("INNER_PROMPT", "/calculator 6*7")
+
+
+async def run_agent(prompt):
+    context = AgentContext(tools=builtin_tools(["calculator"]))
+    events = [e async for e in agent_loop([UserMessage(content=prompt)], context, AgentLoopConfig(model=ECHO))]
+    return events[-1].messages[-1].content[0].text
+
+
+def provider_was_called():
+    return bool(DEFAULT_FAUX_PROVIDER.calls)
+
+
+@pytest.mark.llm_recording
+async def test_agent():
+    assert await run_agent(PROMPT) == "calculator returned: 42"
+    if os.environ.get("EXPECT_OFFLINE"):
+        assert not provider_was_called()
+
+
+@pytest.mark.llm_recording(name="direct")
+def test_sync_facade_call(llm_recording):
+    import asyncio
+    message = asyncio.run(complete(ECHO, Context(messages=[UserMessage(content="hi", timestamp=0)])))
+    assert message.content[0].text == "echo: hi"
+    assert llm_recording.call_count == (0 if llm_recording.mode == "off" else 1)
+    assert llm_recording.path.name == "direct.jsonl"
+"""
+
+
+def run_inner(pytester: pytest.Pytester, *args: str, **env: str) -> pytest.RunResult:
+    for name, value in env.items():
+        pytester._monkeypatch.setenv(name, value)
+    return pytester.runpytest_subprocess(
+        "-p", "asyncio", "-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function", "-q", *args
+    )
+
+
+@pytest.fixture
+def inner(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makeconftest(INNER_CONFTEST)
+    pytester.makepyfile(test_agent_suite=INNER_TEST)
+    return pytester
+
+
+def recording_file(pytester, name="test_agent"):
+    return pytester.path / "recordings" / "test_agent_suite" / f"{name}.jsonl"
+
+
+def test_missing_recording_fails_with_the_command_that_records_it(inner):
+    result = run_inner(inner)
+    result.assert_outcomes(failed=2)
+    result.stdout.fnmatch_lines(["*no LLM recording for test_agent_suite.py::test_agent*"])
+    result.stdout.fnmatch_lines(["*pytest 'test_agent_suite.py::test_agent' --llm-record-mode=record*"])
+    assert not recording_file(inner).exists()
+
+
+def test_record_then_replay_offline(inner):
+    recorded = run_inner(inner, "--llm-record-mode=record")
+    recorded.assert_outcomes(passed=2)
+    path = recording_file(inner)
+    assert path.exists() and recording_file(inner, "direct").exists()
+    calls = [json.loads(line) for line in path.read_text().splitlines() if '"request"' in line]
+    assert len(calls) == 2  # the tool call turn and the answer turn
+    before = path.read_bytes()
+
+    replayed = run_inner(inner, EXPECT_OFFLINE="1")
+    replayed.assert_outcomes(passed=2)
+    again = run_inner(inner, "--llm-record-mode=record", EXPECT_OFFLINE="1")  # existing: replays
+    again.assert_outcomes(passed=2)
+    assert path.read_bytes() == before
+
+
+def test_drifted_prompt_fails_with_the_mismatch_report_and_rewrite_fixes_it(inner):
+    run_inner(inner, "--llm-record-mode=record").assert_outcomes(passed=2)
+    drifted = run_inner(inner, "test_agent_suite.py::test_agent", INNER_PROMPT="/calculator 42")
+    drifted.assert_outcomes(failed=1)
+    drifted.stdout.fnmatch_lines([
+        "replay mismatch at call 0, field context.messages[[]0[]].content:",
+        "recorded '/calculator 6*7', incoming '/calculator 42'",
+        "*--llm-record-mode=rewrite*",
+    ])
+    assert "Traceback" not in drifted.stdout.str() and "loop.py" not in drifted.stdout.str()
+    rewritten = run_inner(inner, "--llm-record-mode=rewrite", "test_agent_suite.py::test_agent", INNER_PROMPT="/calculator 42")
+    rewritten.assert_outcomes(passed=1)
+    assert "/calculator 42" in recording_file(inner).read_text()
+    run_inner(inner, "test_agent_suite.py::test_agent", INNER_PROMPT="/calculator 42", EXPECT_OFFLINE="1").assert_outcomes(passed=1)
+
+
+def test_unconsumed_recorded_calls_fail_a_passing_test(pytester):
+    pytester.makepyfile(test_agent_suite="""
+import os, asyncio, pytest
+from openprogram.providers.stream import complete
+from openprogram.providers.types import Context, Model, UserMessage
+ECHO = Model(id="echo", api="faux", provider="faux")
+
+@pytest.mark.llm_recording
+def test_agent():
+    for text in ["one", "two"][: int(os.environ.get("CALLS", "2"))]:
+        asyncio.run(complete(ECHO, Context(messages=[UserMessage(content=text, timestamp=0)])))
+""")
+    run_inner(pytester, "--llm-record-mode=record").assert_outcomes(passed=1)
+    short = run_inner(pytester, CALLS="1")
+    short.assert_outcomes(failed=1)
+    short.stdout.fnmatch_lines(["*replay mismatch at call 1, field remaining_calls*"])
+
+
+def test_failing_test_keeps_no_recording_unless_asked(pytester):
+    pytester.makepyfile(test_agent_suite="""
+import asyncio, pytest
+from openprogram.providers.stream import complete
+from openprogram.providers.types import Context, Model, UserMessage
+
+@pytest.mark.llm_recording
+def test_agent():
+    asyncio.run(complete(Model(id="echo", api="faux", provider="faux"), Context(messages=[UserMessage(content="x")])))
+    assert False, "the agent did the wrong thing"
+""")
+    run_inner(pytester, "--llm-record-mode=record").assert_outcomes(failed=1)
+    assert not recording_file(pytester).exists()
+    assert not list((pytester.path / "recordings").rglob("*.recording"))
+    run_inner(pytester, "--llm-record-mode=record", "--llm-keep-failed").assert_outcomes(failed=1)
+    assert recording_file(pytester).exists()
+
+
+def test_off_mode_calls_the_provider_and_records_nothing(inner):
+    run_inner(inner, "--llm-record-mode=off").assert_outcomes(passed=2)
+    assert not (inner.path / "recordings").exists()
+
+
+def test_xdist_records_and_replays_twenty_tests(pytester):
+    pytester.makepyfile(test_agent_suite="""
+import asyncio, pytest
+from openprogram.providers.stream import complete
+from openprogram.providers.types import Context, Model, UserMessage
+
+@pytest.mark.llm_recording
+@pytest.mark.parametrize("n", range(20))
+def test_agent(n):
+    message = asyncio.run(complete(Model(id="echo", api="faux", provider="faux"),
+                                   Context(messages=[UserMessage(content=f"number {n}", timestamp=0)])))
+    assert message.content[0].text == f"echo: number {n}"
+""")
+    run_inner(pytester, "-n", "2", "--llm-record-mode=record").assert_outcomes(passed=20)
+    files = sorted((pytester.path / "recordings" / "test_agent_suite").glob("*.jsonl"))
+    assert len(files) == 20
+    for n in (0, 7, 19):
+        assert f"number {n}" in (pytester.path / "recordings" / "test_agent_suite" / f"test_agent_{n}.jsonl").read_text()
+    run_inner(pytester, "-n", "2", EXPECT_OFFLINE="1").assert_outcomes(passed=20)

@@ -10,11 +10,13 @@ once. The ``openai`` SDK is imported inside the call so that importing the provi
 
 from __future__ import annotations
 
+import asyncio
+import threading
+import weakref
 from collections.abc import AsyncIterator
 from typing import Any
 
 from .assembly import AssistantEvent, AssistantStreamAssembler
-from .credentials import known_secret_values
 from .guard import ErrorDescriber, guarded_stream
 from .types import (
     AssistantMessage,
@@ -31,6 +33,7 @@ from .vendor_common import (
     apply_payload_hook,
     describe_provider_error,
     request_headers,
+    without_secrets,
 )
 
 #: SDK retries for 408/409/429/5xx and connection failures. The SDK's own default (2, with
@@ -38,10 +41,6 @@ from .vendor_common import (
 #: server that answers ``x-should-retry: false`` is never retried (the SDK obeys the header),
 #: which is how tests keep error cases instant; pass ``max_retries=0`` to a provider for none.
 DEFAULT_MAX_RETRIES = 2
-
-#: What replaces a credential that a vendor echoed back inside an error message.
-SECRET_PLACEHOLDER = "[secret removed]"
-
 
 class OpenAIStreamError(Exception):
     """A failure the vendor reported inside a stream that was otherwise healthy (an ``error``
@@ -88,20 +87,10 @@ def _readable(error: BaseException) -> BaseException:
 
 
 def describe_openai_error(label: str, api_key: str | None) -> ErrorDescriber:
-    """:func:`describe_provider_error` fed with the vendor's own message, and with every known
+    """:func:`describe_provider_error` fed with the vendor's own message, with every known
     credential (this call's key included) scrubbed from the result."""
     base = describe_provider_error(label)
-    secrets = set(known_secret_values())
-    if api_key and len(api_key) >= 8:
-        secrets.add(api_key)
-
-    def describe(error: BaseException) -> str:
-        text = base(_readable(error))
-        for secret in sorted(secrets, key=len, reverse=True):
-            text = text.replace(secret, SECRET_PLACEHOLDER)
-        return text
-
-    return describe
+    return without_secrets(lambda error: base(_readable(error)), api_key)
 
 
 # --------------------------------------------------------------------------- mapping helpers
@@ -238,21 +227,18 @@ class OpenAIProviderBase:
     ) -> AsyncIterator[AssistantEvent]:
         api_key = api_key_for(model, options)
         body = apply_payload_hook(options, self.build_body(model, context, options))
-        client = self._client(model, options, api_key)
+        # The SDK client is not closed: it runs on the loop's shared HTTP pool. Closing the
+        # stream (also on abort or error) releases the connection.
+        stream = await self.open_stream(self._client(model, options, api_key), body)
         try:
-            stream = await self.open_stream(client, body)
-            try:
-                yield assembler.start()
-                async for event in self.translate(assembler, stream, model):
-                    yield event
-            finally:
-                await stream.close()
+            yield assembler.start()
+            async for event in self.translate(assembler, stream, model):
+                yield event
         finally:
-            await client.close()
+            await stream.close()
 
     def _client(self, model: Model, options: StreamOptions | None, api_key: str) -> Any:
-        # One client per call: an httpx pool belongs to the event loop it was made on, and a
-        # call is the only scope guaranteed to stay on one loop.
+        # A light SDK client per call, over the event loop's shared HTTP pool.
         from openai import AsyncOpenAI
 
         return AsyncOpenAI(
@@ -260,7 +246,29 @@ class OpenAIProviderBase:
             base_url=model.base_url or None,
             default_headers=request_headers(model, options) or None,
             max_retries=self.max_retries,
+            http_client=_shared_http_client(),
         )
+
+
+_pools_lock = threading.Lock()
+_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
+
+
+def _shared_http_client() -> Any:
+    """One pooled HTTP client per event loop, with the SDK's own defaults (timeouts, limits,
+    redirects). Building one loads the CA store (about 90 ms, longer than a whole local call),
+    and a pool may only be used on the loop that created it. Reuse also keeps connections
+    alive between calls. Never closed by a call: closing an SDK client that was given this
+    pool would close it for everyone on the loop."""
+    from openai import DefaultAsyncHttpxClient
+
+    loop = asyncio.get_running_loop()
+    with _pools_lock:
+        client = _pools.get(loop)
+        if client is None or client.is_closed:
+            client = DefaultAsyncHttpxClient()
+            _pools[loop] = client
+    return client
 
 
 __all__ = [

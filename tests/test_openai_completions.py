@@ -318,6 +318,29 @@ async def test_several_tool_calls_after_text(server):
     assert events[-1].message.usage == priced(model, input=90, output=40)
 
 
+async def test_tool_calls_without_index_are_told_apart_by_id(server):
+    # Some compatible servers omit "index" and repeat the id on every chunk.
+    transcript = sse_frames(
+        chunk('{"role":"assistant","tool_calls":[{"id":"call_a","type":"function","function":{"name":"get_weather","arguments":"{\\"city\\":"}}]}'),
+        chunk('{"tool_calls":[{"id":"call_a","type":"function","function":{"arguments":"\\"Oslo\\"}"}}]}'),
+        chunk('{"tool_calls":[{"id":"call_b","type":"function","function":{"name":"get_weather","arguments":"{\\"city\\":\\"Bergen\\"}"}}]}'),
+        STOP,
+        done=True,
+    )
+    events = await stream(server, transcript, gpt(server))
+    assert outline(events) == [
+        ("start",),
+        ("toolcall_start", 0),
+        ("toolcall_delta", 0, '{"city":'),
+        ("toolcall_delta", 0, '"Oslo"}'),
+        ("toolcall_end", 0, ("call_a", "get_weather", {"city": "Oslo"})),
+        ("toolcall_start", 1),
+        ("toolcall_delta", 1, '{"city":"Bergen"}'),
+        ("toolcall_end", 1, ("call_b", "get_weather", {"city": "Bergen"})),
+        ("done", "toolUse"),  # "stop" after tool calls still means the model wants them run
+    ]
+
+
 async def test_usage_only_final_chunk_sets_usage_after_finish_reason(server):
     model = gpt(server, cost=ModelCost(input=1.0, output=2.0, cache_read=0.5))
     transcript = sse_frames(ROLE, chunk('{"content":"ok"}'), chunk("{}", '"length"'), usage_chunk(1000, 500, cached=400), done=True)

@@ -205,8 +205,9 @@ class _CompletionTranslator:
             delta = getattr(choice, "delta", None)
             if delta is not None:
                 yield from self._on_delta(delta)
-            if choice.finish_reason:
-                self.finish_reason = choice.finish_reason
+            finish_reason = getattr(choice, "finish_reason", None)
+            if finish_reason:
+                self.finish_reason = finish_reason
 
     def _on_delta(self, delta: Any) -> Iterator[AssistantEvent]:
         for field in REASONING_FIELDS:
@@ -217,21 +218,23 @@ class _CompletionTranslator:
                     self.assembler.set_thinking_signature(self.current_index, field)
                 yield self.assembler.append_thinking(self.current_index, value)
                 break
-        if isinstance(delta.content, str) and delta.content:
+        content = getattr(delta, "content", None)
+        if isinstance(content, str) and content:
             if self.current != ("text", None):
                 yield from self._begin(("text", None))
-            yield self.assembler.append_text(self.current_index, delta.content)
+            yield self.assembler.append_text(self.current_index, content)
         for call in getattr(delta, "tool_calls", None) or []:
             yield from self._on_tool_call(call)
 
     def _on_tool_call(self, call: Any) -> Iterator[AssistantEvent]:
         # Servers that omit ``index`` stream one call at a time, told apart by their ids.
-        position = call.index if call.index is not None else 0
-        function = call.function
-        name = (function.name if function is not None else None) or ""
+        position = getattr(call, "index", None) or 0
+        call_id = getattr(call, "id", None)
+        function = getattr(call, "function", None)
+        name = getattr(function, "name", None) or ""
         known = self.tools.get(position)
-        if known is None or (call.id and call.id != known[0]):
-            call_id = call.id or f"call_{len(self.tools)}"
+        if known is None or (call_id and call_id != known[0]):
+            call_id = call_id or f"call_{len(self.tools)}"
             yield from self._begin(("tool", position), tool=(call_id, name))
             self.tools[position] = (call_id, self.current_index)
             index = self.current_index
@@ -239,7 +242,7 @@ class _CompletionTranslator:
             index = known[1]
             if name:
                 self.assembler.set_tool_call_identity(index, name=name)
-        arguments = function.arguments if function is not None else None
+        arguments = getattr(function, "arguments", None)
         if arguments:
             yield self.assembler.append_tool_arguments(index, arguments)
 

@@ -1,0 +1,285 @@
+"""Credential removal for everything that reaches a recording (contract section 5).
+
+Three rules, applied to a dumped (JSON-shaped) structure:
+
+* **by field name**: a dict key that names a secret loses its whole value;
+* **by known value**: the credential values this process knows about
+  (``credentials.known_secret_values()``) are removed wherever they occur in a string;
+* **by value shape**: ``Bearer``/``Basic``/``Token`` credentials, ``sk-`` keys, URL userinfo and
+  secret-named URL query parameters are removed from every remaining string.
+
+Everything else must survive byte for byte: a replay hands back what the model said, so prose
+that merely looks like a secret ("bearer of news", "Token economics", "sk-learn") is left
+alone. The credential of an auth scheme must contain a digit; that is what tells "Basic English"
+from "Basic dXNlcjE6cGFzcw==".
+
+This runs on every recorded event, so it is written for speed: precompiled patterns, a cheap
+substring pre-check before each pattern, the known-value matcher rebuilt only when the set of
+known values changes, and memoised field-name checks. ``safe_cut`` lets a caller redact a
+growing string incrementally.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from typing import Any
+
+from . import credentials as _credentials
+
+__all__ = [
+    "PLACEHOLDER",
+    "REDACTION_VERSION",
+    "SECRET_FIELD_NAMES",
+    "is_secret_field_name",
+    "redact_text",
+    "remove_secret_values",
+    "safe_cut",
+]
+
+PLACEHOLDER = "[secret removed]"
+
+# Bump when the rules change in a way that changes what a recording holds: a recording made
+# under other rules may redact a request differently from the replaying process.
+REDACTION_VERSION = 1
+
+SECRET_FIELD_NAMES = frozenset(
+    {
+        "authorization",
+        "proxy-authorization",
+        "api_key",
+        "apikey",
+        "x-api-key",
+        "x-goog-api-key",
+        "api-key",
+        "token",
+        "access_token",
+        "refresh_token",
+        "id_token",
+        "cookie",
+        "set-cookie",
+        "secret",
+        "client_secret",
+        "password",
+        "session_key",
+    }
+)
+
+# ============================================================================ field names
+
+_CAMEL_BOUNDARY = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")
+_WORD_SEPARATORS = re.compile(r"[^a-z0-9]+")
+# A name ending in one of these words names a secret ("X-Session-Token", "clientSecret"); a
+# plural ("max_tokens") or a following word ("token_count") does not.
+_SECRET_LAST_WORDS = frozenset({"token", "secret", "password", "apikey"})
+_SECRET_LAST_PAIRS = frozenset(
+    {("api", "key"), ("secret", "key"), ("private", "key"), ("access", "key"), ("session", "key")}
+)
+
+
+def _name_words(name: str) -> list[str]:
+    """``"X-Session-Token"``, ``"x_session_token"`` and ``"xSessionToken"`` all become
+    ``["x", "session", "token"]``."""
+    return [word for word in _WORD_SEPARATORS.split(_CAMEL_BOUNDARY.sub("_", name).lower()) if word]
+
+
+_NORMALISED_SECRET_NAMES = frozenset("_".join(_name_words(name)) for name in SECRET_FIELD_NAMES)
+
+
+@lru_cache(maxsize=8192)
+def is_secret_field_name(name: str) -> bool:
+    """Whether a dict key names a secret, so that its whole value must go.
+
+    Memoised: the same few dozen field names come back in every recorded event.
+    """
+    if not isinstance(name, str):
+        return False
+    words = _name_words(name)
+    if not words:
+        return False
+    if "_".join(words) in _NORMALISED_SECRET_NAMES or words[-1] in _SECRET_LAST_WORDS:
+        return True
+    return len(words) >= 2 and (words[-2], words[-1]) in _SECRET_LAST_PAIRS
+
+
+# ============================================================================ value shapes
+
+# Credentials after an auth scheme word: 8+ token characters, at least one of them a digit.
+# ASCII-only case folding keeps the cheap ``lower()`` pre-check below exact.
+_AUTH_SCHEMES = ("bearer", "basic", "token")
+_AUTH = re.compile(
+    r"(\b(?:bearer|basic|token)[ \t]+)(?=[A-Za-z0-9._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{8,}",
+    re.IGNORECASE | re.ASCII,
+)
+# An ``sk-`` key that is not the tail of a longer word ("task-...", "risk-...").
+_SK_KEY = re.compile(r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{20,}")
+# Userinfo up to the last "@" before the host ends: "https://user:p@ss@host" loses "user:p@ss".
+_USERINFO = re.compile(r"://[^\s/?#\[\]\"'<>\\`{}|^]+@")
+# A query parameter; the callback decides from its name whether the value is a secret.
+_QUERY_PARAM = re.compile(r"([?&;])([A-Za-z0-9_.\-]+)=([^\s&#;?\"'<>\\`{}|^\[\]()]+)")
+_QUERY_SECRET_NAMES = frozenset({"api_key", "apikey", "key", "access_token", "token"})
+
+_USERINFO_REPLACEMENT = "://" + PLACEHOLDER + "@"
+_AUTH_REPLACEMENT = r"\g<1>" + PLACEHOLDER
+
+# No rule can match a shorter string: "://a@" is the shortest (known values have 8+ chars).
+_SHORTEST_SECRET_TEXT = 5
+# Short strings (field values such as "assistant", "toolCall", model ids) repeat in every
+# event; their redaction is memoised per set of known values, up to this many entries.
+_MEMO_MAX_LENGTH = 64
+_MEMO_MAX_ENTRIES = 16384
+
+# Characters at which ``safe_cut`` may cut. No shape pattern and no known value (else
+# ``safe_cut`` gives up) contains one, except the separator after an auth scheme word.
+_CUT_WHITESPACE = " \t\n\r\f\v"
+
+
+def _query_replacement(match: re.Match[str]) -> str:
+    name = match.group(2)
+    if name.lower() in _QUERY_SECRET_NAMES or is_secret_field_name(name):
+        return f"{match.group(1)}{name}={PLACEHOLDER}"
+    return match.group(0)
+
+
+# ============================================================================ known values
+
+
+class _KnownValues:
+    """A matcher for one set of known secret values, built once per distinct set."""
+
+    __slots__ = ("values", "pattern", "contains_whitespace", "memo")
+
+    def __init__(self, values: frozenset[str]) -> None:
+        ordered = sorted(
+            (value for value in values if len(value) >= _credentials.MIN_SECRET_LENGTH),
+            key=lambda value: (-len(value), value),
+        )
+        # Longest first, so a value that contains another is removed whole.
+        self.values: tuple[str, ...] = tuple(ordered)
+        self.pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        self.contains_whitespace = any(ch in value for value in ordered for ch in _CUT_WHITESPACE)
+        self.memo: dict[str, str] = {}
+
+
+_known_cache: tuple[frozenset[str], _KnownValues] | None = None
+
+
+def _known_values() -> _KnownValues:
+    """The matcher for the current known values; rebuilt only when the set changes."""
+    global _known_cache
+    values = _credentials.known_secret_values()
+    cached = _known_cache
+    if cached is not None and cached[0] == values:
+        return cached[1]
+    matcher = _KnownValues(values)
+    _known_cache = (values, matcher)
+    return matcher
+
+
+# ============================================================================ text
+
+
+def _redact(text: str, known: _KnownValues) -> str:
+    """``redact_text`` with the known values already looked up. Every pattern runs only when
+    a substring it cannot match without is present."""
+    if len(text) < _SHORTEST_SECRET_TEXT:
+        return text
+    if known.pattern is not None:
+        for value in known.values:
+            if value in text:
+                text = known.pattern.sub(PLACEHOLDER, text)
+                break
+    if "://" in text and "@" in text:
+        text = _USERINFO.sub(_USERINFO_REPLACEMENT, text)
+    if "=" in text and ("?" in text or "&" in text or ";" in text):
+        text = _QUERY_PARAM.sub(_query_replacement, text)
+    if "sk-" in text:
+        text = _SK_KEY.sub(PLACEHOLDER, text)
+    lowered = text.lower()
+    if "bearer" in lowered or "basic" in lowered or "token" in lowered:
+        text = _AUTH.sub(_AUTH_REPLACEMENT, text)
+    return text
+
+
+def _redact_memoised(text: str, known: _KnownValues) -> str:
+    if len(text) < _SHORTEST_SECRET_TEXT:
+        return text
+    if len(text) > _MEMO_MAX_LENGTH:
+        return _redact(text, known)
+    memo = known.memo
+    result = memo.get(text)
+    if result is None:
+        if len(memo) >= _MEMO_MAX_ENTRIES:
+            memo.clear()
+        result = memo[text] = _redact(text, known)
+    return result
+
+
+def redact_text(text: str) -> str:
+    """``text`` with every credential value removed (known values and value shapes)."""
+    return _redact(str(text), _known_values())
+
+
+def safe_cut(text: str) -> int:
+    """The largest ``k`` (0 if none) such that, for every string ``s`` starting with
+    ``text``, ``redact_text(s) == redact_text(s[:k]) + redact_text(s[k:])``.
+
+    A recorder uses it to redact a growing string incrementally: the part before the cut is
+    redacted once and never again. Cuts are made only just after whitespace, which no secret
+    pattern can contain, and never after the separator of an auth scheme word ("Bearer "),
+    which a credential may still follow. When a known value contains whitespace there is no
+    safe point at all.
+    """
+    if _known_values().contains_whitespace:
+        return 0
+    end = len(text)
+    while end > 0:
+        position = max(text.rfind(ch, 0, end) for ch in _CUT_WHITESPACE)
+        if position < 0:
+            return 0
+        run_start = position
+        while run_start > 0 and text[run_start - 1] in _CUT_WHITESPACE:
+            run_start -= 1
+        before = text[max(0, run_start - 6) : run_start].lower()
+        scheme = next((word for word in _AUTH_SCHEMES if before.endswith(word)), None)
+        if scheme is None:
+            return position + 1
+        # A credential may still follow this scheme word: cut before the word instead.
+        end = run_start - len(scheme)
+    return 0
+
+
+# ============================================================================ structures
+
+
+def _remove(value: Any, known: _KnownValues) -> Any:
+    kind = type(value)
+    if kind is str:
+        return _redact_memoised(value, known)
+    if kind is int or kind is float or kind is bool or value is None:
+        return value
+    if isinstance(value, dict):
+        result = {}
+        for key, item in value.items():
+            if type(key) is str or isinstance(key, str):
+                if is_secret_field_name(key):
+                    result[_redact_memoised(str(key), known)] = PLACEHOLDER
+                    continue
+                key = _redact_memoised(str(key), known)
+            result[key] = _remove(item, known)
+        return result
+    if isinstance(value, (list, tuple)):
+        return [_remove(item, known) for item in value]
+    if isinstance(value, str):
+        return _redact(str(value), known)
+    return value
+
+
+def remove_secret_values(value: Any) -> Any:
+    """A copy of ``value`` (dicts, lists; tuples become lists) with every secret removed.
+
+    The input is never mutated. Dict keys are redacted like any other string, so a key that
+    carries a credential cannot leak it; values that are neither containers nor strings are
+    returned as they are.
+    """
+    return _remove(value, _known_values())

@@ -42,6 +42,7 @@ from .vendor_common import (
 #: which is how tests keep error cases instant; pass ``max_retries=0`` to a provider for none.
 DEFAULT_MAX_RETRIES = 2
 
+
 class OpenAIStreamError(Exception):
     """A failure the vendor reported inside a stream that was otherwise healthy (an ``error``
     event, a failed response, a content-filter stop)."""
@@ -79,10 +80,15 @@ def _readable(error: BaseException) -> BaseException:
         if message is not None:
             return _HttpFailure(status, message)
         return error
+    if not type(error).__module__.startswith("openai"):
+        return error
+    from openai import APIConnectionError  # loaded already: the call that failed used it
+
     cause = error.__cause__
-    if type(error).__name__ in ("APIConnectionError", "APITimeoutError") and cause is not None:
+    if isinstance(error, APIConnectionError) and cause is not None:
+        # The SDK says only "Connection error."; the transport's reason is what helps.
         detail = str(cause).strip() or type(cause).__name__
-        return ConnectionError(f"{getattr(error, 'message', str(error))} ({detail})")
+        return ConnectionError(f"{error.message} ({detail})")
     return error
 
 

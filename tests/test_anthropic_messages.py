@@ -460,3 +460,39 @@ async def test_no_thinking_without_a_reasoning_level(server, model, provider):
     server.queue(ScriptedResponse(chunks=t.PLAIN_TEXT))
     await collect(provider.stream_simple(model, hello(), SimpleStreamOptions(api_key=KEY)))
     assert "thinking" not in server.requests[0].json
+
+
+# ----------------------------------------------------------------------------- agent loop
+
+
+async def test_two_turn_tool_session_through_the_agent_loop(server, model, fresh_registry):
+    from tests.transcripts.agent_session import run_echo_session
+
+    fresh_registry.register_api_provider("anthropic-messages", AnthropicMessagesProvider())
+    server.queue(ScriptedResponse(chunks=t.AGENT_TOOL_TURN), ScriptedResponse(chunks=t.AGENT_TEXT_TURN))
+    events, received = await run_echo_session(model, KEY)
+    assert received == [{"value": "hi"}]
+    end = events[-1]
+    assert end.type == "agent_end"
+    assert [m.role for m in end.messages] == ["user", "assistant", "toolResult", "assistant"]
+    assert end.messages[-1].content == [TextContent(text="The tool said echo:hi.")]
+    assert [e.type for e in events if e.type in ("turn_start", "tool_execution_end", "turn_end")] == [
+        "turn_start", "tool_execution_end", "turn_end", "turn_start", "turn_end",
+    ]
+    second = server.requests[1].json["messages"]
+    assert second[1] == {
+        "role": "assistant",
+        "content": [{"type": "tool_use", "id": "toolu_echo", "name": "echo", "input": {"value": "hi"}}],
+    }
+    assert second[2] == {
+        "role": "user",
+        "content": [
+            {
+                "type": "tool_result",
+                "tool_use_id": "toolu_echo",
+                "content": "echo:hi",
+                "is_error": False,
+                "cache_control": {"type": "ephemeral"},
+            }
+        ],
+    }

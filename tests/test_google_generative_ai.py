@@ -444,3 +444,24 @@ async def test_on_payload_can_inspect_and_replace_the_request(server, model, pro
     assert seen[0]["contents"] == [{"role": "user", "parts": [{"text": "Hello"}]}]
     config = server.requests[0].json["generationConfig"]
     assert config == {"temperature": 0.25, "stopSequences": ["END"]}
+
+
+# ----------------------------------------------------------------------------- agent loop
+
+
+async def test_two_turn_tool_session_through_the_agent_loop(server, model, fresh_registry):
+    from tests.transcripts.agent_session import run_echo_session
+
+    fresh_registry.register_api_provider("google-generative-ai", GoogleGenerativeAIProvider(max_retries=0))
+    server.queue(ScriptedResponse(chunks=t.AGENT_TOOL_TURN), ScriptedResponse(chunks=t.AGENT_TEXT_TURN))
+    events, received = await run_echo_session(model, KEY)
+    assert received == [{"value": "hi"}]
+    end = events[-1]
+    assert end.type == "agent_end"
+    assert [m.role for m in end.messages] == ["user", "assistant", "toolResult", "assistant"]
+    assert end.messages[-1].content == [TextContent(text="The tool said echo:hi.")]
+    contents = server.requests[1].json["contents"]
+    assert contents[1:] == [
+        {"role": "model", "parts": [{"functionCall": {"args": {"value": "hi"}, "name": "echo"}}]},
+        {"role": "user", "parts": [{"functionResponse": {"name": "echo", "response": {"output": "echo:hi"}}}]},
+    ]

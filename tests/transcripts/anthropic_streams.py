@@ -179,3 +179,17 @@ MALFORMED = [
 
 def error_body(kind: str, message: str) -> bytes:
     return json.dumps({"type": "error", "error": {"type": kind, "message": message}}).encode()
+
+
+AGENT_TOOL_TURN = [
+    message_start(input_tokens=50),
+    *tool_block(0, "toolu_echo", "echo", '{"val', 'ue": "hi"}'),
+    message_delta("tool_use", 12),
+    MESSAGE_STOP,
+]
+AGENT_TEXT_TURN = [
+    message_start(input_tokens=80),
+    *text_block(0, "The tool said ", "echo:hi."),
+    message_delta("end_turn", 8),
+    MESSAGE_STOP,
+]

@@ -107,3 +107,10 @@ MALFORMED = [chunk({"text": "Hi"}), b'data: {"candidates": [{"content":\r\n\r\n'
 
 def error_body(code: int, status: str, message: str) -> bytes:
     return json.dumps({"error": {"code": code, "message": message, "status": status}}).encode()
+
+
+AGENT_TOOL_TURN = [chunk(call("echo", {"value": "hi"}), finish="STOP", usage=usage(50, 5))]
+AGENT_TEXT_TURN = [
+    chunk({"text": "The tool said "}),
+    chunk({"text": "echo:hi."}, finish="STOP", usage=usage(80, 6)),
+]

@@ -29,6 +29,7 @@ FIX_RECORD = f"{CMD} record --name NAME"
 FIX_REPLAY = f"{CMD} replay ID"
 FIX_LIST = f"{CMD} list"
 NEXT_START = "takes effect at the next start"
+MUTATING_VERBS = frozenset({"record", "replay", "off", "delete", "prune"})
 
 
 def add_parser(subparsers) -> None:
@@ -94,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
         return handler(args)
     except ConfigError as error:
         usage = "invalid profile name" in str(error)
-        raise CliError(f"{error}; nothing was changed", EXIT_USAGE if usage else EXIT_FAILURE) from None
+        suffix = "; nothing was changed" if args.verb in MUTATING_VERBS else ""
+        raise CliError(f"{error}{suffix}", EXIT_USAGE if usage else EXIT_FAILURE) from None
 
 
 def _check_id_argument(recording_id: str) -> str:
@@ -555,12 +557,12 @@ def run_delete(args: argparse.Namespace) -> int:
     path = _managed_target(args.id)
     refusal = _deletion_refusal(path, config.load_config())
     if refusal:
-        raise CliError(refusal)
+        raise CliError(f"recording file {path}: {refusal}")
     _confirm(args.yes, args.id, f"delete recording '{args.id}' ({path})? type its ID to confirm: ", "delete")
     with config.config_transaction() as current:  # the lock: nothing can activate it meanwhile
         refusal = _deletion_refusal(path, current)
         if refusal:
-            raise CliError(refusal)
+            raise CliError(f"recording file {path}: {refusal}")
         _unlink(path)
     print(f"deleted recording '{args.id}' ({path})")
     return 0
@@ -582,7 +584,7 @@ def _managed_target(recording_id: str) -> Path:
 
 
 def _deletion_refusal(path: Path, current: dict[str, Any]) -> str | None:
-    """Why ``path`` must not be deleted now, or None."""
+    """Why ``path`` must not be deleted now (the reason, without the path), or None."""
     import stat
 
     from openprogram.recording_liveness import is_being_recorded
@@ -590,18 +592,15 @@ def _deletion_refusal(path: Path, current: dict[str, Any]) -> str | None:
     try:
         info = os.lstat(path)
     except FileNotFoundError:
-        return f"recording file {path}: does not exist (already deleted?)"
+        return "does not exist (already deleted?)"
     if stat.S_ISLNK(info.st_mode):
-        return f"recording file {path}: is a symbolic link; refusing to delete it (not a managed recording)"
+        return "is a symbolic link; refusing to delete it (not a managed recording)"
     if not stat.S_ISREG(info.st_mode):
-        return f"recording file {path}: is not a regular file; refusing to delete it"
+        return "is not a regular file; refusing to delete it"
     if _same(path, _active_path(current)):
-        return (
-            f"recording file {path}: is the active recording; run '{FIX_OFF}' (or select another) "
-            "first"
-        )
+        return f"is the active recording; run '{FIX_OFF}' (or select another) first"
     if is_being_recorded(path):
-        return f"recording file {path}: is being recorded into by a running process; refusing to delete it"
+        return "is being recorded into by a running process; refusing to delete it"
     return None
 
 
@@ -627,7 +626,7 @@ def run_prune(args: argparse.Namespace) -> int:
             continue
         refusal = _deletion_refusal(path, current)
         if refusal:
-            skipped.append((path, refusal.split(": ", 1)[1]))
+            skipped.append((path, refusal))
         else:
             old.append((path, recording_id, status.st_mtime))
     for path, why in skipped:
@@ -647,7 +646,7 @@ def run_prune(args: argparse.Namespace) -> int:
         for path, recording_id, _ in old:
             refusal = _deletion_refusal(path, current)
             if refusal:
-                print(f"skipping {path}: {refusal.split(': ', 1)[1]}", file=sys.stderr)
+                print(f"skipping {path}: {refusal}", file=sys.stderr)
                 continue
             try:
                 _unlink(path)

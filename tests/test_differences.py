@@ -1,0 +1,403 @@
+"""find_first_difference and ReplayMismatch (contract section 6).
+
+The fast path (encoded chunks, normalisation of list elements) is checked against a plain
+reference walk written here from the contract's rules, on random pairs built to hit every
+rule: True/1/1.0, missing/null, skipped timestamps at any depth, key order, long lists.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import pickle
+import re
+
+import orjson
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from openprogram.providers.differences import (
+    NON_DETERMINISTIC_FIELD_NAMES,
+    ReplayMismatch,
+    find_first_difference,
+    short_repr,
+)
+
+# ============================================================================ reference
+
+
+def _key_path(path: str, key: str) -> str:
+    if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", key):
+        return f"{path}.{key}" if path else key
+    return f"{path}[{json.dumps(key, ensure_ascii=False)}]"
+
+
+def reference(a, b, path=""):
+    """The contract's rules as a naive recursive walk."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        for key in sorted(set(a) | set(b)):
+            if key in NON_DETERMINISTIC_FIELD_NAMES:
+                continue
+            found = reference(a.get(key), b.get(key), _key_path(path, key))
+            if found:
+                return found
+        return None
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        shorter = min(len(a), len(b))
+        for index in range(shorter):
+            found = reference(a[index], b[index], f"{path}[{index}]")
+            if found:
+                return found
+        if len(a) != len(b):
+            return (
+                f"{path}[{shorter}]",
+                a[shorter] if len(a) > shorter else None,
+                b[shorter] if len(b) > shorter else None,
+            )
+        return None
+    if type(a) is type(b) and a == b:
+        return None
+    return (path or "<root>", a, b)
+
+
+def same_result(found, expected) -> bool:
+    # repr, not ==: ("p", True, 1) == ("p", 1, 1) in Python.
+    return repr(found) == repr(expected)
+
+
+# ============================================================================ rules
+
+
+def test_equal_values_have_no_difference():
+    value = {"a": [1, 2.5, True, None, "x", {"b": []}], "c": {}}
+    assert find_first_difference(value, value) is None
+    assert find_first_difference(value, copy.deepcopy(value)) is None
+    assert find_first_difference(value, orjson.loads(orjson.dumps(value))) is None
+
+
+def test_top_level_difference_is_root():
+    assert find_first_difference(1, 2) == ("<root>", 1, 2)
+    assert find_first_difference({"a": 1}, [1]) == ("<root>", {"a": 1}, [1])
+
+
+def test_path_prefix_names_the_top_and_prefixes_children():
+    assert find_first_difference("a", "b", "model") == ("model", "a", "b")
+    assert find_first_difference({"id": "a"}, {"id": "b"}, "model") == ("model.id", "a", "b")
+    assert find_first_difference([1], [2], "context") == ("context[0]", 1, 2)
+
+
+def test_contract_example_path():
+    def context(text):
+        return {
+            "messages": [
+                {"role": "user", "content": "use echo"},
+                {"role": "assistant", "content": [{"type": "toolCall", "name": "echo"}]},
+                {"role": "toolResult", "content": [{"type": "text", "text": text}]},
+            ]
+        }
+
+    found = find_first_difference(context("echo:hi"), context("echo:bye"), "context")
+    assert found == ("context.messages[2].content[0].text", "echo:hi", "echo:bye")
+
+
+def test_keys_that_are_not_identifiers_are_quoted():
+    found = find_first_difference({"headers": {"X.Trace": "1"}}, {"headers": {"X.Trace": "2"}})
+    assert found == ('headers["X.Trace"]', "1", "2")
+    assert find_first_difference({"a b": 1}, {"a b": 2})[0] == '["a b"]'
+    assert find_first_difference({"0x": 1}, {"0x": 2})[0] == '["0x"]'
+    assert find_first_difference({"q": {'say "hi"': 1}}, {"q": {'say "hi"': 2}})[0] == 'q["say \\"hi\\""]'
+    assert find_first_difference({"_ok9": 1}, {"_ok9": 2})[0] == "_ok9"
+
+
+def test_dicts_are_walked_by_sorted_key_whatever_the_insertion_order():
+    recorded = {"b": 1, "a": 1, "c": 1}
+    incoming = {"c": 2, "a": 2, "b": 2}
+    assert find_first_difference(recorded, incoming) == ("a", 1, 2)
+    assert find_first_difference(dict(reversed(recorded.items())), incoming) == ("a", 1, 2)
+
+
+def test_element_difference_before_the_end_of_the_shorter_list_wins():
+    assert find_first_difference([1, 2, 3], [1, 9]) == ("[1]", 2, 9)
+
+
+def test_extra_element_reports_none_on_the_missing_side():
+    assert find_first_difference([1], [1, 2]) == ("[1]", None, 2)
+    assert find_first_difference({"x": [1, {"a": 1}]}, {"x": [1]}) == ("x[1]", {"a": 1}, None)
+
+
+def test_missing_key_and_null_are_equal():
+    assert find_first_difference({"a": 1, "b": None}, {"a": 1}) is None
+    assert find_first_difference({"a": 1}, {"a": 1, "b": None}) is None
+    assert find_first_difference({"a": 1}, {"a": 1, "b": 0}) == ("b", None, 0)
+    assert find_first_difference({"a": 1, "b": False}, {"a": 1}) == ("b", False, None)
+
+
+@pytest.mark.parametrize(
+    ("recorded", "incoming"),
+    [(True, 1), (1, True), (False, 0), (1, 1.0), (0, 0.0), (True, 1.0), ("1", 1)],
+)
+def test_bool_int_and_float_are_different(recorded, incoming):
+    assert find_first_difference(recorded, incoming) == ("<root>", recorded, incoming)
+    found = find_first_difference({"a": [recorded]}, {"a": [incoming]})
+    assert same_result(found, ("a[0]", recorded, incoming))
+    # Inside a long list, where the fast path compares whole chunks at once.
+    long_recorded = [{"n": index} for index in range(300)]
+    long_incoming = copy.deepcopy(long_recorded)
+    long_recorded[250]["v"] = recorded
+    long_incoming[250]["v"] = incoming
+    found = find_first_difference(long_recorded, long_incoming)
+    assert same_result(found, ("[250].v", recorded, incoming))
+
+
+def test_tuples_compare_as_lists():
+    assert find_first_difference({"a": (1, 2)}, {"a": [1, 2]}) is None
+    assert find_first_difference((1, 2), [1, 3]) == ("[1]", 2, 3)
+
+
+def test_nan_and_infinity_compare_as_null_like_json_stores_them():
+    assert find_first_difference({"t": float("nan")}, {"t": None}) is None
+    assert find_first_difference({"t": float("nan")}, {}) is None
+    assert find_first_difference([float("inf")], [None]) is None
+    assert find_first_difference([float("nan")], [float("nan")]) is None
+    assert find_first_difference([float("nan")], [1.0])[0] == "[0]"
+
+
+def test_timestamp_is_skipped_at_any_depth():
+    assert "timestamp" in NON_DETERMINISTIC_FIELD_NAMES
+    recorded = {"timestamp": 1, "m": [{"timestamp": 1, "x": {"timestamp": 1, "y": 1}}]}
+    incoming = {"timestamp": 2, "m": [{"timestamp": 2, "x": {"timestamp": "later", "y": 1}}]}
+    assert find_first_difference(recorded, incoming) is None
+    incoming["m"][0]["x"]["y"] = 2
+    assert find_first_difference(recorded, incoming) == ("m[0].x.y", 1, 2)
+    assert find_first_difference({"timestamp": 1}, {}) is None
+
+
+def _messages(count, clock, last="hi"):
+    messages = []
+    for index in range(count):
+        messages.append(
+            {
+                "role": "user" if index % 2 == 0 else "assistant",
+                "content": [{"type": "text", "text": f"message {index}"}],
+                "usage": {"input": index, "cost": {"total": index * 0.5}},
+                "timestamp": clock + index,
+            }
+        )
+    messages[-1]["content"][0]["text"] = last
+    return messages
+
+
+@pytest.mark.parametrize("count", [1, 63, 64, 65, 200, 1000])
+@pytest.mark.parametrize("clock", [0, 10_000])
+def test_long_lists_find_the_last_difference(count, clock):
+    recorded = {"messages": _messages(count, 0)}
+    incoming = {"messages": _messages(count, clock, last="bye")}
+    found = find_first_difference(recorded, incoming, "context")
+    assert found == (f"context.messages[{count - 1}].content[0].text", "hi", "bye")
+    assert find_first_difference(recorded, {"messages": _messages(count, clock)}) is None
+
+
+def test_long_lists_with_another_key_order_and_timestamps():
+    recorded = _messages(300, 0)
+    incoming = [dict(reversed(message.items())) for message in _messages(300, 5)]
+    assert find_first_difference(recorded, incoming) is None
+    incoming[299]["usage"]["input"] = True
+    recorded[299]["usage"]["input"] = 1
+    assert same_result(find_first_difference(recorded, incoming), ("[299].usage.input", 1, True))
+
+
+def test_long_lists_where_every_element_differs_only_by_a_missing_null():
+    recorded = [{"a": index, "b": None} for index in range(200)]
+    incoming = [{"a": index} for index in range(200)]
+    assert find_first_difference(recorded, incoming) is None
+    incoming[150]["a"] = -1
+    assert find_first_difference(recorded, incoming) == ("[150].a", 150, -1)
+
+
+def test_values_that_are_not_plain_json_are_still_compared():
+    assert find_first_difference({1: "a"}, {1: "b"}) == ("[1]", "a", "b")
+    assert find_first_difference([2**80] * 100, [2**80] * 99 + [2**80 + 1])[0] == "[99]"
+    lone = "\ud800"
+    assert find_first_difference([lone] * 100, [lone] * 100) is None
+    assert find_first_difference([lone] * 100, [lone] * 99 + ["x"])[0] == "[99]"
+
+
+def test_inputs_are_not_mutated():
+    recorded = {"messages": _messages(150, 0)}
+    incoming = {"messages": _messages(150, 7, last="bye")}
+    before = (copy.deepcopy(recorded), copy.deepcopy(incoming))
+    find_first_difference(recorded, incoming)
+    assert (recorded, incoming) == before
+    assert recorded["messages"][3]["timestamp"] == 3
+
+
+# ============================================================================ properties
+
+_JSON_KEYS = st.text(max_size=6).filter(lambda key: key not in NON_DETERMINISTIC_FIELD_NAMES)
+_JSON_SCALARS = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**63), max_value=2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=10)
+)
+json_values = st.recursive(
+    _JSON_SCALARS,
+    lambda children: st.lists(children, max_size=6) | st.dictionaries(_JSON_KEYS, children, max_size=6),
+    max_leaves=40,
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(json_values)
+def test_a_value_never_differs_from_itself_or_its_json_round_trip(value):
+    assert find_first_difference(value, value) is None
+    assert find_first_difference(value, copy.deepcopy(value)) is None
+    assert find_first_difference(value, orjson.loads(orjson.dumps(value))) is None
+
+
+def _expected_path(steps) -> str:
+    path = ""
+    for step in steps:
+        path = f"{path}[{step}]" if isinstance(step, int) else _key_path(path, step)
+    return path or "<root>"
+
+
+@settings(max_examples=200, deadline=None)
+@given(json_values, st.data())
+def test_a_single_planted_change_is_found_at_its_exact_path(value, data):
+    changed = copy.deepcopy(value)
+    steps = []
+    parent, node = None, changed
+    while isinstance(node, (list, dict)) and node and data.draw(st.booleans()):
+        step = data.draw(st.sampled_from(sorted(node) if isinstance(node, dict) else range(len(node))))
+        steps.append(step)
+        parent, node = node, node[step]
+    replacement = 12345 if isinstance(node, str) else "changed"
+    if parent is None:
+        changed = replacement
+    else:
+        parent[steps[-1]] = replacement
+    expected = (_expected_path(steps), node, replacement)
+    assert same_result(find_first_difference(value, changed), expected)
+    assert same_result(find_first_difference(changed, value), (expected[0], replacement, node))
+    # Deterministic: the same pair, and the same dicts built in another order, give the same.
+    assert same_result(find_first_difference(value, changed), expected)
+
+
+def _reordered(value):
+    if isinstance(value, dict):
+        return {key: _reordered(value[key]) for key in reversed(list(value))}
+    if isinstance(value, list):
+        return [_reordered(item) for item in value]
+    return value
+
+
+_TRICKY = [True, False, 1, 0, 1.0, 0.0, None, "1", "", [], {}]
+
+
+def _mutated(value, rng):
+    """``value`` with random rule-probing edits: bool/int/float swaps, null vs missing,
+    timestamps, key order. (A seeded ``Random`` rather than many draws keeps generation
+    fast on long lists.)"""
+    value = copy.deepcopy(value)
+
+    def edit(node):
+        if isinstance(node, dict):
+            for key in list(node):
+                roll = rng.randrange(10)
+                if roll == 0:
+                    node[key] = copy.deepcopy(rng.choice(_TRICKY))
+                elif roll == 1 and node[key] is None:
+                    del node[key]
+                else:
+                    edit(node[key])
+            if rng.randrange(6) == 0:
+                node["timestamp"] = rng.choice([0, 1, "x", None, [1]])
+            if rng.randrange(6) == 0:
+                node[rng.choice(["a", "b", "flag", "zz"])] = None
+        elif isinstance(node, list):
+            for index in range(len(node)):
+                if rng.randrange(15 if len(node) < 50 else 400) == 0:
+                    node[index] = copy.deepcopy(rng.choice(_TRICKY))
+                else:
+                    edit(node[index])
+            if rng.randrange(10) == 0:
+                node.append(copy.deepcopy(rng.choice(_TRICKY)))
+
+    edit(value)
+    return _reordered(value) if rng.random() < 0.5 else value
+
+
+def _long_list(rng):
+    """A message-like list longer than one encoded chunk, drawn from a seed (fast)."""
+    items = []
+    for _ in range(rng.randrange(60, 200)):
+        item = {"role": rng.choice(["user", "assistant"]), "n": rng.randrange(4), "timestamp": rng.randrange(4)}
+        if rng.random() < 0.3:
+            item["flag"] = rng.random() < 0.5
+        if rng.random() < 0.3:
+            item["x"] = rng.choice([None, 0.5, 1.0])
+        items.append(item)
+    return items
+
+
+_long_lists = st.randoms(use_true_random=False).map(_long_list)
+
+
+@settings(max_examples=120, deadline=None)
+@given(
+    st.one_of(json_values, _long_lists, st.dictionaries(_JSON_KEYS, _long_lists, max_size=2)),
+    st.randoms(use_true_random=False),
+)
+def test_fast_path_agrees_with_the_reference_walk(value, rng):
+    other = _mutated(value, rng)
+    assert same_result(find_first_difference(value, other), reference(value, other))
+    assert same_result(find_first_difference(other, value), reference(other, value))
+
+
+# ============================================================================ ReplayMismatch
+
+
+def test_mismatch_message_is_exactly_the_contract_format():
+    error = ReplayMismatch(1, "context.messages[2].content[0].text", "echo:hi", "echo:bye")
+    assert str(error) == (
+        "replay mismatch at call 1, field context.messages[2].content[0].text:\n"
+        "recorded 'echo:hi', incoming 'echo:bye'"
+    )
+    assert isinstance(error, AssertionError)
+    assert (error.call_index, error.field_path, error.recorded, error.incoming) == (
+        1,
+        "context.messages[2].content[0].text",
+        "echo:hi",
+        "echo:bye",
+    )
+    assert error.event_index is None
+    assert ReplayMismatch(0, "call_index", 2, 3, event_index=4).event_index == 4
+
+
+def test_long_reprs_are_cut_to_200_characters_including_the_dots():
+    assert short_repr("x" * 198) == repr("x" * 198)  # exactly 200: kept
+    cut = short_repr("x" * 199)  # 201: cut
+    assert len(cut) == 200 and cut.endswith("...") and cut.startswith("'xxx")
+    error = ReplayMismatch(3, "context", {"k": "v" * 1000}, None)
+    recorded_line = str(error).splitlines()[1]
+    assert recorded_line == f"recorded {short_repr({'k': 'v' * 1000})}, incoming None"
+    assert len(short_repr({"k": "v" * 1000})) == 200
+
+
+def test_mismatch_pickles_with_its_attributes():
+    error = ReplayMismatch(2, 'headers["X.Trace"]', {"a": [1, True]}, None, event_index=7)
+    error.add_note("while replaying test_x")
+    for restored in (pickle.loads(pickle.dumps(error)), copy.copy(error), copy.deepcopy(error)):
+        assert type(restored) is ReplayMismatch
+        assert str(restored) == str(error)
+        assert (restored.call_index, restored.field_path, restored.recorded, restored.incoming) == (
+            2,
+            'headers["X.Trace"]',
+            {"a": [1, True]},
+            None,
+        )
+        assert restored.event_index == 7
+        assert restored.__notes__ == ["while replaying test_x"]

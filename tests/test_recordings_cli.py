@@ -343,7 +343,7 @@ def test_list_shows_every_recording_with_its_state_and_never_its_content(isolate
     assert rows["active"].startswith("*")
     assert "invalid" in rows["corrupt"] and "line 2" in rows["corrupt"]
     assert "symlink" in rows["link"]
-    assert re.search(r"valid\s+3\s+\d+\s+[\d.]+ KiB\s+\d+s", rows["valid"])
+    assert re.search(r"valid\s+3\s+\d+\s+[\d.]+ KiB\s+\d+[smh]", rows["valid"])
     assert re.search(r"\s10d\b", rows["old"])
     assert lines[-1] == "(* = the active recording)"
     # columns are aligned: every row's STATE starts where the header's does

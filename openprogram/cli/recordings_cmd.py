@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import stat
 import sys
 import time
 from dataclasses import dataclass, field
@@ -244,8 +245,6 @@ def _check_record_target(diagnosis: Diagnosis, path: Path) -> Diagnosis:
         return diagnosis.fail(
             "unreadable_file", f"recording file {path}: cannot inspect: {error.strerror}", FIX_RECORD
         )
-    import stat
-
     if stat.S_ISREG(info.st_mode) and info.st_size == 0:
         diagnosis.usable = True
         return diagnosis
@@ -585,8 +584,6 @@ def _managed_target(recording_id: str) -> Path:
 
 def _deletion_refusal(path: Path, current: dict[str, Any]) -> str | None:
     """Why ``path`` must not be deleted now (the reason, without the path), or None."""
-    import stat
-
     from openprogram.recording_liveness import is_being_recorded
 
     try:

@@ -22,6 +22,7 @@ growing string incrementally.
 from __future__ import annotations
 
 import re
+import string
 from functools import lru_cache
 from typing import Any
 
@@ -30,7 +31,9 @@ from . import credentials as _credentials
 __all__ = [
     "PLACEHOLDER",
     "REDACTION_VERSION",
+    "Redactor",
     "SECRET_FIELD_NAMES",
+    "current_redactor",
     "is_secret_field_name",
     "redact_text",
     "remove_secret_values",
@@ -114,12 +117,16 @@ _AUTH = re.compile(
 # An ``sk-`` key that is not the tail of a longer word ("task-...", "risk-...").
 _SK_KEY = re.compile(r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{20,}")
 # Userinfo up to the last "@" before the host ends: "https://user:p@ss@host" loses "user:p@ss".
-_USERINFO = re.compile(r"://[^\s/?#\[\]\"'<>\\`{}|^]+@")
+# Without a password it is removed only when it looks like a token ("https://ghp_1a2b3c4d@"),
+# so "ssh://git@github.com" survives.
+_USERINFO = re.compile(r"://([^\s/?#\[\]\"'<>\\`{}|^]+)@")
+_TOKEN_LIKE = re.compile(r"[A-Za-z0-9._~+=-]{8,}")
 # A query parameter; the callback decides from its name whether the value is a secret.
 _QUERY_PARAM = re.compile(r"([?&;])([A-Za-z0-9_.\-]+)=([^\s&#;?\"'<>\\`{}|^\[\]()]+)")
 _QUERY_SECRET_NAMES = frozenset({"api_key", "apikey", "key", "access_token", "token"})
 
 _USERINFO_REPLACEMENT = "://" + PLACEHOLDER + "@"
+_DIGITS = frozenset(string.digits)
 _AUTH_REPLACEMENT = r"\g<1>" + PLACEHOLDER
 
 # No rule can match a shorter string: "://a@" is the shortest (known values have 8+ chars).
@@ -132,6 +139,13 @@ _MEMO_MAX_ENTRIES = 16384
 # Characters at which ``safe_cut`` may cut. No shape pattern and no known value (else
 # ``safe_cut`` gives up) contains one, except the separator after an auth scheme word.
 _CUT_WHITESPACE = " \t\n\r\f\v"
+
+
+def _userinfo_replacement(match: re.Match[str]) -> str:
+    userinfo = match.group(1)
+    if ":" in userinfo or (_TOKEN_LIKE.fullmatch(userinfo) and not _DIGITS.isdisjoint(userinfo)):
+        return _USERINFO_REPLACEMENT
+    return match.group(0)
 
 
 def _query_replacement(match: re.Match[str]) -> str:
@@ -159,6 +173,29 @@ class _KnownValues:
         self.pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
         self.contains_whitespace = any(ch in value for value in ordered for ch in _CUT_WHITESPACE)
         self.memo: dict[str, str] = {}
+
+
+class Redactor:
+    """Redaction against one snapshot of the known secret values.
+
+    Looking the known values up reads the environment, which costs more than redacting a short
+    string; a caller that redacts many strings at once (the parts of one recorded event) takes
+    one ``current_redactor()`` and uses it for all of them.
+    """
+
+    __slots__ = ("_known",)
+
+    def __init__(self, known: _KnownValues) -> None:
+        self._known = known
+
+    def redact_text(self, text: str) -> str:
+        return _redact(str(text), self._known)
+
+    def safe_cut(self, text: str) -> int:
+        return _safe_cut(text, self._known)
+
+    def remove_secret_values(self, value: Any) -> Any:
+        return _remove(value, self._known)
 
 
 _known_cache: tuple[frozenset[str], _KnownValues] | None = None
@@ -190,7 +227,7 @@ def _redact(text: str, known: _KnownValues) -> str:
                 text = known.pattern.sub(PLACEHOLDER, text)
                 break
     if "://" in text and "@" in text:
-        text = _USERINFO.sub(_USERINFO_REPLACEMENT, text)
+        text = _USERINFO.sub(_userinfo_replacement, text)
     if "=" in text and ("?" in text or "&" in text or ";" in text):
         text = _QUERY_PARAM.sub(_query_replacement, text)
     if "sk-" in text:
@@ -215,14 +252,20 @@ def _redact_memoised(text: str, known: _KnownValues) -> str:
     return result
 
 
+def current_redactor() -> Redactor:
+    """A redactor bound to the known secret values as they are now."""
+    return Redactor(_known_values())
+
+
 def redact_text(text: str) -> str:
     """``text`` with every credential value removed (known values and value shapes)."""
     return _redact(str(text), _known_values())
 
 
 def safe_cut(text: str) -> int:
-    """The largest ``k`` (0 if none) such that, for every string ``s`` starting with
-    ``text``, ``redact_text(s) == redact_text(s[:k]) + redact_text(s[k:])``.
+    """A cut point ``k`` (0 if none) such that, for every string ``s`` starting with
+    ``text``, ``redact_text(s) == redact_text(s[:k]) + redact_text(s[k:])``: the last point
+    this function can prove safe, which is conservative rather than the last one that is.
 
     A recorder uses it to redact a growing string incrementally: the part before the cut is
     redacted once and never again. Cuts are made only just after whitespace, which no secret
@@ -230,7 +273,11 @@ def safe_cut(text: str) -> int:
     which a credential may still follow. When a known value contains whitespace there is no
     safe point at all.
     """
-    if _known_values().contains_whitespace:
+    return _safe_cut(text, _known_values())
+
+
+def _safe_cut(text: str, known: _KnownValues) -> int:
+    if known.contains_whitespace:
         return 0
     end = len(text)
     while end > 0:
@@ -242,7 +289,8 @@ def safe_cut(text: str) -> int:
             run_start -= 1
         before = text[max(0, run_start - 6) : run_start].lower()
         scheme = next((word for word in _AUTH_SCHEMES if before.endswith(word)), None)
-        if scheme is None:
+        # Only spaces and tabs join a scheme word to its credential.
+        if scheme is None or text[run_start : position + 1].strip(" \t"):
             return position + 1
         # A credential may still follow this scheme word: cut before the word instead.
         end = run_start - len(scheme)

@@ -224,6 +224,12 @@ def _diff_dicts(a: dict[Any, Any], b: dict[Any, Any], path: str) -> Difference |
     return None
 
 
+def _chunk(items: list[Any] | tuple[Any, ...], start: int, stop: int) -> list[Any]:
+    """A new list of ``items[start:stop]`` (the caller may change it)."""
+    chunk = items[start:stop]
+    return chunk if type(chunk) is list else list(chunk)
+
+
 def _diff_sequences(
     a: list[Any] | tuple[Any, ...], b: list[Any] | tuple[Any, ...], path: str
 ) -> Difference | None:
@@ -233,8 +239,8 @@ def _diff_sequences(
     normalisation = _RAW
     for start in range(0, shorter, _CHUNK):
         stop = min(start + _CHUNK, shorter)
-        left = normalisation.apply(list(a[start:stop]))
-        right = normalisation.apply(list(b[start:stop]))
+        left = normalisation.apply(_chunk(a, start, stop))
+        right = normalisation.apply(_chunk(b, start, stop))
         if _encodings_equal(left, right, normalisation.sort_keys):
             continue
         for index in range(start, stop):
@@ -248,8 +254,8 @@ def _diff_sequences(
             escalated = _escalate(normalisation, a[index], b[index])
             if escalated != normalisation:
                 normalisation = escalated
-                left[offset + 1 :] = normalisation.apply(list(a[index + 1 : stop]))
-                right[offset + 1 :] = normalisation.apply(list(b[index + 1 : stop]))
+                left[offset + 1 :] = normalisation.apply(_chunk(a, index + 1, stop))
+                right[offset + 1 :] = normalisation.apply(_chunk(b, index + 1, stop))
     if len(a) != len(b):
         return _report(
             _index_path(path, shorter),

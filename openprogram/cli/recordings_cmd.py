@@ -65,6 +65,18 @@ def add_parser(subparsers) -> None:
     show.add_argument(
         "--content", action="store_true", help="print the redacted JSONL (prompts and outputs!)"
     )
+    show.add_argument(
+        "--conversation",
+        action="store_true",
+        help="render the recorded session as a conversation (prompts and outputs!)",
+    )
+
+    diff = verbs.add_parser(
+        "diff", help="compare two recordings call by call (exit 0 same, 1 different, 2 invalid)"
+    )
+    diff.add_argument("a", metavar="A", help="recording ID or path")
+    diff.add_argument("b", metavar="B", help="recording ID or path")
+    diff.add_argument("--json", action="store_true", help="print the stable JSON schema")
 
     delete = verbs.add_parser("delete", help="delete a managed recording")
     delete.add_argument("id", metavar="ID")
@@ -495,12 +507,14 @@ def run_show(args: argparse.Namespace) -> int:
     except RecordingFileError as error:
         raise CliError(str(error)) from None
     active = _same(path, _active_path(config.load_config()))
+    if args.conversation:
+        from openprogram.recording_conversation import render_conversation
+
+        _warn_content()
+        print(render_conversation(recording))
+        return 0
     if args.content:
-        print(
-            "warning: recordings hold prompts, model outputs, tool results and personal data "
-            "(credentials are redacted); treat this output as confidential",
-            file=sys.stderr,
-        )
+        _warn_content()
     info = path.stat()
     report = render.ShowReport(
         path=path,
@@ -523,6 +537,38 @@ def run_show(args: argparse.Namespace) -> int:
     else:
         print(render.render_show(report, now))
     return 0
+
+
+def _warn_content() -> None:
+    print(
+        "warning: recordings hold prompts, model outputs, tool results and personal data "
+        "(credentials are redacted); treat this output as confidential",
+        file=sys.stderr,
+    )
+
+
+def run_diff(args: argparse.Namespace) -> int:
+    """Exit 0 when the recordings agree (apart from non-deterministic fields), 1 when they
+    differ, 2 when either is missing or invalid."""
+    from openprogram.providers.recording_format import RecordingFileError
+    from openprogram.recording_diff import diff_recordings
+
+    from . import recordings_render as render
+
+    recordings = []
+    for selector in (args.a, args.b):
+        try:
+            recordings.append(render.read_recording(_resolve_for_reading(selector)))
+        except RecordingFileError as error:
+            raise CliError(str(error), EXIT_USAGE) from None
+        except CliError as error:
+            raise CliError(str(error), EXIT_USAGE) from None
+    result = diff_recordings(*recordings)
+    if args.json:
+        _print_json(result.as_json())
+    else:
+        print(render.render_diff(result))
+    return 0 if result.identical else 1
 
 
 def _resolve_for_reading(selector: str) -> Path:
@@ -728,6 +774,7 @@ VERBS = {
     "off": run_off,
     "list": run_list,
     "show": run_show,
+    "diff": run_diff,
     "delete": run_delete,
     "prune": run_prune,
 }

@@ -337,3 +337,28 @@ def iso_time(timestamp: float | None) -> str | None:
 
 def now() -> float:
     return time.time()
+
+
+def render_diff(result: Any) -> str:
+    """``recordings diff`` for people: each differing call with its first request difference
+    and what came back differently, then the summary line."""
+    lines = [f"A: {result.path_a}", f"B: {result.path_b}"]
+    for call in result.calls:
+        if call.status == "same":
+            lines.append(f"call {call.call_index}: same")
+            continue
+        if call.status in ("only_in_a", "only_in_b"):
+            lines.append(f"call {call.call_index}: only in {'A' if call.status == 'only_in_a' else 'B'}")
+            continue
+        lines.append(f"call {call.call_index}: different")
+        if call.request_difference is not None:
+            difference = call.request_difference
+            lines.append(f"  request differs first at {difference['field_path']}:")
+            lines.append(f"    A: {one_line(repr(difference['a']))}")
+            lines.append(f"    B: {one_line(repr(difference['b']))}")
+        for difference in call.response_differences:
+            lines.append(f"  response {difference['field']}:")
+            lines.append(f"    A: {one_line(repr(difference['a']))}")
+            lines.append(f"    B: {one_line(repr(difference['b']))}")
+    lines.append(result.summary())
+    return "\n".join(lines)

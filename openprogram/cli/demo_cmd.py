@@ -7,11 +7,7 @@ no key and no network; during the replay step sockets are disabled to prove it.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import contextlib
-import shutil
-import socket
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -31,6 +27,7 @@ def add_parser(subparsers) -> None:
 @contextlib.contextmanager
 def network_disabled() -> Iterator[None]:
     """Make any attempt to open a connection fail loudly for the duration of the block."""
+    import socket
 
     def refuse(*args, **kwargs):
         raise OSError("network disabled during the replay step of the demo")
@@ -61,6 +58,12 @@ async def run_agent(prompt: str, indent: str = "    ") -> str:
 
 
 def run(args: argparse.Namespace) -> int:
+    # Imported here: every command module is loaded to build the parser, and
+    # ``openprogram recordings`` must start fast.
+    import asyncio
+    import shutil
+    import tempfile
+
     folder = Path(tempfile.mkdtemp(prefix="openprogram-demo-"))
     try:
         return asyncio.run(_demo(folder / "demo.jsonl", keep=args.keep))

@@ -4,7 +4,6 @@ terminal (or as JSON lines with ``--json``)."""
 from __future__ import annotations
 
 import argparse
-import asyncio
 import sys
 from typing import Any
 
@@ -48,6 +47,8 @@ def run(args: argparse.Namespace) -> int:
     max_turns = args.max_turns or (settings.get("run") or {}).get("max_turns") or 50
     if max_turns < 1:
         raise CliError("--max-turns must be at least 1", EXIT_USAGE)
+    import asyncio
+
     return asyncio.run(_run(args, model, tools, max_turns))
 
 

@@ -16,14 +16,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from .assembly import AssistantEvent, AssistantStreamAssembler
-from .guard import guarded_stream
+from .base import AssembledProvider
+from .guard import ErrorDescriber
 from .types import (
     AssistantMessage,
-    AssistantMessageEvent,
     Context,
     ImageContent,
     Model,
-    SimpleStreamOptions,
     StreamOptions,
     TextContent,
     ThinkingContent,
@@ -42,7 +41,6 @@ from .vendor_common import (
     request_headers,
     text_of,
     thinking_budget,
-    without_secrets,
 )
 
 ANTHROPIC_API = "anthropic-messages"
@@ -73,7 +71,7 @@ _REFUSAL_STOP_REASONS = frozenset({"refusal", "sensitive"})
 # ----------------------------------------------------------------------------- provider
 
 
-class AnthropicMessagesProvider:
+class AnthropicMessagesProvider(AssembledProvider):
     """Streams Anthropic Messages. One SDK client per call: clients hold a connection pool
     bound to the event loop that created it, and calls may come from different loops."""
 
@@ -91,29 +89,10 @@ class AnthropicMessagesProvider:
         self.timeout = timeout
         self.timestamp = timestamp
 
-    def stream(
-        self, model: Model, context: Context, options: StreamOptions | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        return self._stream(model, context, options)
+    def describe_error(self, model: Model) -> ErrorDescriber:
+        return describe_anthropic_error
 
-    def stream_simple(
-        self, model: Model, context: Context, options: SimpleStreamOptions | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        # The reasoning level is read from the options whichever entry point was used, so the
-        # two differ only in the options type they advertise.
-        return self._stream(model, context, options)
-
-    async def _stream(
-        self, model: Model, context: Context, options: StreamOptions | None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        assembler = AssistantStreamAssembler(model, timestamp=self.timestamp)
-        signal = options.signal if options is not None else None
-        describe = without_secrets(describe_anthropic_error, options.api_key if options else None)
-        produce = self._produce(assembler, model, context, options)
-        async for event in guarded_stream(assembler, produce, signal=signal, describe_error=describe):
-            yield event
-
-    async def _produce(
+    async def produce(
         self,
         assembler: AssistantStreamAssembler,
         model: Model,

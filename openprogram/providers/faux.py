@@ -25,12 +25,12 @@ from typing import Any
 import orjson
 
 from .assembly import AssistantStreamAssembler
-from .guard import describe_plain_error, guarded_stream
+from .base import AssembledProvider
+from .guard import ErrorDescriber, describe_plain_error
 from .types import (
     AssistantMessageEvent,
     Context,
     Model,
-    SimpleStreamOptions,
     StreamOptions,
     TextContent,
     ToolResultMessage,
@@ -121,7 +121,7 @@ def chunk_fixed(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)] or [""]
 
 
-class FauxProvider:
+class FauxProvider(AssembledProvider):
     """A scripted provider. Thread-safe queue; records every request it receives in
     :attr:`calls` so tests can assert what the agent sent."""
 
@@ -156,16 +156,6 @@ class FauxProvider:
             self._queue.clear()
             self.calls.clear()
 
-    def stream(
-        self, model: Model, context: Context, options: StreamOptions | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        return self._stream(model, context, options)
-
-    def stream_simple(
-        self, model: Model, context: Context, options: SimpleStreamOptions | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        return self._stream(model, context, options)
-
     def _next_response(self, model: Model, context: Context, options: StreamOptions | None) -> FauxResponse:
         with self._lock:
             self.calls.append((model, context, options))
@@ -180,18 +170,10 @@ class FauxProvider:
             return script(model, context, options)
         return script
 
-    async def _stream(
-        self, model: Model, context: Context, options: StreamOptions | None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        assembler = AssistantStreamAssembler(model, timestamp=self.timestamp)
-        signal = options.signal if options is not None else None
-        produce = self._produce(assembler, model, context, options)
-        async for event in guarded_stream(
-            assembler, produce, signal=signal, describe_error=describe_plain_error("faux")
-        ):
-            yield event
+    def describe_error(self, model: Model) -> ErrorDescriber:
+        return describe_plain_error("faux")
 
-    async def _produce(
+    async def produce(
         self,
         assembler: AssistantStreamAssembler,
         model: Model,

@@ -23,14 +23,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from .assembly import AssistantEvent, AssistantStreamAssembler
-from .guard import guarded_stream
+from .base import AssembledProvider
+from .guard import ErrorDescriber
 from .types import (
     AssistantMessage,
-    AssistantMessageEvent,
     Context,
     ImageContent,
     Model,
-    SimpleStreamOptions,
     StreamOptions,
     TextContent,
     ThinkingContent,
@@ -48,7 +47,6 @@ from .vendor_common import (
     request_headers,
     text_of,
     thinking_budget,
-    without_secrets,
 )
 
 GOOGLE_API = "google-generative-ai"
@@ -72,7 +70,7 @@ _FLASH_LEVELS = {"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high":
 # ----------------------------------------------------------------------------- provider
 
 
-class GoogleGenerativeAIProvider:
+class GoogleGenerativeAIProvider(AssembledProvider):
     """Streams Gemini. One SDK client per call, so no connection pool outlives its event loop."""
 
     api = GOOGLE_API
@@ -89,25 +87,8 @@ class GoogleGenerativeAIProvider:
         self.retry_initial_delay = retry_initial_delay
         self.timestamp = timestamp
 
-    def stream(
-        self, model: Model, context: Context, options: StreamOptions | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        return self._stream(model, context, options)
-
-    def stream_simple(
-        self, model: Model, context: Context, options: SimpleStreamOptions | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        return self._stream(model, context, options)
-
-    async def _stream(
-        self, model: Model, context: Context, options: StreamOptions | None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        assembler = AssistantStreamAssembler(model, timestamp=self.timestamp)
-        signal = options.signal if options is not None else None
-        describe = without_secrets(describe_provider_error(LABEL), options.api_key if options else None)
-        produce = self._produce(assembler, model, context, options)
-        async for event in guarded_stream(assembler, produce, signal=signal, describe_error=describe):
-            yield event
+    def describe_error(self, model: Model) -> ErrorDescriber:
+        return describe_provider_error(LABEL)
 
     def _http_options(self, model: Model, options: StreamOptions | None) -> dict[str, Any]:
         max_delay = (options.max_retry_delay_ms if options is not None else 60000) / 1000
@@ -129,7 +110,7 @@ class GoogleGenerativeAIProvider:
             http_options["headers"] = headers
         return http_options
 
-    async def _produce(
+    async def produce(
         self,
         assembler: AssistantStreamAssembler,
         model: Model,

@@ -17,14 +17,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from .assembly import AssistantEvent, AssistantStreamAssembler
-from .guard import ErrorDescriber, guarded_stream
+from .base import AssembledProvider
+from .guard import ErrorDescriber
 from .types import (
     AssistantMessage,
-    AssistantMessageEvent,
     Context,
     ImageContent,
     Model,
-    SimpleStreamOptions,
     StreamOptions,
     Usage,
 )
@@ -33,7 +32,6 @@ from .vendor_common import (
     apply_payload_hook,
     describe_provider_error,
     request_headers,
-    without_secrets,
 )
 
 #: SDK retries for 408/409/429/5xx and connection failures. The SDK's own default (2, with
@@ -92,11 +90,11 @@ def _readable(error: BaseException) -> BaseException:
     return error
 
 
-def describe_openai_error(label: str, api_key: str | None) -> ErrorDescriber:
-    """:func:`describe_provider_error` fed with the vendor's own message, with every known
-    credential (this call's key included) scrubbed from the result."""
+def describe_openai_error(label: str) -> ErrorDescriber:
+    """:func:`describe_provider_error` fed with the vendor's own message (the provider base
+    scrubs credentials from the result)."""
     base = describe_provider_error(label)
-    return without_secrets(lambda error: base(_readable(error)), api_key)
+    return lambda error: base(_readable(error))
 
 
 # --------------------------------------------------------------------------- mapping helpers
@@ -176,7 +174,7 @@ def as_plain_dict(value: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------- the provider base
 
 
-class OpenAIProviderBase:
+class OpenAIProviderBase(AssembledProvider):
     """The request lifecycle of an OpenAI-SDK provider. Subclasses set :attr:`api` and supply
     :meth:`build_body`, :meth:`open_stream` and :meth:`translate`."""
 
@@ -186,18 +184,6 @@ class OpenAIProviderBase:
         # ``timestamp`` fixes the assistant message timestamp, for deterministic tests.
         self.max_retries = max_retries
         self.timestamp = timestamp
-
-    def stream(
-        self, model: Model, context: Context, options: StreamOptions | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        return self._run(model, context, options)
-
-    def stream_simple(
-        self, model: Model, context: Context, options: SimpleStreamOptions | None = None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        # The neutral ``reasoning`` level is read by ``build_body`` through
-        # :func:`reasoning_effort`; nothing else differs.
-        return self._run(model, context, options)
 
     # ------------------------------------------------------------------ to override
 
@@ -214,17 +200,10 @@ class OpenAIProviderBase:
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def _run(
-        self, model: Model, context: Context, options: StreamOptions | None
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        assembler = AssistantStreamAssembler(model, timestamp=self.timestamp)
-        signal = options.signal if options is not None else None
-        describe = describe_openai_error(model.provider, options.api_key if options else None)
-        produce = self._produce(assembler, model, context, options)
-        async for event in guarded_stream(assembler, produce, signal=signal, describe_error=describe):
-            yield event
+    def describe_error(self, model: Model) -> ErrorDescriber:
+        return describe_openai_error(model.provider)
 
-    async def _produce(
+    async def produce(
         self,
         assembler: AssistantStreamAssembler,
         model: Model,

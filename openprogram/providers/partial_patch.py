@@ -104,11 +104,45 @@ def apply_patch(value: Any, patch: Any) -> Any:
     if type(patch) is not list:
         raise PatchError("partial_patch is not a list")
     for position, op in enumerate(patch):
+        patched = _append_to_block(value, op)
+        if patched is not None:
+            value = patched
+            continue
         try:
             value = _apply_op(value, op)
         except PatchError as error:
             raise PatchError(f"partial_patch operation {position}: {error}") from None
     return value
+
+
+def _append_to_block(root: Any, op: Any) -> Any:
+    """The dominant operation, text growing in a content block
+    (``["append", ["content", I, "text"], SUFFIX]``), applied without the general walk; None
+    when ``op`` has another shape or does not apply (the general path then says why)."""
+    if type(op) is not list or len(op) != 3 or op[0] != "append" or type(root) is not dict:
+        return None
+    path, suffix = op[1], op[2]
+    if type(path) is not list or len(path) != 3 or type(suffix) is not str:
+        return None
+    key, index, field = path
+    if type(key) is not str or type(index) is not int or type(field) is not str:
+        return None
+    blocks = root.get(key)
+    if type(blocks) is not list or not 0 <= index < len(blocks):
+        return None
+    block = blocks[index]
+    if type(block) is not dict:
+        return None
+    text = block.get(field)
+    if type(text) is not str:
+        return None
+    block = block.copy()
+    block[field] = text + suffix
+    blocks = blocks.copy()
+    blocks[index] = block
+    root = root.copy()
+    root[key] = blocks
+    return root
 
 
 def _apply_op(root: Any, op: Any) -> Any:

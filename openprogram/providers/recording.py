@@ -28,7 +28,7 @@ import os
 import stat
 import threading
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -46,9 +46,9 @@ from .redaction import (
     PLACEHOLDER,
     REDACTION_VERSION,
     SECRET_FIELD_NAMES,
-    redact_text,
+    Redactor,
+    current_redactor,
     remove_secret_values,
-    safe_cut,
 )
 from .types import (
     TERMINAL_EVENT_TYPES,
@@ -122,18 +122,27 @@ class RecordingSink:
         inside them, so a large context does not lengthen the critical section.
         """
         body = orjson.dumps(payloads)  # b'{"model":...}'
-        with self._locked():
+        fd = self._acquire()
+        try:
             size = self._sync()
             index = self._next_index
             line = b'{"type":"request","call_index":%d,%s\n' % (index, body[1:])
             self._append(line, size, consumes_index=True)
             return index
+        finally:
+            self._release(fd)
 
     def write_row(self, row: dict[str, Any]) -> None:
         """Append one event or call_end line."""
-        line = encode_line(row)
-        with self._locked():
+        self.write_line(encode_line(row))
+
+    def write_line(self, line: bytes) -> None:
+        """Append one whole, already encoded line (newline included)."""
+        fd = self._acquire()
+        try:
             self._append(line, self._sync(), consumes_index=False)
+        finally:
+            self._release(fd)
 
     # ---------------------------------------------------------------- opening
 
@@ -158,13 +167,16 @@ class RecordingSink:
         self._fd, self._pid = fd, os.getpid()
         self._known_size = self._line_count = self._next_index = 0
         try:
-            with self._flock():
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
                 size = os.fstat(fd).st_size
                 if size == 0:
                     self._append(encode_line(_new_header()), 0, consumes_index=False)
                 else:
                     self._check_header()
                     self._catch_up(size)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
         except BaseException:
             os.close(fd)
             self._fd = -1
@@ -204,13 +216,28 @@ class RecordingSink:
 
     # ---------------------------------------------------------------- writing
 
-    def _locked(self):
+    def _acquire(self) -> int:
+        """Take the thread lock, then ``flock`` (threads of one process share the descriptor,
+        so ``flock`` alone would not exclude them); return the locked descriptor."""
         if self._pid != os.getpid():
             self._reopen_after_fork()
-        return _SinkLock(self)
+        self._lock.acquire()
+        fd = self._fd
+        if fd < 0:
+            self._lock.release()
+            raise RecordingFileError(self._path, "the recording sink is closed")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            self._lock.release()
+            raise
+        return fd
 
-    def _flock(self):
-        return _FileLock(self._fd, self._path)
+    def _release(self, fd: int) -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            self._lock.release()
 
     def _reopen_after_fork(self) -> None:
         """A forked child must not share the parent's open file description: ``flock`` would
@@ -225,8 +252,6 @@ class RecordingSink:
         are scanned."""
         if self._broken is not None:
             raise self._broken
-        if self._fd < 0:
-            raise RecordingFileError(self._path, "the recording sink is closed")
         info = os.fstat(self._fd)
         if info.st_nlink == 0:
             self._fail("the file was removed while recording")
@@ -300,46 +325,6 @@ class RecordingSink:
                 self._next_index = index + 1
 
 
-class _SinkLock:
-    """Thread lock, then ``flock``: threads of one process share the descriptor, so
-    ``flock`` alone would not exclude them."""
-
-    __slots__ = ("_sink", "_file_lock")
-
-    def __init__(self, sink: RecordingSink) -> None:
-        self._sink = sink
-
-    def __enter__(self) -> None:
-        self._sink._lock.acquire()
-        try:
-            self._file_lock = self._sink._flock()
-            self._file_lock.__enter__()
-        except BaseException:
-            self._sink._lock.release()
-            raise
-
-    def __exit__(self, *exc_info: object) -> None:
-        try:
-            self._file_lock.__exit__(*exc_info)
-        finally:
-            self._sink._lock.release()
-
-
-class _FileLock:
-    __slots__ = ("_fd", "_path")
-
-    def __init__(self, fd: int, path: Path) -> None:
-        self._fd, self._path = fd, path
-
-    def __enter__(self) -> None:
-        if self._fd < 0:
-            raise RecordingFileError(self._path, "the recording sink is closed")
-        fcntl.flock(self._fd, fcntl.LOCK_EX)
-
-    def __exit__(self, *exc_info: object) -> None:
-        fcntl.flock(self._fd, fcntl.LOCK_UN)
-
-
 def _reader_fd(path: Path) -> int:
     try:
         return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -385,77 +370,100 @@ def _new_header() -> dict[str, Any]:
 
 
 def request_payloads(
-    model: Model, context: Context, options: StreamOptions | None
+    model: Model,
+    context: Context,
+    options: StreamOptions | None,
+    redactor: Redactor | None = None,
 ) -> dict[str, Any]:
     """The redacted ``model``, ``context`` and ``options`` of a request, as recorded and as
     compared on replay (runtime-only options are excluded by the types themselves)."""
-    return {
-        "model": remove_secret_values(model.model_dump(mode="json")),
-        "context": remove_secret_values(context.model_dump(mode="json")),
-        "options": None
-        if options is None
-        else remove_secret_values(options.model_dump(mode="json")),
+    payloads = {
+        "model": model.model_dump(mode="json"),
+        "context": context.model_dump(mode="json"),
+        "options": None if options is None else options.model_dump(mode="json"),
     }
+    return (redactor or current_redactor()).remove_secret_values(payloads)
+
+
+_CUT_AT = 256  # a growing tail longer than this is cut at a safe point (redacted for good)
+_TEXT_FIELDS = ("text", "thinking")
 
 
 class _GrowingText:
-    """Redaction of one string that grows by appending, in time linear in what is new.
+    """Redaction of one string that grows by appending, in time bounded by what is new.
 
-    ``stable_raw_length`` characters of the raw text lie before a point no secret pattern can
-    span (``safe_cut``); their redaction ``stable`` never changes, so only the rest is redacted
-    again each time.
+    ``raw[:cut]`` lies before a point no secret pattern can span (``safe_cut``); its
+    redaction ``stable`` never changes, so only the tail is redacted again at each event.
+    The redacted text is ``stable + tail_redacted``.
     """
 
-    __slots__ = ("previous", "stable_raw_length", "stable", "tail_redacted")
+    __slots__ = ("raw", "cut", "stable", "tail_redacted", "pending_cut", "reset")
 
     def __init__(self) -> None:
-        self.previous = ""
-        self.stable_raw_length = 0
+        self.raw = ""
+        self.cut = 0
         self.stable = ""
         self.tail_redacted = ""
+        self.pending_cut = 0
+        self.reset = False
 
-    def extend_to(self, text: str) -> bool:
-        """Move to ``text``; False (state reset) when it does not extend the previous one."""
-        extends = text.startswith(self.previous)
-        if not extends:
-            self.previous, self.stable_raw_length, self.stable = "", 0, ""
-        tail = text[self.stable_raw_length :]
-        cut = safe_cut(tail)
-        if cut:
-            self.stable += redact_text(tail[:cut])
-            self.stable_raw_length += cut
-            tail = tail[cut:]
-        self.tail_redacted = redact_text(tail)
-        self.previous = text
-        return extends
-
-    def redacted(self) -> str:
+    def full(self) -> str:
         return self.stable + self.tail_redacted
+
+    def prepare(self, text: str, safe_cut: Callable[[str], int]) -> tuple[str, str]:
+        """The raw pieces to redact for ``text``: the part becoming stable and the new tail."""
+        self.reset = not text.startswith(self.raw)
+        if self.reset:
+            self.cut, self.stable, self.tail_redacted = 0, "", ""
+        tail = text[self.cut :]
+        cut = safe_cut(tail) if len(tail) > _CUT_AT else 0
+        self.pending_cut = cut
+        self.raw = text
+        return tail[:cut], tail[cut:]
+
+    def advance(self, settled: str, tail: str, path: list[Any]) -> list[Any] | None:
+        """Take the redacted pieces; return the operation that moves the redacted text from
+        its previous value to the new one (None when unchanged)."""
+        before = self.tail_redacted
+        grown = settled + tail  # the redaction of raw[old cut:]
+        if settled:
+            self.stable += settled
+            self.cut += self.pending_cut
+        self.tail_redacted = tail
+        if self.reset:
+            return ["set", path, self.full()]
+        if grown == before:
+            return None
+        if grown.startswith(before):
+            return ["append", path, grown[len(before) :]]
+        return ["set", path, self.full()]
 
 
 class _DeltaContext:
     """Redacts the deltas of one streamed block in the context of the text before them.
 
-    Only the part after the last safe cut is kept, so the work per delta is bounded by the
-    length of a secret, not of the text. The redacted delta is what the redacted text gained:
-    identical to the delta for ordinary text, the placeholder where a secret completed.
+    A credential split across chunks ("Bearer " + "abc123...") is caught: the redacted delta
+    is what the redacted text gained, identical to the delta for ordinary text, the
+    placeholder where a secret completed. Only the text after the last safe cut is kept.
     """
 
-    __slots__ = ("pending", "pending_redacted")
+    __slots__ = ("pending", "pending_redacted", "pending_cut")
 
     def __init__(self) -> None:
         self.pending = ""
         self.pending_redacted = ""
+        self.pending_cut = 0
 
-    def redact_delta(self, delta: str) -> str:
+    def prepare(self, delta: str, safe_cut: Callable[[str], int]) -> tuple[str, str]:
         text = self.pending + delta
-        cut = safe_cut(text)
-        settled = redact_text(text[:cut]) if cut else ""
+        cut = safe_cut(text) if len(text) > _CUT_AT else 0
         self.pending = text[cut:]
-        new_pending_redacted = redact_text(self.pending)
+        return text[:cut], self.pending
+
+    def advance(self, settled: str, pending: str) -> str:
         before = self.pending_redacted
-        after = settled + new_pending_redacted
-        self.pending_redacted = new_pending_redacted
+        after = settled + pending
+        self.pending_redacted = pending
         if after.startswith(before):
             return after[len(before) :]
         return after[_common_prefix_length(before, after) :]
@@ -469,57 +477,134 @@ def _common_prefix_length(a: str, b: str) -> int:
     return index
 
 
-_TEXT_FIELDS = ("text", "thinking")
+def _lift_texts(partial: dict[str, Any]) -> list[tuple[int, str, str]]:
+    """Take the block texts out of ``partial`` (blanking them in place: the dump is ours).
+    They are redacted and diffed incrementally; the rest, small, as a whole."""
+    content = partial.get("content")
+    lifted: list[tuple[int, str, str]] = []
+    if type(content) is not list:
+        return lifted
+    for index, block in enumerate(content):
+        if type(block) is dict:
+            for field in _TEXT_FIELDS:
+                value = block.get(field)
+                if type(value) is str and value:
+                    block[field] = ""
+                    lifted.append((index, field, value))
+    return lifted
 
 
-class _CallRedactor:
-    """The incremental redaction state of one call's event stream."""
+#: Event fields that are literals or integers by their type, so they cannot hold a secret.
+_FIXED_EVENT_FIELDS = frozenset({"type", "content_index", "reason"})
 
-    def __init__(self) -> None:
+
+class _EventEncoder:
+    """Turns one call's events into redacted ``event`` objects with ``partial_patch``.
+
+    Per event the work is bounded by what changed: one redaction pass over the event's free
+    fields, the new text tails and (only if its encoding changed) the rest of the partial.
+    When only block texts grew, the patch is built directly from the growing texts;
+    otherwise the full redacted partials are diffed with :func:`compute_patch`. Both are
+    exact by construction (``append`` only where the new redacted text starts with the old
+    one, everything else compared by its exact JSON encoding).
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._remove = redactor.remove_secret_values
+        self._safe_cut = redactor.safe_cut
         self._texts: dict[tuple[int, str], _GrowingText] = {}
-        self._deltas: dict[tuple[str, int], _DeltaContext] = {}
+        self._deltas: dict[tuple[str, Any], _DeltaContext] = {}
+        self._rest_bytes: bytes | None = None
+        self._rest: dict[str, Any] | None = None  # redacted, texts blanked
 
-    def event(self, dump: dict[str, Any]) -> dict[str, Any]:
-        """The redacted dump of one event, ``partial`` included (same result as
-        ``remove_secret_values`` on the whole dump, but without re-scanning old text)."""
+    def encode(self, event: AssistantMessageEvent) -> bytes:
+        """The JSON of the ``event`` object of one event line."""
+        dump = type(event).__pydantic_serializer__.to_python(event, mode="json")
         partial = dump.pop("partial", None)
-        kind = dump.get("type")
-        delta = dump.get("delta")
-        if type(delta) is str and type(kind) is str and kind.endswith("_delta"):
-            key = (kind, dump.get("content_index"))
-            context = self._deltas.get(key)
-            if context is None:
-                context = self._deltas[key] = _DeltaContext()
-            dump["delta"] = context.redact_delta(delta)
-        redacted = remove_secret_values(dump)
-        if partial is not None:
-            redacted["partial"] = self._partial(partial)
-        return redacted
-
-    def _partial(self, partial: Any) -> Any:
-        content = partial.get("content") if type(partial) is dict else None
-        if type(content) is not list:
-            return remove_secret_values(partial)
-        lifted: list[tuple[int, str, str]] = []
-        blocks = []
-        for index, block in enumerate(content):
-            if type(block) is dict:
-                for field in _TEXT_FIELDS:
-                    value = block.get(field)
-                    if type(value) is str and value:
-                        block = {**block, field: ""}
-                        lifted.append((index, field, value))
-            blocks.append(block)
-        if not lifted:
-            return remove_secret_values(partial)
-        redacted = remove_secret_values({**partial, "content": blocks})
+        free = {key: value for key, value in dump.items() if key not in _FIXED_EVENT_FIELDS}
+        pieces: list[Any] = [free, None]
+        delta_context = self._delta_context(dump, free)
+        if delta_context is not None:
+            pieces.extend(delta_context.prepare(free.pop("delta"), self._safe_cut))
+        if type(partial) is not dict:
+            pieces[1] = partial
+            redacted = self._remove(pieces)
+            self._take_free(dump, redacted, delta_context)
+            if partial is not None:
+                dump["partial"] = redacted[1]
+            return orjson.dumps(dump)
+        lifted = _lift_texts(partial)
+        rest_bytes = orjson.dumps(partial)
+        rest_changed = rest_bytes != self._rest_bytes
+        previous_full = self._full() if rest_changed and self._rest is not None else None
+        if rest_changed:
+            pieces[1] = partial
+        texts = self._texts
+        states = []
         for index, field, value in lifted:
-            growing = self._texts.get((index, field))
-            if growing is None:
-                growing = self._texts[(index, field)] = _GrowingText()
-            growing.extend_to(value)
-            redacted["content"][index][field] = growing.redacted()
-        return redacted
+            key = (index, field)
+            state = texts.get(key)
+            if state is None:
+                state = texts[key] = _GrowingText()
+            pieces.extend(state.prepare(value, self._safe_cut))
+            states.append((key, state))
+        redacted = self._remove(pieces)
+        position = self._take_free(dump, redacted, delta_context)
+        ops: list[Any] = []
+        for key, state in states:
+            op = state.advance(redacted[position], redacted[position + 1], ["content", *key])
+            position += 2
+            if op is not None:
+                ops.append(op)
+        if len(states) != len(texts):  # a text that was there is gone (blank or removed)
+            live = {key for key, _ in states}
+            for key in [key for key in texts if key not in live]:
+                if texts.pop(key).raw and not rest_changed:
+                    ops.append(["set", ["content", *key], ""])
+        if rest_changed:
+            self._rest, self._rest_bytes = redacted[1], rest_bytes
+            current = self._full()
+            patch = compute_patch(previous_full, current) if previous_full is not None else None
+            if patch is None:
+                dump["partial"] = current
+            else:
+                dump["partial_patch"] = patch
+        else:
+            dump["partial_patch"] = ops
+        return orjson.dumps(dump)
+
+    @staticmethod
+    def _take_free(
+        dump: dict[str, Any], redacted: list[Any], delta_context: _DeltaContext | None
+    ) -> int:
+        """Put the redacted free fields back into ``dump``; return where the text pieces
+        begin in ``redacted``."""
+        dump.update(redacted[0])
+        if delta_context is None:
+            return 2
+        dump["delta"] = delta_context.advance(redacted[2], redacted[3])
+        return 4
+
+    def _delta_context(self, dump: dict[str, Any], free: dict[str, Any]) -> _DeltaContext | None:
+        kind = dump.get("type")
+        if type(free.get("delta")) is not str or type(kind) is not str or not kind.endswith("_delta"):
+            return None
+        key = (kind, dump.get("content_index"))
+        context = self._deltas.get(key)
+        if context is None:
+            context = self._deltas[key] = _DeltaContext()
+        return context
+
+    def _full(self) -> dict[str, Any]:
+        """The current redacted partial, texts filled in."""
+        rest = self._rest
+        assert rest is not None
+        if not self._texts:
+            return rest
+        content = list(rest["content"])
+        for (index, field), state in self._texts.items():
+            content[index] = {**content[index], field: state.full()}
+        return {**rest, "content": content}
 
 
 # ============================================================================ one call
@@ -528,31 +613,18 @@ class _CallRedactor:
 class _CallRecorder:
     """Writes the event and call_end lines of one call."""
 
-    def __init__(self, sink: RecordingSink, call_index: int) -> None:
+    def __init__(self, sink: RecordingSink, call_index: int, redactor: Redactor) -> None:
         self.sink = sink
         self.call_index = call_index
         self.event_count = 0
         self.ended = False
-        self._redactor = _CallRedactor()
-        self._previous_partial: Any = None
+        self._encoder = _EventEncoder(redactor)
 
     def write_event(self, event: AssistantMessageEvent) -> None:
-        row_event = self._redactor.event(event.model_dump(mode="json"))
-        partial = row_event.get("partial")
-        if partial is not None:
-            if self._previous_partial is not None:
-                patch = compute_patch(self._previous_partial, partial)
-                if patch is not None:
-                    del row_event["partial"]
-                    row_event["partial_patch"] = patch
-            self._previous_partial = partial
-        self.sink.write_row(
-            {
-                "type": "event",
-                "call_index": self.call_index,
-                "event_index": self.event_count,
-                "event": row_event,
-            }
+        body = self._encoder.encode(event)
+        self.sink.write_line(
+            b'{"type":"event","call_index":%d,"event_index":%d,"event":%s}\n'
+            % (self.call_index, self.event_count, body)
         )
         self.event_count += 1
 
@@ -621,7 +693,11 @@ class RecordingProvider:
     async def _record(
         self, method: str, model: Model, context: Context, options: StreamOptions | None
     ) -> AsyncIterator[AssistantMessageEvent]:
-        call = _CallRecorder(self._sink, self._sink.begin_call(request_payloads(model, context, options)))
+        # One snapshot of the known secret values serves the whole call: looking them up
+        # reads the environment, which costs more than redacting an event.
+        redactor = current_redactor()
+        payloads = request_payloads(model, context, options, redactor)
+        call = _CallRecorder(self._sink, self._sink.begin_call(payloads), redactor)
         try:
             inner = getattr(self._provider, method)(model, context, options)
             iterator = inner.__aiter__()

@@ -15,6 +15,7 @@ no credential. It compares each incoming request with the recorded one and raise
 
 from __future__ import annotations
 
+import gc
 import os
 import threading
 from collections.abc import AsyncIterator, Iterator
@@ -57,9 +58,12 @@ __all__ = [
     "read_recording_file",
 ]
 
-#: Above this many characters of rebuilt snapshots (an estimate), event objects validated at
-#: open are dropped and rebuilt while replaying instead, to bound memory.
-KEEP_EVENTS_BUDGET_CHARS = 32 * 1024 * 1024
+#: Above this estimate of the memory the validated event objects hold (bytes), they are
+#: dropped and rebuilt while replaying instead: small recordings replay without a second
+#: validation, large ones never hold every snapshot at once.
+KEEP_EVENTS_BUDGET = 64 * 1024 * 1024
+#: The estimated cost of one event object besides its strings (a handful of pydantic models).
+EVENT_OBJECT_OVERHEAD = 2048
 
 
 class RecordedCallInterrupted(Exception):
@@ -146,7 +150,8 @@ def _restore(row: dict[str, Any], previous: Any) -> tuple[dict[str, Any], Any]:
     """The full dump of a stored event and the partial the next one patches."""
     if "partial_patch" in row:
         partial = apply_patch(previous, row["partial_patch"])
-        dump = {key: value for key, value in row.items() if key != "partial_patch"}
+        dump = row.copy()
+        del dump["partial_patch"]
         dump["partial"] = partial
         return dump, partial
     return row, row.get("partial", previous)
@@ -157,7 +162,16 @@ def _restore(row: dict[str, Any], previous: Any) -> tuple[dict[str, Any], Any]:
 
 def read_recording_file(path: str | os.PathLike[str]) -> Recording:
     """Parse and validate a whole recording file, or raise :class:`RecordingFileError`."""
-    return _Reader(Path(path)).read()
+    # Reading allocates many objects and frees none, the worst case for the cyclic garbage
+    # collector (each collection rescans everything kept so far); it creates no cycles, so
+    # the collector is paused meanwhile.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _Reader(Path(path)).read()
+    finally:
+        if collecting:
+            gc.enable()
 
 
 class _CallState:
@@ -195,9 +209,18 @@ class _Reader:
         last = lines.pop()  # after the final "\n", or a line the writer never finished
         if last:
             raise self.fail("the last line is incomplete (no newline at its end)", len(lines) + 1)
+        loads, event_row = orjson.loads, self.event_row
         for number, line in enumerate(lines, start=1):
-            if not line.strip():
+            if not line or line.isspace():
                 continue
+            if line.startswith(b'{"type":"event",'):  # this writer's event lines: the hot path
+                try:
+                    row = loads(line)
+                except orjson.JSONDecodeError:
+                    self.line(number, line)  # raises with the reason
+                if type(row) is dict and row.get("type") == "event" and self.header is not None:
+                    event_row(number, row, len(line))
+                    continue
             self.line(number, line)
         if self.header is None:
             raise self.fail("the file has no header line")
@@ -278,15 +301,18 @@ class _Reader:
         self.calls[index] = _CallState(call)
 
     def event_row(self, number: int, row: dict[str, Any], size: int) -> None:
-        state = self.open_call(number, row, "an event")
+        """The hot path of reading: written for speed, the checks of :meth:`open_call` are
+        repeated inline and its messages used only on failure."""
+        index = row.get("call_index")
+        state = self.calls.get(index) if type(index) is int else None
+        if state is None or not state.open:
+            state = self.open_call(number, row, "an event")  # raises with the reason
         call = state.call
-        index = call.call_index
+        rows = call.rows
         event_index = row.get("event_index")
-        if not is_plain_int(event_index) or event_index != len(call.rows):
+        if type(event_index) is not int or event_index != len(rows):
             raise self.fail(
-                f"event_index {_short(event_index)} where {len(call.rows)} was expected",
-                number,
-                index,
+                f"event_index {_short(event_index)} where {len(rows)} was expected", number, index
             )
         stored = row.get("event")
         if type(stored) is not dict:
@@ -295,40 +321,57 @@ class _Reader:
         cls = EVENT_CLASSES.get(event_type) if type(event_type) is str else None
         if cls is None:
             raise self.fail(f"unknown event type {_short(event_type)}", number, index)
-        has_partial, has_patch = "partial" in stored, "partial_patch" in stored
-        if has_patch:
+        if "partial_patch" in stored:
+            patch = stored["partial_patch"]
             if event_type not in PARTIAL_EVENT_TYPES:
                 raise self.fail(f"a {event_type} event has no partial to patch", number, index)
-            if has_partial:
+            if "partial" in stored:
                 raise self.fail("an event carries both partial and partial_patch", number, index)
             if state.previous_partial is None:
                 raise self.fail(
                     "partial_patch on an event with no earlier partial in its call", number, index
                 )
+            try:
+                partial = apply_patch(state.previous_partial, patch)
+            except PatchError as error:
+                raise self.fail(f"the partial_patch does not apply: {error}", number, index) from None
+            dump = stored.copy()
+            del dump["partial_patch"]
+            dump["partial"] = state.previous_partial = partial
+        else:
+            patch = None
+            dump = stored
+            if "partial" in stored:
+                state.previous_partial = stored["partial"]
         try:
-            dump, state.previous_partial = _restore(stored, state.previous_partial)
-        except PatchError as error:
-            raise self.fail(f"the partial_patch does not apply: {error}", number, index) from None
-        try:
-            event = cls.model_validate(dump)
+            event = cls.__pydantic_validator__.validate_python(dump)
         except ValidationError as error:
             raise self.fail(
                 f"the event does not parse as {cls.__name__}: {_validation_reason(error)}",
                 number,
                 index,
             ) from None
-        call.rows.append(stored)
+        rows.append(stored)
         call.event_lines.append(number)
-        self.keep(state, event, size, "partial_patch" in stored)
+        if self.keep_events:
+            self.keep(state, event, size, patch)
 
-    def keep(self, state: _CallState, event: Any, size: int, patched: bool) -> None:
-        """Keep the validated object while the snapshots kept stay small (estimated from line
-        sizes: a patched snapshot is the previous one plus roughly its line)."""
-        if not self.keep_events:
-            return
-        state.partial_chars = state.partial_chars + size if patched else size
-        self.kept_chars += state.partial_chars
-        if self.kept_chars > KEEP_EVENTS_BUDGET_CHARS:
+    def keep(self, state: _CallState, event: Any, size: int, patch: Any) -> None:
+        """Keep the validated object while the estimated memory stays in budget. A snapshot
+        is estimated at the size of its line, a patched one at the previous snapshot plus what
+        the patch appends (exact for ``append``, the line size for anything else)."""
+        if patch is None:
+            state.partial_chars = size
+        else:
+            growth = 0
+            for op in patch:
+                if op[0] != "append":
+                    growth = size
+                    break
+                growth += len(op[2])
+            state.partial_chars += growth
+        self.kept_chars += state.partial_chars + EVENT_OBJECT_OVERHEAD
+        if self.kept_chars > KEEP_EVENTS_BUDGET:
             self.keep_events = False
             for other in self.calls.values():
                 other.call._events = None

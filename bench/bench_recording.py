@@ -1,0 +1,221 @@
+"""Record/replay costs against same-run baselines: ``python -m bench.run recording``.
+
+* recording overhead: 50 calls x 200 text deltas through the faux provider, recorded vs bare;
+* size and cost of a 20,000-delta answer: file bytes vs the events dumped without ``partial``,
+  recording time vs the bare provider;
+* replay: opening (strict validation included) and replaying the 50-call recording vs
+  building the same event objects from in-memory dicts with pydantic;
+* replay memory: peak RSS of a subprocess replaying the 20,000-delta answer;
+* call_index allocation: a call recorded after 1,000 others (written alternately by two sinks,
+  as two processes would) vs one of the first calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+import orjson
+
+from bench.common import Row, ratio_row
+from openprogram.providers.faux import FauxProvider, faux_text
+from openprogram.providers.recording import RecordingProvider, RecordingSink
+from openprogram.providers.recording_format import EVENT_CLASSES
+from openprogram.providers.replay import ReplayProvider, read_recording_file
+from openprogram.providers.types import Context, Model, UserMessage
+
+MODEL = Model(id="bench", api="faux", provider="faux")
+CALLS = 50
+DELTAS = 200
+LONG_DELTAS = 20_000
+MEMORY_LIMIT_MB = 300
+
+
+def best_time(function, repeat: int = 5) -> float:
+    """Like ``bench.common.best_time`` but in CPU time of this process: these ratios compare
+    two CPU-bound runs, and CPU time is far less disturbed by other work on a shared machine
+    than wall time."""
+    best = float("inf")
+    for _ in range(repeat):
+        start = time.process_time()
+        function()
+        best = min(best, time.process_time() - start)
+    return best
+
+
+def _answer(words: int, seed: int) -> str:
+    return " ".join(f"w{seed}x{i}" for i in range(words))
+
+
+def _context(number: int) -> Context:
+    return Context(messages=[UserMessage(content=f"question {number}", timestamp=1)])
+
+
+async def _consume(provider, calls: int, words: int) -> int:
+    count = 0
+    for number in range(calls):
+        async for _ in provider.stream(MODEL, _context(number)):
+            count += 1
+    return count
+
+
+def _faux(calls: int, words: int) -> FauxProvider:
+    return FauxProvider([faux_text(_answer(words, n)) for n in range(calls)], timestamp=1)
+
+
+def _record(path: Path, calls: int, words: int) -> None:
+    provider = RecordingProvider(_faux(calls, words), path)
+    asyncio.run(_consume(provider, calls, words))
+    provider.sink.close()
+
+
+def _bare(calls: int, words: int) -> None:
+    asyncio.run(_consume(_faux(calls, words), calls, words))
+
+
+def _fresh(folder: Path, name: str) -> Path:
+    path = folder / name
+    path.unlink(missing_ok=True)
+    return path
+
+
+# ----------------------------------------------------------------------------- benchmarks
+
+
+def _recording_overhead(folder: Path) -> Row:
+    bare = best_time(lambda: _bare(CALLS, DELTAS))
+    recorded = best_time(lambda: _record(_fresh(folder, "overhead.jsonl"), CALLS, DELTAS))
+    return ratio_row(
+        f"record {CALLS} calls x {DELTAS} deltas", recorded, bare, 2.0, "vs the bare faux provider"
+    )
+
+
+def _long_answer(folder: Path) -> list[Row]:
+    path = folder / "long.jsonl"
+    bare = best_time(lambda: _bare(1, LONG_DELTAS), repeat=3)
+    recorded = best_time(lambda: _record(_fresh(folder, "long.jsonl"), 1, LONG_DELTAS), repeat=3)
+    events = asyncio.run(_collect(_faux(1, LONG_DELTAS)))
+    plain = sum(len(orjson.dumps(e.model_dump(mode="json", exclude={"partial"}))) + 1 for e in events)
+    size = path.stat().st_size
+    ratio = size / plain
+    return [
+        Row(
+            f"size of a {LONG_DELTAS}-delta answer",
+            f"{ratio:.2f}x ({size / 1e6:.1f} MB vs {plain / 1e6:.1f} MB)",
+            "<= 3x",
+            ratio <= 3.0,
+            "vs the events dumped without partial",
+        ),
+        ratio_row(f"record a {LONG_DELTAS}-delta answer", recorded, bare, 2.0, "vs the bare faux provider"),
+    ]
+
+
+async def _collect(provider) -> list:
+    return [e async for e in provider.stream(MODEL, _context(0))]
+
+
+def _replay_cost(folder: Path) -> Row:
+    path = folder / "replay.jsonl"
+    _record(path, CALLS, DELTAS)
+    dumps = [dump for call in read_recording_file(path).calls for dump in call.event_dumps()]
+    dumps = [orjson.loads(orjson.dumps(d)) for d in dumps]  # independent, fully materialised
+
+    def build() -> None:
+        for dump in dumps:
+            EVENT_CLASSES[dump["type"]].model_validate(dump)
+
+    async def replay_all(provider: ReplayProvider) -> None:
+        for number in range(CALLS):
+            async for _ in provider.stream(MODEL, _context(number)):
+                pass
+
+    baseline = best_time(build)
+    measured = best_time(lambda: asyncio.run(replay_all(ReplayProvider(path))))
+    return ratio_row(
+        f"open + replay {CALLS} x {DELTAS}", measured, baseline, 2.0,
+        "vs validating the same event dicts with pydantic",
+    )
+
+
+MEMORY_CHILD = textwrap.dedent(
+    """
+    import asyncio, resource, sys
+    from openprogram.providers.replay import ReplayProvider
+    from openprogram.providers.types import Context, Model, UserMessage
+    async def main():
+        provider = ReplayProvider(sys.argv[1])
+        model = Model(id="bench", api="faux", provider="faux")
+        context = Context(messages=[UserMessage(content="question 0", timestamp=1)])
+        count = 0
+        async for event in provider.stream(model, context):
+            count += 1
+        assert count > 20000, count
+    asyncio.run(main())
+    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+    """
+)
+
+
+def _replay_memory(folder: Path) -> Row:
+    path = folder / "memory.jsonl"
+    _record(path, 1, LONG_DELTAS)
+    result = subprocess.run(
+        [sys.executable, "-c", MEMORY_CHILD, str(path)], capture_output=True, text=True, check=True
+    )
+    peak = int(result.stdout.strip())
+    return Row(
+        f"replay a {LONG_DELTAS}-delta answer: peak RSS",
+        f"{peak} MB",
+        f"< {MEMORY_LIMIT_MB} MB",
+        peak < MEMORY_LIMIT_MB,
+        "whole process, interpreter and imports included",
+    )
+
+
+def _allocation(folder: Path) -> Row:
+    """Two sinks alternate on one file, so each must notice the other's lines."""
+    path = _fresh(folder, "allocation.jsonl")
+    first = RecordingProvider(_faux(2000, 3), RecordingSink(path))
+    second = RecordingProvider(_faux(2000, 3), RecordingSink(path))
+    sample = 50
+
+    async def run(start: int) -> float:
+        began = time.process_time()
+        for number in range(start, start + sample):
+            provider = first if number % 2 else second
+            async for _ in provider.stream(MODEL, _context(number)):
+                pass
+        return time.process_time() - began
+
+    async def measure() -> tuple[float, float]:
+        early = min([await run(0), await run(sample), await run(2 * sample)])
+        for number in range(3 * sample, 1000):
+            provider = first if number % 2 else second
+            async for _ in provider.stream(MODEL, _context(number)):
+                pass
+        late = min([await run(1000), await run(1000 + sample), await run(1000 + 2 * sample)])
+        return early, late
+
+    early, late = asyncio.run(measure())
+    first.sink.close()
+    second.sink.close()
+    return ratio_row(
+        "record call 1000 vs call 1", late / sample, early / sample, 1.2,
+        "per call, two sinks alternating on one file",
+    )
+
+
+def run() -> list[Row]:
+    with tempfile.TemporaryDirectory() as name:
+        folder = Path(name)
+        rows = [_recording_overhead(folder)]
+        rows.extend(_long_answer(folder))
+        rows.append(_replay_cost(folder))
+        rows.append(_replay_memory(folder))
+        rows.append(_allocation(folder))
+        return rows

@@ -99,8 +99,7 @@ def _long_answer(folder: Path) -> list[Row]:
     path = folder / "long.jsonl"
     bare = best_time(lambda: _bare(1, LONG_DELTAS), repeat=3)
     recorded = best_time(lambda: _record(_fresh(folder, "long.jsonl"), 1, LONG_DELTAS), repeat=3)
-    events = asyncio.run(_collect(_faux(1, LONG_DELTAS)))
-    plain = sum(len(orjson.dumps(e.model_dump(mode="json", exclude={"partial"}))) + 1 for e in events)
+    plain = asyncio.run(_plain_size(_faux(1, LONG_DELTAS)))
     size = path.stat().st_size
     ratio = size / plain
     return [
@@ -115,8 +114,13 @@ def _long_answer(folder: Path) -> list[Row]:
     ]
 
 
-async def _collect(provider) -> list:
-    return [e async for e in provider.stream(MODEL, _context(0))]
+async def _plain_size(provider) -> int:
+    """Bytes of the events dumped one per line without ``partial`` (never all held at once:
+    the snapshots of a 20,000-delta answer would take gigabytes)."""
+    total = 0
+    async for event in provider.stream(MODEL, _context(0)):
+        total += len(orjson.dumps(event.model_dump(mode="json", exclude={"partial"}))) + 1
+    return total
 
 
 def _replay_cost(folder: Path) -> Row:
@@ -144,7 +148,7 @@ def _replay_cost(folder: Path) -> Row:
 
 MEMORY_CHILD = textwrap.dedent(
     """
-    import asyncio, resource, sys
+    import asyncio, sys
     from openprogram.providers.replay import ReplayProvider
     from openprogram.providers.types import Context, Model, UserMessage
     async def main():
@@ -156,7 +160,9 @@ MEMORY_CHILD = textwrap.dedent(
             count += 1
         assert count > 20000, count
     asyncio.run(main())
-    print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)
+    # VmHWM, not ru_maxrss: the latter keeps the parent's peak across fork and exec.
+    status = open("/proc/self/status").read().split("VmHWM:")[1]
+    print(int(status.split()[0]) // 1024)
     """
 )
 

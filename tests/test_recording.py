@@ -96,7 +96,6 @@ async def test_appending_checks_the_header_and_continues_the_call_index(tmp_path
         (b'{"type":"header","format_version":true}\n', "format_version"),
         (b"not json\n", "header"),
         (b'{"type":"header","format_version":1', "incomplete"),
-        (b'{"type":"header","format_version":1}\n{"type":"request","call_in', "incomplete"),
     ],
 )
 def test_appending_to_a_foreign_or_damaged_file_is_refused(tmp_path, content, reason):
@@ -105,6 +104,18 @@ def test_appending_to_a_foreign_or_damaged_file_is_refused(tmp_path, content, re
     with pytest.raises(RecordingFileError, match=reason):
         RecordingSink(path)
     assert path.read_bytes() == content
+
+
+async def test_a_line_left_unfinished_by_a_dead_writer_is_named_by_the_reader(tmp_path):
+    path = tmp_path / "rec.jsonl"
+    RecordingSink(path).close()
+    with open(path, "ab") as file:
+        file.write(b'{"type":"event","call_in')  # a writer killed in the middle of a line
+    provider = RecordingProvider(FauxProvider([faux_text("a")]), path)
+    await collect(provider.stream(MODEL, context_of("q")))
+    with pytest.raises(RecordingFileError) as caught:
+        read_recording_file(path)
+    assert caught.value.line_number == 2 and "not valid JSON" in caught.value.reason
 
 
 async def test_two_sinks_on_one_file_share_one_call_order(tmp_path):

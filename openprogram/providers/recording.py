@@ -3,8 +3,10 @@ every request and event to a JSONL recording file through a shared :class:`Recor
 
 Design points (contract sections 4, 5 and 7):
 
-* **Whole lines.** Every line is one ``os.write`` on an ``O_APPEND`` descriptor while holding
-  both a thread lock and ``flock``; a crash loses at most the line being written.
+* **Whole lines.** Every line is one ``os.write`` of the whole line on an ``O_APPEND``
+  descriptor under the sink's thread lock; the kernel never interleaves two such writes, so
+  concurrent writers (threads or processes) cannot mix their lines, and a crash loses at most
+  the line being written. Request lines are also written under ``flock``.
 * **One total order of calls.** ``call_index`` is allocated under the ``flock`` without
   re-reading the file: the sink remembers the size it last saw, and only when another writer
   appended since does it scan those new bytes for request lines. Allocation is therefore
@@ -72,6 +74,19 @@ __all__ = [
 
 _READ_CHUNK = 1 << 20
 
+# Bumped in a forked child, so that a sink notices (with an int comparison, not a system
+# call per line) that it must reopen its file before writing.
+_fork_generation = 0
+
+
+def _count_fork() -> None:
+    global _fork_generation
+    _fork_generation += 1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_count_fork)
+
 
 # ============================================================================ the sink
 
@@ -84,9 +99,12 @@ class RecordingSink:
         self._lock = threading.Lock()
         self._fd = -1
         self._pid = -1
+        self._generation = _fork_generation
         self._known_size = 0  # bytes of the file this sink has seen (written or scanned)
         self._line_count = 0  # newline-terminated lines among them, for error messages
         self._next_index = 0  # the call_index the next request gets
+        self._unchecked_bytes = 0  # appended by us since the last fstat (see write_line)
+        self._unchecked_lines = 0
         self._broken: RecordingFileError | None = None
         self._open()
 
@@ -136,13 +154,27 @@ class RecordingSink:
         """Append one event or call_end line."""
         self.write_line(encode_line(row))
 
-    def write_line(self, line: bytes) -> None:
-        """Append one whole, already encoded line (newline included)."""
-        fd = self._acquire()
-        try:
-            self._append(line, self._sync(), consumes_index=False)
-        finally:
-            self._release(fd)
+    def write_line(self, line: bytes, *, check: bool = True) -> None:
+        """Append one whole, already encoded line (newline included).
+
+        Only request lines need ``flock`` (they allocate ``call_index``): this line is one
+        ``write`` on the ``O_APPEND`` descriptor, which the kernel never interleaves with
+        another, and a process catching up under ``flock`` re-reads a line it sees half
+        copied. Its bytes are accounted for at the next request. ``check`` (the call's
+        ``call_end``) also notices a removed file, failing the call rather than recording
+        into nothing; event lines skip that ``fstat``.
+        """
+        if self._generation != _fork_generation:
+            self._reopen_after_fork()
+        with self._lock:
+            fd = self._fd
+            if fd < 0:
+                raise RecordingFileError(self._path, "the recording sink is closed")
+            if self._broken is not None:
+                raise self._broken
+            if check and os.fstat(fd).st_nlink == 0:
+                self._fail("the file was removed while recording")
+            self._append(line, None, consumes_index=False)
 
     # ---------------------------------------------------------------- opening
 
@@ -159,13 +191,16 @@ class RecordingSink:
         if info is not None and not stat.S_ISREG(info.st_mode):
             raise RecordingFileError(path, "is not a regular file")
         _make_private_parents(path.parent)
-        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        # Read-write so that catching up reads this very file (``pread``), even if the path
+        # is replaced meanwhile; every write still goes to the end (O_APPEND).
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
         try:
             fd = os.open(path, flags, 0o600)
         except OSError as error:
             raise RecordingFileError(path, f"cannot open for writing: {error.strerror}") from None
-        self._fd, self._pid = fd, os.getpid()
+        self._fd, self._pid, self._generation = fd, os.getpid(), _fork_generation
         self._known_size = self._line_count = self._next_index = 0
+        self._unchecked_bytes = self._unchecked_lines = 0
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
@@ -186,16 +221,12 @@ class RecordingSink:
         """Refuse to append to anything but a version-1 recording."""
         first = b""
         offset = 0
-        reader = _reader_fd(self._path)
-        try:
-            while b"\n" not in first:
-                chunk = os.pread(reader, _READ_CHUNK, offset)
-                if not chunk:
-                    raise RecordingFileError(self._path, "the header line is incomplete", 1)
-                first += chunk
-                offset += len(chunk)
-        finally:
-            os.close(reader)
+        while b"\n" not in first:
+            chunk = os.pread(self._fd, _READ_CHUNK, offset)
+            if not chunk:
+                raise RecordingFileError(self._path, "the header line is incomplete", 1)
+            first += chunk
+            offset += len(chunk)
         line = first.split(b"\n", 1)[0]
         try:
             header = orjson.loads(line)
@@ -219,7 +250,7 @@ class RecordingSink:
     def _acquire(self) -> int:
         """Take the thread lock, then ``flock`` (threads of one process share the descriptor,
         so ``flock`` alone would not exclude them); return the locked descriptor."""
-        if self._pid != os.getpid():
+        if self._generation != _fork_generation:
             self._reopen_after_fork()
         self._lock.acquire()
         fd = self._fd
@@ -255,13 +286,18 @@ class RecordingSink:
         info = os.fstat(self._fd)
         if info.st_nlink == 0:
             self._fail("the file was removed while recording")
-        if info.st_size != self._known_size:
+        expected = self._known_size + self._unchecked_bytes
+        if info.st_size == expected:  # nobody else wrote: our unchecked lines are all there is
+            self._known_size = expected
+            self._line_count += self._unchecked_lines
+        else:  # scan from the last known point; our own unchecked lines are scanned too
             self._catch_up(info.st_size)
+        self._unchecked_bytes = self._unchecked_lines = 0
         return info.st_size
 
-    def _append(self, line: bytes, size: int, *, consumes_index: bool) -> None:
-        """Append one whole line at ``size``, the end of the file; the caller holds both
-        locks."""
+    def _append(self, line: bytes, size: int | None, *, consumes_index: bool) -> None:
+        """Append one whole line at ``size``, the end of the file (None: not checked, see
+        :meth:`write_line`); the caller holds both locks."""
         written = 0
         try:
             while written < len(line):
@@ -274,6 +310,10 @@ class RecordingSink:
             if written or not consumes_index:
                 self._fail(reason)  # a partial or missing line: the file is now incomplete
             raise RecordingFileError(self._path, reason, self._line_count + 1) from None
+        if size is None:
+            self._unchecked_bytes += len(line)
+            self._unchecked_lines += 1
+            return
         self._known_size = size + len(line)
         self._line_count += 1
         if consumes_index:
@@ -290,27 +330,24 @@ class RecordingSink:
         start = self._known_size
         if size < start:
             self._fail("the file shrank while recording")
-        reader = _reader_fd(self._path)
-        try:
-            pending = b""
-            offset = start
-            while offset < size:
-                chunk = os.pread(reader, min(_READ_CHUNK, size - offset), offset)
-                if not chunk:
-                    break
-                offset += len(chunk)
-                lines = (pending + chunk).split(b"\n")
-                pending = lines.pop()
-                for line in lines:
-                    self._line_count += 1
-                    self._note_line(line)
-        finally:
-            os.close(reader)
-        if pending or offset != size:
-            self._fail(
-                f"line {self._line_count + 1} was left incomplete by an interrupted writer"
-            )
-        self._known_size = size
+        pending = b""
+        offset = start
+        while offset < size:
+            chunk = os.pread(self._fd, min(_READ_CHUNK, size - offset), offset)
+            if not chunk:
+                break
+            offset += len(chunk)
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            for line in lines:
+                self._line_count += 1
+                self._note_line(line)
+        # An unfinished last line is another writer's event line still being copied in (event
+        # lines are written without flock); it is read again, whole, next time. (If that
+        # writer died instead, the next line appended completes it into one invalid line,
+        # which the strict reader names.) Request lines are written under flock, so one can
+        # never be unfinished here.
+        self._known_size = offset - len(pending)
 
     def _note_line(self, line: bytes) -> None:
         if b'"request"' not in line:
@@ -323,13 +360,6 @@ class RecordingSink:
             index = row.get("call_index")
             if is_plain_int(index) and index >= self._next_index:
                 self._next_index = index + 1
-
-
-def _reader_fd(path: Path) -> int:
-    try:
-        return os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as error:
-        raise RecordingFileError(path, f"cannot read: {error.strerror}") from None
 
 
 def _make_private_parents(folder: Path) -> None:
@@ -385,7 +415,7 @@ def request_payloads(
     return (redactor or current_redactor()).remove_secret_values(payloads)
 
 
-_CUT_AT = 256  # a growing tail longer than this is cut at a safe point (redacted for good)
+_CUT_AT = 96  # a growing tail longer than this is cut at a safe point (redacted for good)
 _TEXT_FIELDS = ("text", "thinking")
 
 
@@ -397,7 +427,9 @@ class _GrowingText:
     The redacted text is ``stable + tail_redacted``.
     """
 
-    __slots__ = ("raw", "cut", "stable", "tail_redacted", "pending_cut", "reset")
+    __slots__ = (
+        "raw", "cut", "stable", "tail_redacted", "pending_cut", "reset", "gained", "previous_length"
+    )
 
     def __init__(self) -> None:
         self.raw = ""
@@ -406,12 +438,15 @@ class _GrowingText:
         self.tail_redacted = ""
         self.pending_cut = 0
         self.reset = False
+        self.gained = ""  # what the redacted text gained at the last step (see advance)
+        self.previous_length = 0  # of the raw text before the last step
 
     def full(self) -> str:
         return self.stable + self.tail_redacted
 
     def prepare(self, text: str, safe_cut: Callable[[str], int]) -> tuple[str, str]:
         """The raw pieces to redact for ``text``: the part becoming stable and the new tail."""
+        self.previous_length = len(self.raw)
         self.reset = not text.startswith(self.raw)
         if self.reset:
             self.cut, self.stable, self.tail_redacted = 0, "", ""
@@ -431,11 +466,17 @@ class _GrowingText:
             self.cut += self.pending_cut
         self.tail_redacted = tail
         if self.reset:
+            self.gained = ""
             return ["set", path, self.full()]
         if grown == before:
+            self.gained = ""
             return None
         if grown.startswith(before):
-            return ["append", path, grown[len(before) :]]
+            self.gained = grown[len(before) :]
+            return ["append", path, self.gained]
+        # A secret completed and replaced text already recorded: the redacted delta is the
+        # part after what the two redactions share.
+        self.gained = grown[_common_prefix_length(before, grown) :]
         return ["set", path, self.full()]
 
 
@@ -494,6 +535,9 @@ def _lift_texts(partial: dict[str, Any]) -> list[tuple[int, str, str]]:
     return lifted
 
 
+#: Delta events whose delta is the growth of a text field of the partial.
+_DERIVED_DELTAS = {"text_delta": "text", "thinking_delta": "thinking"}
+
 #: Event fields that are literals or integers by their type, so they cannot hold a secret.
 _FIXED_EVENT_FIELDS = frozenset({"type", "content_index", "reason"})
 
@@ -511,6 +555,7 @@ class _EventEncoder:
 
     def __init__(self, redactor: Redactor) -> None:
         self._remove = redactor.remove_secret_values
+        self._redact = redactor.redact_text
         self._safe_cut = redactor.safe_cut
         self._texts: dict[tuple[int, str], _GrowingText] = {}
         self._deltas: dict[tuple[str, Any], _DeltaContext] = {}
@@ -521,79 +566,103 @@ class _EventEncoder:
         """The JSON of the ``event`` object of one event line."""
         dump = type(event).__pydantic_serializer__.to_python(event, mode="json")
         partial = dump.pop("partial", None)
-        free = {key: value for key, value in dump.items() if key not in _FIXED_EVENT_FIELDS}
-        pieces: list[Any] = [free, None]
-        delta_context = self._delta_context(dump, free)
-        if delta_context is not None:
-            pieces.extend(delta_context.prepare(free.pop("delta"), self._safe_cut))
+        # A text or thinking delta is what its block's text gained: its redaction comes from
+        # the block's growing text (below), with no redaction work of its own.
+        derived = _DERIVED_DELTAS.get(dump.get("type")) if type(partial) is dict else None
+        delta = dump.pop("delta") if derived is not None and type(dump.get("delta")) is str else None
+        if delta is None:
+            derived = None
+        self._redact_free_fields(dump)
         if type(partial) is not dict:
-            pieces[1] = partial
-            redacted = self._remove(pieces)
-            self._take_free(dump, redacted, delta_context)
             if partial is not None:
-                dump["partial"] = redacted[1]
+                dump["partial"] = self._remove(partial)
             return orjson.dumps(dump)
         lifted = _lift_texts(partial)
         rest_bytes = orjson.dumps(partial)
         rest_changed = rest_bytes != self._rest_bytes
-        previous_full = self._full() if rest_changed and self._rest is not None else None
         if rest_changed:
-            pieces[1] = partial
-        texts = self._texts
-        states = []
+            previous_full = self._full() if self._rest is not None else None
+            self._rest, self._rest_bytes = self._remove(partial), rest_bytes
+        texts, redact, cut = self._texts, self._redact, self._safe_cut
+        ops: list[Any] = []
         for index, field, value in lifted:
             key = (index, field)
             state = texts.get(key)
             if state is None:
                 state = texts[key] = _GrowingText()
-            pieces.extend(state.prepare(value, self._safe_cut))
-            states.append((key, state))
-        redacted = self._remove(pieces)
-        position = self._take_free(dump, redacted, delta_context)
-        ops: list[Any] = []
-        for key, state in states:
-            op = state.advance(redacted[position], redacted[position + 1], ["content", *key])
-            position += 2
+            settled, tail = state.prepare(value, cut)
+            op = state.advance(
+                redact(settled) if settled else "", redact(tail) if tail else "", ["content", index, field]
+            )
             if op is not None:
                 ops.append(op)
-        if len(states) != len(texts):  # a text that was there is gone (blank or removed)
-            live = {key for key, _ in states}
+        if derived is not None:
+            dump["delta"] = self._derived_delta(dump, derived, delta, partial, lifted)
+        if len(lifted) != len(texts):  # a text that was there is gone (blank or removed)
+            live = {(index, field) for index, field, _ in lifted}
             for key in [key for key in texts if key not in live]:
                 if texts.pop(key).raw and not rest_changed:
                     ops.append(["set", ["content", *key], ""])
-        if rest_changed:
-            self._rest, self._rest_bytes = redacted[1], rest_bytes
-            current = self._full()
-            patch = compute_patch(previous_full, current) if previous_full is not None else None
-            if patch is None:
-                dump["partial"] = current
-            else:
-                dump["partial_patch"] = patch
-        else:
+        if not rest_changed:
             dump["partial_patch"] = ops
+            return orjson.dumps(dump)
+        current = self._full()
+        patch = compute_patch(previous_full, current) if previous_full is not None else None
+        if patch is None:
+            dump["partial"] = current
+        else:
+            dump["partial_patch"] = patch
         return orjson.dumps(dump)
 
-    @staticmethod
-    def _take_free(
-        dump: dict[str, Any], redacted: list[Any], delta_context: _DeltaContext | None
-    ) -> int:
-        """Put the redacted free fields back into ``dump``; return where the text pieces
-        begin in ``redacted``."""
-        dump.update(redacted[0])
-        if delta_context is None:
-            return 2
-        dump["delta"] = delta_context.advance(redacted[2], redacted[3])
-        return 4
-
-    def _delta_context(self, dump: dict[str, Any], free: dict[str, Any]) -> _DeltaContext | None:
-        kind = dump.get("type")
-        if type(free.get("delta")) is not str or type(kind) is not str or not kind.endswith("_delta"):
-            return None
-        key = (kind, dump.get("content_index"))
+    def _derived_delta(
+        self,
+        dump: dict[str, Any],
+        field: str,
+        delta: str,
+        partial: dict[str, Any],
+        lifted: list[tuple[int, str, str]],
+    ) -> str:
+        """The redacted delta, taken from the growing text when the block grew by exactly
+        the delta; otherwise redacted in the context of the earlier deltas."""
+        index = dump.get("content_index")
+        state = self._texts.get((index, field))
+        if state is not None and not state.reset:
+            value = state.raw
+            if len(value) == state.previous_length + len(delta) and value.endswith(delta):
+                for lifted_index, lifted_field, _ in lifted:
+                    if lifted_index == index and lifted_field == field:
+                        return state.gained
+        key = (dump.get("type"), index)
         context = self._deltas.get(key)
         if context is None:
             context = self._deltas[key] = _DeltaContext()
-        return context
+        settled, pending = context.prepare(delta, self._safe_cut)
+        return context.advance(
+            self._redact(settled) if settled else "", self._redact(pending) if pending else ""
+        )
+
+    def _redact_free_fields(self, dump: dict[str, Any]) -> None:
+        """Redact, in place, every event field but the partial; a streamed delta in the
+        context of the deltas before it."""
+        kind = dump.get("type")
+        delta = dump.get("delta")
+        if type(delta) is str and type(kind) is str and kind.endswith("_delta"):
+            key = (kind, dump.get("content_index"))
+            context = self._deltas.get(key)
+            if context is None:
+                context = self._deltas[key] = _DeltaContext()
+            settled, pending = context.prepare(delta, self._safe_cut)
+            redact = self._redact
+            dump["delta"] = context.advance(
+                redact(settled) if settled else "", redact(pending) if pending else ""
+            )
+            if len(dump) == 3:  # type, content_index, delta: nothing else to redact
+                return
+            free = {k: v for k, v in dump.items() if k not in _FIXED_EVENT_FIELDS and k != "delta"}
+        else:
+            free = {k: v for k, v in dump.items() if k not in _FIXED_EVENT_FIELDS}
+        if free:
+            dump.update(self._remove(free))
 
     def _full(self) -> dict[str, Any]:
         """The current redacted partial, texts filled in."""
@@ -624,7 +693,8 @@ class _CallRecorder:
         body = self._encoder.encode(event)
         self.sink.write_line(
             b'{"type":"event","call_index":%d,"event_index":%d,"event":%s}\n'
-            % (self.call_index, self.event_count, body)
+            % (self.call_index, self.event_count, body),
+            check=False,
         )
         self.event_count += 1
 

@@ -325,3 +325,23 @@ async def test_replay_through_the_facade_never_touches_credentials_or_sockets(
     live = await collect(recorder.stream(model, context_of("a"), StreamOptions(api_key="sk-" + "z" * 40)))
     register_api_provider("faux", ReplayProvider(path))
     assert await collect(stream_simple(model, context_of("a"))) == live
+
+
+async def test_a_recording_over_the_memory_budget_rebuilds_snapshots_while_replaying(
+    tmp_path, monkeypatch
+):
+    from openprogram.providers import replay as replay_module
+
+    path = tmp_path / "rec.jsonl"
+    live = await record(path, [faux_text("one two three"), faux_text("four five six")],
+                        [(context_of("a"), None), (context_of("b"), None)])
+    small = ReplayProvider(path)
+    assert all(call.rows is None for call in small.recording.calls), "small: objects kept"
+    monkeypatch.setattr(replay_module, "KEEP_EVENTS_BUDGET", 1)
+    large = ReplayProvider(path)
+    assert all(call.rows is not None and call._events is None for call in large.recording.calls)
+    for provider in (small, large):
+        assert await collect(provider.stream(MODEL, context_of("a"))) == live[0]
+        assert await collect(provider.stream(MODEL, context_of("b"))) == live[1]
+        dumps = [list(call.event_dumps()) for call in provider.recording.calls]
+        assert dumps == [[event.model_dump(mode="json") for event in events] for events in live]

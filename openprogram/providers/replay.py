@@ -92,7 +92,9 @@ class RecordedCall:
     call_index: int
     request: dict[str, Any]
     request_line: int
-    rows: list[dict[str, Any]] = field(default_factory=list, repr=False)
+    #: The events as stored (``partial_patch`` unapplied); None once the call's event objects
+    #: are kept instead (see ``KEEP_EVENTS_BUDGET``): use :meth:`event_dumps`.
+    rows: list[dict[str, Any]] | None = field(default_factory=list, repr=False)
     event_lines: list[int] = field(default_factory=list, repr=False)
     outcome: str = "complete"
     event_count: int = 0
@@ -113,6 +115,10 @@ class RecordedCall:
 
     def event_dumps(self) -> Iterator[dict[str, Any]]:
         """The full event dumps, ``partial`` restored, one at a time."""
+        if self.rows is None:
+            for event in self._events or ():
+                yield event.model_dump(mode="json")
+            return
         previous: Any = None
         for row in self.rows:
             dump, previous = _restore(row, previous)
@@ -372,9 +378,12 @@ class _Reader:
             state.partial_chars += growth
         self.kept_chars += state.partial_chars + EVENT_OBJECT_OVERHEAD
         if self.kept_chars > KEEP_EVENTS_BUDGET:
+            # Calls already ended keep their objects (within the budget); the open ones and
+            # all later ones keep their compact rows and rebuild while replaying.
             self.keep_events = False
             for other in self.calls.values():
-                other.call._events = None
+                if other.open:
+                    other.call._events = None
             return
         state.call._events.append(event)
 
@@ -394,6 +403,8 @@ class _Reader:
         call.outcome, call.event_count, call.end_line = outcome, count, number
         state.open = False
         state.previous_partial = None
+        if call._events is not None:
+            call.rows = None  # the objects are kept: the compact rows are no longer needed
 
     def finish(self, line_count: int) -> Recording:
         assert self.header is not None

@@ -7,6 +7,7 @@ knows nothing of vendors.
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -71,9 +72,13 @@ class RecordingDiff:
 
 def final_message(call: Any) -> dict[str, Any] | None:
     """The assistant message a recorded call ended with (``done`` or ``error``), if any."""
-    if not call.rows:
-        return None
-    last = call.rows[-1]
+    if call.rows:
+        last = call.rows[-1]  # terminal events are stored whole: no partial to rebuild
+    else:
+        # The reader kept this call's events as objects instead of rows (small calls).
+        last = next(iter(deque(call.event_dumps(), maxlen=1)), None)
+        if last is None:
+            return None
     if last.get("type") == "done":
         return last.get("message")
     if last.get("type") == "error":

@@ -59,7 +59,7 @@ def test_constants():
 @pytest.mark.parametrize(
     "name",
     sorted(SECRET_FIELD_NAMES)
-    + [name.upper() for name in SECRET_FIELD_NAMES]
+    + [name.upper() for name in sorted(SECRET_FIELD_NAMES)]
     + [
         "Authorization", "Proxy-Authorization", "X-API-Key", "X-Goog-Api-Key", "Set-Cookie",
         "apiKey", "APIKey", "XApiKey", "x_api_key", "api key", "X-Session-Token", "refreshToken",

@@ -499,7 +499,7 @@ def run_show(args: argparse.Namespace) -> int:
     from . import recordings_render as render
 
     selector = args.selector
-    if is_managed_id(selector):
+    if is_managed_id(selector) and not _names_local_file(selector):
         _check_id_argument(selector)
     path = _resolve_for_reading(selector)
     try:
@@ -550,6 +550,7 @@ def _warn_content() -> None:
 def run_diff(args: argparse.Namespace) -> int:
     """Exit 0 when the recordings agree (apart from non-deterministic fields), 1 when they
     differ, 2 when either is missing or invalid."""
+    from openprogram.config import ConfigError
     from openprogram.providers.recording_format import RecordingFileError
     from openprogram.recording_diff import diff_recordings
 
@@ -561,7 +562,7 @@ def run_diff(args: argparse.Namespace) -> int:
             recordings.append(render.read_recording(_resolve_for_reading(selector)))
         except RecordingFileError as error:
             raise CliError(str(error), EXIT_USAGE) from None
-        except CliError as error:
+        except (CliError, ConfigError) as error:
             raise CliError(str(error), EXIT_USAGE) from None
     result = diff_recordings(*recordings)
     if args.json:
@@ -571,9 +572,26 @@ def run_diff(args: argparse.Namespace) -> int:
     return 0 if result.identical else 1
 
 
+def _names_local_file(selector: str) -> bool:
+    """A bare name that is not a valid recording ID but is a file in this folder."""
+    from openprogram.recordings_store import SelectorError, check_recording_id, is_managed_id
+
+    if not is_managed_id(selector) or not os.path.isfile(selector):
+        return False
+    try:
+        check_recording_id(selector)
+    except SelectorError:
+        return True
+    return False
+
+
 def _resolve_for_reading(selector: str) -> Path:
+    """A managed ID, or a path. A bare name that is not a valid ID but names a file here
+    (``before.jsonl``) is read as that file: reading cannot harm anything."""
     from openprogram.recordings_store import resolve_selector
 
+    if _names_local_file(selector):
+        return Path(selector).absolute()
     path = resolve_selector(selector, mode="replay")
     if not os.path.lexists(path):
         raise CliError(f"recording file {path}: does not exist; see '{FIX_LIST}'")

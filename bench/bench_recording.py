@@ -186,9 +186,9 @@ def _replay_memory(folder: Path) -> Row:
 def _allocation(folder: Path) -> Row:
     """Two sinks alternate on one file, so each must notice the other's lines."""
     path = _fresh(folder, "allocation.jsonl")
-    first = RecordingProvider(_faux(2000, 3), RecordingSink(path))
-    second = RecordingProvider(_faux(2000, 3), RecordingSink(path))
-    sample = 50
+    first = RecordingProvider(_faux(1200, 3), RecordingSink(path))
+    second = RecordingProvider(_faux(1200, 3), RecordingSink(path))
+    sample = 20
 
     async def run(start: int) -> float:
         began = time.process_time()
@@ -199,12 +199,12 @@ def _allocation(folder: Path) -> Row:
         return time.process_time() - began
 
     async def measure() -> tuple[float, float]:
-        early = min([await run(0), await run(sample), await run(2 * sample)])
-        for number in range(3 * sample, 1000):
+        early = min([await run(start) for start in range(0, 5 * sample, sample)])
+        for number in range(5 * sample, 1000):
             provider = first if number % 2 else second
             async for _ in provider.stream(MODEL, _context(number)):
                 pass
-        late = min([await run(1000), await run(1000 + sample), await run(1000 + 2 * sample)])
+        late = min([await run(start) for start in range(1000, 1000 + 5 * sample, sample)])
         return early, late
 
     early, late = asyncio.run(measure())

@@ -90,13 +90,12 @@ FUTURE = '{"type": "header", "format_version": 2}\n'
 
 @contextmanager
 def writer_holding(path: Path):
-    """Another process that holds the writer mark on ``path`` until the block ends."""
+    """Another process recording into ``path`` (a real sink) until the block ends."""
     script = textwrap.dedent(
         f"""
-        import os, sys
-        from openprogram.recording_liveness import hold_writer_lock
-        fd = os.open({str(path)!r}, os.O_WRONLY | os.O_APPEND)
-        hold_writer_lock(fd)
+        import sys
+        from openprogram.providers.recording import RecordingSink
+        sink = RecordingSink({str(path)!r})
         print("ready", flush=True)
         sys.stdin.read()
         """
@@ -665,7 +664,7 @@ def test_status_in_off_mode_does_not_even_import_pydantic(isolated_home):
 
 
 def test_liveness_lock_follows_the_writer_process(tmp_path):
-    from openprogram.recording_liveness import is_being_recorded
+    from openprogram.providers.recording_liveness import is_being_recorded
 
     path = make_recording(tmp_path / "r.jsonl")
     assert is_being_recorded(path) is False
@@ -679,7 +678,7 @@ def test_liveness_lock_follows_the_writer_process(tmp_path):
 def test_liveness_lock_in_process_survives_other_descriptors_and_flock(tmp_path):
     import fcntl
 
-    from openprogram.recording_liveness import (
+    from openprogram.providers.recording_liveness import (
         hold_writer_lock,
         is_being_recorded,
         release_writer_lock,
@@ -706,7 +705,7 @@ def test_liveness_lock_in_process_survives_other_descriptors_and_flock(tmp_path)
 
 
 def test_liveness_never_follows_a_symlink(tmp_path):
-    from openprogram.recording_liveness import is_being_recorded
+    from openprogram.providers.recording_liveness import is_being_recorded
 
     path = make_recording(tmp_path / "r.jsonl")
     link = tmp_path / "link.jsonl"

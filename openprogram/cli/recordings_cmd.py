@@ -648,7 +648,7 @@ def _managed_target(recording_id: str) -> Path:
 
 def _deletion_refusal(path: Path, current: dict[str, Any]) -> str | None:
     """Why ``path`` must not be deleted now (the reason, without the path), or None."""
-    from openprogram.recording_liveness import is_being_recorded
+    from openprogram.providers.recording_liveness import is_being_recorded
 
     try:
         info = os.lstat(path)
@@ -770,7 +770,7 @@ def _same(path: Path, other: Path | None) -> bool:
 
 
 def _safe_live(path: Path) -> bool:
-    from openprogram.recording_liveness import is_being_recorded
+    from openprogram.providers.recording_liveness import is_being_recorded
 
     try:
         return is_being_recorded(path)

@@ -61,7 +61,7 @@ class RecordingInfo:
 def inspect_recording(path: Path, recording_id: str | None, *, managed: bool, active: bool) -> RecordingInfo:
     """Describe one file without ever raising: a file that cannot be read or parsed is an
     ``invalid`` row with the reason, so one bad file never stops a listing."""
-    from openprogram.recording_liveness import is_being_recorded
+    from openprogram.providers.recording_liveness import is_being_recorded
 
     info = RecordingInfo(path=path, id=recording_id, managed=managed, active=active)
     try:

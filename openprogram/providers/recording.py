@@ -44,6 +44,7 @@ from .recording_format import (
     encode_line,
     is_plain_int,
 )
+from .recording_liveness import hold_writer_lock, release_writer_lock
 from .redaction import (
     PLACEHOLDER,
     REDACTION_VERSION,
@@ -117,6 +118,7 @@ class RecordingSink:
     def close(self) -> None:
         with self._lock:
             if self._fd >= 0:
+                release_writer_lock(self._fd)
                 os.close(self._fd)
                 self._fd = -1
 
@@ -199,6 +201,9 @@ class RecordingSink:
         except OSError as error:
             raise RecordingFileError(path, f"cannot open for writing: {error.strerror}") from None
         self._fd, self._pid, self._generation = fd, os.getpid(), _fork_generation
+        # Marks the file as being recorded (for ``recordings delete``/``prune``) until the
+        # descriptor closes, however this process ends.
+        hold_writer_lock(fd)
         self._known_size = self._line_count = self._next_index = 0
         self._unchecked_bytes = self._unchecked_lines = 0
         try:

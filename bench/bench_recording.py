@@ -22,7 +22,7 @@ from pathlib import Path
 
 import orjson
 
-from bench.common import Row, ratio_row
+from bench.common import Row, paired_best, ratio_row
 from openprogram.providers.faux import FauxProvider, faux_text
 from openprogram.providers.recording import RecordingProvider, RecordingSink
 from openprogram.providers.recording_format import EVENT_CLASSES
@@ -34,18 +34,6 @@ CALLS = 50
 DELTAS = 200
 LONG_DELTAS = 20_000
 MEMORY_LIMIT_MB = 300
-
-
-def best_time(function, repeat: int = 5) -> float:
-    """Like ``bench.common.best_time`` but in CPU time of this process: these ratios compare
-    two CPU-bound runs, and CPU time is far less disturbed by other work on a shared machine
-    than wall time."""
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.process_time()
-        function()
-        best = min(best, time.process_time() - start)
-    return best
 
 
 def _answer(words: int, seed: int) -> str:
@@ -88,8 +76,9 @@ def _fresh(folder: Path, name: str) -> Path:
 
 
 def _recording_overhead(folder: Path) -> Row:
-    bare = best_time(lambda: _bare(CALLS, DELTAS))
-    recorded = best_time(lambda: _record(_fresh(folder, "overhead.jsonl"), CALLS, DELTAS))
+    bare, recorded = paired_best(
+        lambda: _bare(CALLS, DELTAS), lambda: _record(_fresh(folder, "overhead.jsonl"), CALLS, DELTAS)
+    )
     return ratio_row(
         f"record {CALLS} calls x {DELTAS} deltas", recorded, bare, 2.0, "vs the bare faux provider"
     )
@@ -97,8 +86,9 @@ def _recording_overhead(folder: Path) -> Row:
 
 def _long_answer(folder: Path) -> list[Row]:
     path = folder / "long.jsonl"
-    bare = best_time(lambda: _bare(1, LONG_DELTAS), repeat=3)
-    recorded = best_time(lambda: _record(_fresh(folder, "long.jsonl"), 1, LONG_DELTAS), repeat=3)
+    bare, recorded = paired_best(
+        lambda: _bare(1, LONG_DELTAS), lambda: _record(_fresh(folder, "long.jsonl"), 1, LONG_DELTAS), rounds=3
+    )
     plain = asyncio.run(_plain_size(_faux(1, LONG_DELTAS)))
     size = path.stat().st_size
     ratio = size / plain
@@ -138,8 +128,7 @@ def _replay_cost(folder: Path) -> Row:
             async for _ in provider.stream(MODEL, _context(number)):
                 pass
 
-    baseline = best_time(build)
-    measured = best_time(lambda: asyncio.run(replay_all(ReplayProvider(path))))
+    baseline, measured = paired_best(build, lambda: asyncio.run(replay_all(ReplayProvider(path))))
     return ratio_row(
         f"open + replay {CALLS} x {DELTAS}", measured, baseline, 2.0,
         "vs validating the same event dicts with pydantic",

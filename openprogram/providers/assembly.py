@@ -14,6 +14,7 @@ import orjson
 from .partial_json import parse_streaming_json
 from .types import (
     AssistantMessage,
+    AssistantMessageEvent,
     EventDone,
     EventError,
     EventStart,
@@ -34,20 +35,8 @@ from .types import (
     UsageCost,
 )
 
-AssistantEvent = (
-    EventStart
-    | EventTextStart
-    | EventTextDelta
-    | EventTextEnd
-    | EventThinkingStart
-    | EventThinkingDelta
-    | EventThinkingEnd
-    | EventToolCallStart
-    | EventToolCallDelta
-    | EventToolCallEnd
-    | EventDone
-    | EventError
-)
+#: What a provider's producer yields (the annotated union of every event class).
+AssistantEvent = AssistantMessageEvent
 
 
 def compute_cost(model: Model, usage: Usage) -> UsageCost:

@@ -12,43 +12,13 @@ from typing import Any
 
 import orjson
 
-from .types import (
-    EventDone,
-    EventError,
-    EventStart,
-    EventTextDelta,
-    EventTextEnd,
-    EventTextStart,
-    EventThinkingDelta,
-    EventThinkingEnd,
-    EventThinkingStart,
-    EventToolCallDelta,
-    EventToolCallEnd,
-    EventToolCallStart,
-)
+from .types import EVENT_CLASSES
 
 RECORDING_FORMAT_VERSION = 1
 
 LINE_TYPES = frozenset({"header", "request", "event", "call_end"})
 OUTCOMES = frozenset({"complete", "error", "cancelled", "abandoned"})
 
-EVENT_CLASSES = {
-    cls.model_fields["type"].default: cls
-    for cls in (
-        EventStart,
-        EventTextStart,
-        EventTextDelta,
-        EventTextEnd,
-        EventThinkingStart,
-        EventThinkingDelta,
-        EventThinkingEnd,
-        EventToolCallStart,
-        EventToolCallDelta,
-        EventToolCallEnd,
-        EventDone,
-        EventError,
-    )
-}
 #: Event types that carry a ``partial`` snapshot (and may therefore carry ``partial_patch``).
 PARTIAL_EVENT_TYPES = frozenset(
     name for name, cls in EVENT_CLASSES.items() if "partial" in cls.model_fields

@@ -296,6 +296,25 @@ AssistantMessageEvent: TypeAlias = Annotated[
 ]
 
 EVENT_ADAPTER: TypeAdapter[AssistantMessageEvent] = TypeAdapter(AssistantMessageEvent)
+
+#: Every event class by its ``type`` value.
+EVENT_CLASSES: dict[str, type[BaseModel]] = {
+    cls.model_fields["type"].default: cls
+    for cls in (
+        EventStart,
+        EventTextStart,
+        EventTextDelta,
+        EventTextEnd,
+        EventThinkingStart,
+        EventThinkingDelta,
+        EventThinkingEnd,
+        EventToolCallStart,
+        EventToolCallDelta,
+        EventToolCallEnd,
+        EventDone,
+        EventError,
+    )
+}
 MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
 
 TERMINAL_EVENT_TYPES = frozenset({"done", "error"})
@@ -307,6 +326,7 @@ __all__ = [
     "CacheRetention",
     "Context",
     "EVENT_ADAPTER",
+    "EVENT_CLASSES",
     "EventDone",
     "EventError",
     "EventStart",

@@ -189,12 +189,8 @@ def assistant(model: Model, content: list, usage: Usage, stop_reason: str = "sto
 def priced(model: Model, *, input: int, output: int, cache_read: int = 0) -> Usage:
     """The usage the provider must report, with the cost worked out here independently."""
     prices = model.cost
-    cost = UsageCost(
-        input=input * prices.input / 1e6,
-        output=output * prices.output / 1e6,
-        cache_read=cache_read * prices.cache_read / 1e6,
-    )
-    cost.total = cost.input + cost.output + cost.cache_read
+    parts = (input * prices.input / 1e6, output * prices.output / 1e6, cache_read * prices.cache_read / 1e6)
+    cost = UsageCost(input=parts[0], output=parts[1], cache_read=parts[2], total=parts[0] + parts[1] + parts[2])
     return Usage(input=input, output=output, cache_read=cache_read, total_tokens=input + output + cache_read, cost=cost)
 
 

@@ -434,7 +434,7 @@ class _StreamMapper:
         ``message_delta``; a count missing from a later event keeps its earlier value."""
         if usage is None:
             return
-        current = self.usage
+        counts = {}
         for ours, theirs in (
             ("input", "input_tokens"),
             ("output", "output_tokens"),
@@ -443,15 +443,9 @@ class _StreamMapper:
         ):
             value = getattr(usage, theirs, None)
             if value is not None:
-                setattr(current, ours, value)
-        self.assembler.set_usage(
-            Usage(
-                input=current.input,
-                output=current.output,
-                cache_read=current.cache_read,
-                cache_write=current.cache_write,
-            )
-        )
+                counts[ours] = value
+        self.usage = self.usage.model_copy(update=counts)
+        self.assembler.set_usage(self.usage.model_copy(update={"total_tokens": 0}))
 
 
 def _end_block(assembler: AssistantStreamAssembler, index: int) -> AssistantEvent:

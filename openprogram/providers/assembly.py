@@ -42,34 +42,13 @@ AssistantEvent = AssistantMessageEvent
 def compute_cost(model: Model, usage: Usage) -> UsageCost:
     """Dollar cost of ``usage`` at ``model``'s per-million-token prices."""
     prices = model.cost
-    cost = UsageCost(
-        input=usage.input * prices.input / 1_000_000,
-        output=usage.output * prices.output / 1_000_000,
-        cache_read=usage.cache_read * prices.cache_read / 1_000_000,
-        cache_write=usage.cache_write * prices.cache_write / 1_000_000,
+    parts = (
+        usage.input * prices.input / 1_000_000,
+        usage.output * prices.output / 1_000_000,
+        usage.cache_read * prices.cache_read / 1_000_000,
+        usage.cache_write * prices.cache_write / 1_000_000,
     )
-    cost.total = cost.input + cost.output + cost.cache_read + cost.cache_write
-    return cost
-
-
-def make_usage(
-    model: Model,
-    *,
-    input: int = 0,
-    output: int = 0,
-    cache_read: int = 0,
-    cache_write: int = 0,
-) -> Usage:
-    """A :class:`Usage` with its total and cost filled in."""
-    usage = Usage(
-        input=input,
-        output=output,
-        cache_read=cache_read,
-        cache_write=cache_write,
-        total_tokens=input + output + cache_read + cache_write,
-    )
-    usage.cost = compute_cost(model, usage)
-    return usage
+    return UsageCost(input=parts[0], output=parts[1], cache_read=parts[2], cache_write=parts[3], total=sum(parts))
 
 
 class AssistantStreamAssembler:
@@ -102,17 +81,10 @@ class AssistantStreamAssembler:
         return index in self._open
 
     def snapshot(self) -> AssistantMessage:
-        """A copy of the message so far whose blocks are new objects (strings are shared,
-        which is safe because they are immutable)."""
+        """A copy of the message so far: a new message and content list; the blocks and the
+        usage are immutable values, shared with the live message until they change."""
         message = self._message
-        return message.model_copy(
-            update={
-                "content": [block.model_copy() for block in message.content],
-                "usage": message.usage.model_copy(
-                    update={"cost": message.usage.cost.model_copy()}
-                ),
-            }
-        )
+        return message.model_copy(update={"content": list(message.content)})
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -120,10 +92,12 @@ class AssistantStreamAssembler:
         return EventStart(partial=self.snapshot())
 
     def set_usage(self, usage: Usage) -> None:
-        if usage.total_tokens == 0:
-            usage.total_tokens = usage.input + usage.output + usage.cache_read + usage.cache_write
-        usage.cost = compute_cost(self.model, usage)
-        self._message.usage = usage
+        """Take the call's token counts; the total (when the vendor gave none) and the cost
+        are computed here."""
+        total = usage.total_tokens or usage.input + usage.output + usage.cache_read + usage.cache_write
+        self._message.usage = usage.model_copy(
+            update={"total_tokens": total, "cost": compute_cost(self.model, usage)}
+        )
 
     # ------------------------------------------------------------------ text
 
@@ -133,11 +107,11 @@ class AssistantStreamAssembler:
 
     def append_text(self, index: int, delta: str) -> EventTextDelta:
         block = self._block(index, TextContent)
-        block.text += delta
+        self._replace(index, block, text=block.text + delta)
         return EventTextDelta(content_index=index, delta=delta, partial=self.snapshot())
 
     def set_text_signature(self, index: int, signature: str | None) -> None:
-        self._block(index, TextContent).text_signature = signature
+        self._replace(index, self._block(index, TextContent), text_signature=signature)
 
     def end_text(self, index: int) -> EventTextEnd:
         block = self._block(index, TextContent)
@@ -152,15 +126,14 @@ class AssistantStreamAssembler:
 
     def append_thinking(self, index: int, delta: str) -> EventThinkingDelta:
         block = self._block(index, ThinkingContent)
-        block.thinking += delta
+        self._replace(index, block, thinking=block.thinking + delta)
         return EventThinkingDelta(content_index=index, delta=delta, partial=self.snapshot())
 
     def set_thinking_signature(self, index: int, signature: str | None, *, append: bool = False) -> None:
         block = self._block(index, ThinkingContent)
         if append and block.thinking_signature:
-            block.thinking_signature += signature or ""
-        else:
-            block.thinking_signature = signature
+            signature = block.thinking_signature + (signature or "")
+        self._replace(index, block, thinking_signature=signature)
 
     def end_thinking(self, index: int) -> EventThinkingEnd:
         block = self._block(index, ThinkingContent)
@@ -176,23 +149,21 @@ class AssistantStreamAssembler:
 
     def set_tool_call_identity(self, index: int, *, tool_call_id: str | None = None, name: str | None = None) -> None:
         block = self._block(index, ToolCall)
-        if tool_call_id:
-            block.id = tool_call_id
-        if name:
-            block.name = name
+        changes = {"id": tool_call_id, "name": name}
+        self._replace(index, block, **{key: value for key, value in changes.items() if value})
 
     def append_tool_arguments(self, index: int, delta: str) -> EventToolCallDelta:
         block = self._block(index, ToolCall)
         text = self._arguments_text[index] + delta
         self._arguments_text[index] = text
-        block.arguments = parse_streaming_json(text)
+        self._replace(index, block, arguments=parse_streaming_json(text))
         return EventToolCallDelta(content_index=index, delta=delta, partial=self.snapshot())
 
     def set_tool_arguments(self, index: int, arguments: dict) -> None:
         """For vendors that deliver arguments whole (Google) rather than as text."""
         block = self._block(index, ToolCall)
-        block.arguments = dict(arguments)
-        self._arguments_text[index] = orjson.dumps(block.arguments).decode()
+        self._replace(index, block, arguments=dict(arguments))
+        self._arguments_text[index] = orjson.dumps(arguments).decode()
 
     def end_tool_call(self, index: int) -> EventToolCallEnd:
         block = self._block(index, ToolCall)
@@ -202,11 +173,9 @@ class AssistantStreamAssembler:
                 parsed = orjson.loads(text)
             except orjson.JSONDecodeError:
                 parsed = parse_streaming_json(text)
-            block.arguments = parsed if isinstance(parsed, dict) else {}
+            block = self._replace(index, block, arguments=parsed if isinstance(parsed, dict) else {})
         self._open.discard(index)
-        return EventToolCallEnd(
-            content_index=index, tool_call=block.model_copy(), partial=self.snapshot()
-        )
+        return EventToolCallEnd(content_index=index, tool_call=block, partial=self.snapshot())
 
     # ------------------------------------------------------------------ terminal
 
@@ -252,6 +221,12 @@ class AssistantStreamAssembler:
         index = len(self._message.content) - 1
         self._open.add(index)
         return index
+
+    def _replace(self, index: int, block, **changes):
+        """Put a changed copy of ``block`` (an immutable value) in its place."""
+        replaced = block.model_copy(update=changes)
+        self._message.content[index] = replaced
+        return replaced
 
     def _block(self, index: int, kind: type):
         block = self._message.content[index]

@@ -393,9 +393,14 @@ class _ChunkMapper:
         prompt = metadata.prompt_token_count or 0
         cached = metadata.cached_content_token_count or 0
         output = (metadata.candidates_token_count or 0) + (metadata.thoughts_token_count or 0)
-        usage = Usage(input=max(0, prompt - cached), output=output, cache_read=cached)
-        usage.total_tokens = metadata.total_token_count or 0
-        self.assembler.set_usage(usage)
+        self.assembler.set_usage(
+            Usage(
+                input=max(0, prompt - cached),
+                output=output,
+                cache_read=cached,
+                total_tokens=metadata.total_token_count or 0,
+            )
+        )
 
     def finish(self) -> list[AssistantEvent]:
         """The terminal events once the stream has ended cleanly."""

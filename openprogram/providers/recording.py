@@ -543,6 +543,19 @@ def _lift_texts(partial: dict[str, Any]) -> list[tuple[int, str, str]]:
 #: Delta events whose delta is the growth of a text field of the partial.
 _DERIVED_DELTAS = {"text_delta": "text", "thinking_delta": "thinking"}
 
+#: What a message holds besides ``content``: strings, ints, None, and the usage value.
+_MESSAGE_FIELDS = ("role", "api", "provider", "model", "usage", "stop_reason", "error_message", "timestamp")
+
+
+def _same_message_fields(current: dict[str, Any], earlier: dict[str, Any]) -> bool:
+    """The message fields other than ``content`` are unchanged: the same objects, or equal
+    values of the same type (so True never passes for 1)."""
+    for name in _MESSAGE_FIELDS:
+        value, other = current.get(name), earlier.get(name)
+        if value is not other and (type(value) is not type(other) or value != other):
+            return False
+    return True
+
 #: Event fields that are literals or integers by their type, so they cannot hold a secret.
 _FIXED_EVENT_FIELDS = frozenset({"type", "content_index", "reason"})
 
@@ -566,9 +579,63 @@ class _EventEncoder:
         self._deltas: dict[tuple[str, Any], _DeltaContext] = {}
         self._rest_bytes: bytes | None = None
         self._rest: dict[str, Any] | None = None  # redacted, texts blanked
+        self._previous: Any = None  # the previous event's partial, as an object
 
     def encode(self, event: AssistantMessageEvent) -> bytes:
         """The JSON of the ``event`` object of one event line."""
+        previous = self._previous
+        partial = getattr(event, "partial", None)
+        if partial is not None:
+            self._previous = partial
+            if previous is not None and event.type in _DERIVED_DELTAS:
+                line = self._encode_text_growth(event, partial, previous)
+                if line is not None:
+                    return line
+        return self._encode_general(event)
+
+    def _encode_text_growth(self, event: Any, partial: Any, previous: Any) -> bytes | None:
+        """The hot path: a text or thinking delta whose partial is the previous one with the
+        delta appended to its block. Content blocks and usage are immutable values that
+        snapshots share until they change, so "nothing else changed" is a few identity
+        checks, and the partial is never dumped. None sends the event down the general path."""
+        index, delta, field = event.content_index, event.delta, _DERIVED_DELTAS[event.type]
+        content, before = partial.content, previous.content
+        if len(content) != len(before) or not 0 <= index < len(content):
+            return None
+        if not _same_message_fields(partial.__dict__, previous.__dict__):
+            return None
+        for position, block in enumerate(content):
+            if position != index and block is not before[position]:
+                return None
+        block, earlier = content[index].__dict__, before[index].__dict__
+        text, old_text = block.get(field), earlier.get(field)
+        state = self._texts.get((index, field))
+        if (
+            state is None
+            or type(text) is not str
+            or state.raw is not old_text and state.raw != old_text
+            or len(text) != len(old_text) + len(delta)
+            or not text.endswith(delta)
+            or not text.startswith(old_text)
+            or block.keys() != earlier.keys()
+            or any(value is not earlier[key] for key, value in block.items() if key != field)
+        ):
+            return None
+        settled, tail = state.prepare(text, self._safe_cut)
+        redact = self._redact
+        op = state.advance(
+            redact(settled) if settled else "", redact(tail) if tail else "", ["content", index, field]
+        )
+        return orjson.dumps(
+            {
+                "type": event.type,
+                "content_index": index,
+                "delta": state.gained,
+                "partial_patch": [op] if op is not None else [],
+            }
+        )
+
+    def _encode_general(self, event: AssistantMessageEvent) -> bytes:
         dump = type(event).__pydantic_serializer__.to_python(event, mode="json")
         partial = dump.pop("partial", None)
         # A text or thinking delta is what its block's text gained: its redaction comes from

@@ -25,6 +25,14 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="ignore", populate_by_name=True)
 
 
+class _Value(_Model):
+    """An immutable value: content blocks and usage. Snapshots of a streaming message share
+    the blocks that did not change instead of copying them (a change replaces the block), so
+    a snapshot costs one new message and no block is ever a shared *mutable* object."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, frozen=True)
+
+
 # --------------------------------------------------------------------------- models
 
 
@@ -64,26 +72,26 @@ class Model(_Model):
 # --------------------------------------------------------------------------- content
 
 
-class TextContent(_Model):
+class TextContent(_Value):
     type: Literal["text"] = "text"
     text: str
     text_signature: str | None = None
 
 
-class ThinkingContent(_Model):
+class ThinkingContent(_Value):
     type: Literal["thinking"] = "thinking"
     thinking: str
     thinking_signature: str | None = None
     redacted: bool = False
 
 
-class ImageContent(_Model):
+class ImageContent(_Value):
     type: Literal["image"] = "image"
     data: str  # base64
     mime_type: str
 
 
-class ToolCall(_Model):
+class ToolCall(_Value):
     type: Literal["toolCall"] = "toolCall"
     id: str
     name: str
@@ -101,7 +109,7 @@ StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
 # --------------------------------------------------------------------------- usage
 
 
-class UsageCost(_Model):
+class UsageCost(_Value):
     input: float = 0.0
     output: float = 0.0
     cache_read: float = 0.0
@@ -109,7 +117,7 @@ class UsageCost(_Model):
     total: float = 0.0
 
 
-class Usage(_Model):
+class Usage(_Value):
     """Token counts of one call; ``input`` excludes cached tokens, which are counted apart."""
 
     input: int = 0

@@ -1,0 +1,73 @@
+"""The recorder's hot path for text growth writes exactly the lines the general path writes."""
+
+from __future__ import annotations
+
+import asyncio
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from openprogram.providers.faux import (
+    FauxProvider,
+    FauxResponse,
+    FauxText,
+    FauxThinking,
+    FauxToolCall,
+)
+from openprogram.providers.recording import _EventEncoder
+from openprogram.providers.redaction import current_redactor
+from openprogram.providers.types import Context, Model, UserMessage
+
+MODEL = Model(id="m", api="faux", provider="faux")
+WORDS = st.sampled_from(
+    ["hello", "Bearer", "abc123def456", "sk-", "ABCDEFGHIJKLMNOPQRSTUVWX12", "https://u:p4ssw0rd@h/x",
+     "?key=s3cr3tvalue1", "token", " ", "\n", "é", "\u2028", "x" * 120]
+)
+TEXTS = st.lists(WORDS, max_size=40).map(" ".join)
+
+
+def stream_events(response: FauxResponse, words_per_chunk: int) -> list:
+    provider = FauxProvider([response], words_per_chunk=words_per_chunk, timestamp=1)
+
+    async def collect() -> list:
+        return [e async for e in provider.stream(MODEL, Context(messages=[UserMessage(content="q", timestamp=1)]))]
+
+    return asyncio.run(collect())
+
+
+def general_only(encoder: _EventEncoder) -> _EventEncoder:
+    encoder._encode_text_growth = lambda *args: None  # type: ignore[method-assign]
+    return encoder
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    thinking=TEXTS,
+    text=TEXTS,
+    second_text=TEXTS,
+    words_per_chunk=st.integers(min_value=1, max_value=3),
+    with_tool=st.booleans(),
+)
+def test_hot_path_lines_equal_general_path_lines(thinking, text, second_text, words_per_chunk, with_tool):
+    blocks = [FauxThinking(thinking), FauxText(text)]
+    if with_tool:
+        blocks.append(FauxToolCall("lookup", {"q": text[:20]}))
+    blocks.append(FauxText(second_text))
+    events = stream_events(FauxResponse(blocks=tuple(blocks)), words_per_chunk)
+    redactor = current_redactor()
+    fast, general = _EventEncoder(redactor), general_only(_EventEncoder(redactor))
+    hits = 0
+    original = fast._encode_text_growth
+
+    def counting(*args):
+        nonlocal hits
+        line = original(*args)
+        hits += line is not None
+        return line
+
+    fast._encode_text_growth = counting  # type: ignore[method-assign]
+    for event in events:
+        assert fast.encode(event) == general.encode(event), event.type
+    deltas = sum(1 for e in events if e.type in ("text_delta", "thinking_delta"))
+    blocks_with_text = sum(1 for b in blocks if not isinstance(b, FauxToolCall))
+    assert hits >= deltas - blocks_with_text  # the hot path served all but each block's first delta

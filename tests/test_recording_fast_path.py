@@ -71,3 +71,37 @@ def test_hot_path_lines_equal_general_path_lines(thinking, text, second_text, wo
     deltas = sum(1 for e in events if e.type in ("text_delta", "thinking_delta"))
     blocks_with_text = sum(1 for b in blocks if not isinstance(b, FauxToolCall))
     assert hits >= deltas - blocks_with_text  # the hot path served all but each block's first delta
+
+
+@settings(max_examples=40, deadline=None)
+@given(thinking=TEXTS, text=TEXTS, words_per_chunk=st.integers(min_value=1, max_value=3), with_tool=st.booleans())
+def test_replayed_snapshots_equal_fully_validated_ones(tmp_path_factory, thinking, text, words_per_chunk, with_tool):
+    """The reader builds text-growth snapshots from the previous object; they must equal the
+    events validated from the restored dicts, dump for dump."""
+    from openprogram.providers.recording import RecordingProvider
+    from openprogram.providers.replay import read_recording_file
+    from openprogram.providers.types import EVENT_CLASSES
+
+    blocks = [FauxThinking(thinking), FauxText(text)]
+    if with_tool:
+        blocks.append(FauxToolCall("lookup", {"q": text[:20]}))
+    path = tmp_path_factory.mktemp("fast") / "r.jsonl"
+    recorder = RecordingProvider(
+        FauxProvider([FauxResponse(blocks=tuple(blocks))], words_per_chunk=words_per_chunk, timestamp=1), path
+    )
+
+    async def record() -> list:
+        return [e async for e in recorder.stream(MODEL, Context(messages=[UserMessage(content="q", timestamp=1)]))]
+
+    live = asyncio.run(record())
+    recorder.sink.close()
+    (call,) = read_recording_file(path).calls
+    kept = list(call.events())
+    rebuilt = [EVENT_CLASSES[dump["type"]].model_validate(dump) for dump in call.event_dumps()]
+    assert [e.model_dump(mode="json") for e in kept] == [e.model_dump(mode="json") for e in rebuilt]
+    assert kept == rebuilt
+    redact = current_redactor().redact_text
+    if all(redact(part) == part for part in (text, thinking, text[:20])):
+        assert kept == live  # nothing redacted: the replay is the live stream
+    partials = [e.partial for e in kept if hasattr(e, "partial")]
+    assert len({id(p) for p in partials}) == len(partials)  # every snapshot is its own message

@@ -181,13 +181,87 @@ def read_recording_file(path: str | os.PathLike[str]) -> Recording:
 
 
 class _CallState:
-    __slots__ = ("call", "previous_partial", "open", "partial_chars")
+    __slots__ = ("call", "previous_partial", "previous_object", "pending", "open", "partial_chars")
 
     def __init__(self, call: RecordedCall) -> None:
         self.call = call
+        #: The previous partial as a dict, before the appends in ``pending``.
         self.previous_partial: Any = None
+        #: The previous partial as a validated object.
+        self.previous_object: Any = None
+        #: ``(index, field, suffix)`` text appends applied to ``previous_object`` only.
+        self.pending: list[tuple[int, str, str]] = []
         self.open = True
         self.partial_chars = 0
+
+    def partial_dict(self) -> Any:
+        """The previous partial as a dict, the pending appends applied (to copies: the dict
+        may be a stored row)."""
+        if not self.pending:
+            return self.previous_partial
+        grown: dict[tuple[int, str], list[str]] = {}
+        for index, name, suffix in self.pending:
+            grown.setdefault((index, name), []).append(suffix)
+        root = dict(self.previous_partial)
+        content = list(root["content"])
+        for (index, name), suffixes in grown.items():
+            block = dict(content[index])
+            block[name] = block[name] + "".join(suffixes)
+            content[index] = block
+        root["content"] = content
+        self.previous_partial, self.pending = root, []
+        return root
+
+
+_setattr = object.__setattr__
+
+
+def _clone(model: Any, *, share_fields_set: bool = False) -> Any:
+    """A shallow copy of a validated pydantic model (what ``model_copy()`` does, without its
+    generic checks: this runs for every replayed text delta)."""
+    cls = type(model)
+    copy = cls.__new__(cls)
+    _setattr(copy, "__dict__", model.__dict__.copy())
+    fields_set = model.__pydantic_fields_set__
+    _setattr(copy, "__pydantic_fields_set__", fields_set if share_fields_set else set(fields_set))
+    extra = model.__pydantic_extra__
+    _setattr(copy, "__pydantic_extra__", None if extra is None else dict(extra))
+    _setattr(copy, "__pydantic_private__", None)
+    return copy
+
+
+def _appended_snapshot(previous: Any, patch: list[Any]) -> tuple[Any, list[tuple[int, str, str]]] | None:
+    """The next snapshot when ``patch`` only appends text to string fields of content blocks
+    (nearly every streamed event): the previous validated snapshot with the grown blocks
+    replaced. Blocks and usage are immutable values, so the unchanged ones are shared, as the
+    live provider shares them. None for any other patch (the general path: dict patch, full
+    validation)."""
+    if not patch:
+        return None
+    content = previous.content
+    appends: list[tuple[int, str, str]] = []
+    for op in patch:
+        if type(op) is not list or len(op) != 3 or op[0] != "append":
+            return None
+        path, suffix = op[1], op[2]
+        if type(path) is not list or len(path) != 3 or path[0] != "content" or type(suffix) is not str:
+            return None
+        index, field = path[1], path[2]
+        if type(index) is not int or not 0 <= index < len(content) or type(field) is not str:
+            return None
+        block = content[index]
+        if field not in type(block).__pydantic_fields__ or type(block.__dict__.get(field)) is not str:
+            return None
+        appends.append((index, field, suffix))
+    blocks = list(content)
+    for index, field, suffix in appends:
+        block = blocks[index]
+        grown = _clone(block, share_fields_set=True)  # immutable: never assigned to
+        grown.__dict__[field] = block.__dict__[field] + suffix
+        blocks[index] = grown
+    snapshot = _clone(previous)
+    snapshot.__dict__["content"] = blocks
+    return snapshot, appends
 
 
 class _Reader:
@@ -337,18 +411,28 @@ class _Reader:
                 raise self.fail(
                     "partial_patch on an event with no earlier partial in its call", number, index
                 )
-            try:
-                partial = apply_patch(state.previous_partial, patch)
-            except PatchError as error:
-                raise self.fail(f"the partial_patch does not apply: {error}", number, index) from None
+            fast = None
+            if state.previous_object is not None and type(patch) is list:
+                fast = _appended_snapshot(state.previous_object, patch)
             dump = stored.copy()
             del dump["partial_patch"]
-            dump["partial"] = state.previous_partial = partial
+            if fast is not None:
+                # Only text grew: the snapshot object is built from the previous validated
+                # one, and validation covers the event's own fields.
+                dump["partial"], appends = fast
+                state.pending.extend(appends)
+            else:
+                try:
+                    partial = apply_patch(state.partial_dict(), patch)
+                except PatchError as error:
+                    raise self.fail(f"the partial_patch does not apply: {error}", number, index) from None
+                dump["partial"] = state.previous_partial = partial
         else:
             patch = None
             dump = stored
             if "partial" in stored:
                 state.previous_partial = stored["partial"]
+                state.pending = []
         try:
             event = cls.__pydantic_validator__.validate_python(dump)
         except ValidationError as error:
@@ -357,6 +441,8 @@ class _Reader:
                 number,
                 index,
             ) from None
+        if "partial" in dump:
+            state.previous_object = event.partial
         rows.append(stored)
         call.event_lines.append(number)
         if self.keep_events:
@@ -402,7 +488,8 @@ class _Reader:
             raise self.fail(f"unknown outcome {_short(outcome)}", number, call.call_index)
         call.outcome, call.event_count, call.end_line = outcome, count, number
         state.open = False
-        state.previous_partial = None
+        state.previous_partial = state.previous_object = None
+        state.pending = []
         if call._events is not None:
             call.rows = None  # the objects are kept: the compact rows are no longer needed
 

@@ -449,10 +449,14 @@ class _GrowingText:
     def full(self) -> str:
         return self.stable + self.tail_redacted
 
-    def prepare(self, text: str, safe_cut: Callable[[str], int]) -> tuple[str, str]:
-        """The raw pieces to redact for ``text``: the part becoming stable and the new tail."""
+    def prepare(
+        self, text: str, safe_cut: Callable[[str], int], *, extends: bool = False
+    ) -> tuple[str, str]:
+        """The raw pieces to redact for ``text``: the part becoming stable and the new tail.
+        ``extends`` says the caller has checked that ``text`` starts with the previous text
+        (comparing a long text twice per event is what makes long answers slow)."""
         self.previous_length = len(self.raw)
-        self.reset = not text.startswith(self.raw)
+        self.reset = not (extends or text.startswith(self.raw))
         if self.reset:
             self.cut, self.stable, self.tail_redacted = 0, "", ""
         tail = text[self.cut :]
@@ -621,7 +625,7 @@ class _EventEncoder:
             or any(value is not earlier[key] for key, value in block.items() if key != field)
         ):
             return None
-        settled, tail = state.prepare(text, self._safe_cut)
+        settled, tail = state.prepare(text, self._safe_cut, extends=True)
         redact = self._redact
         op = state.advance(
             redact(settled) if settled else "", redact(tail) if tail else "", ["content", index, field]

@@ -7,16 +7,15 @@ import asyncio
 import json
 from typing import Any
 
-from openprogram.agent import AgentContext, AgentLoopConfig, AgentTool, AgentToolResult, agent_loop
 from openprogram.providers.types import (
     Context,
     Model,
     StreamOptions,
-    TextContent,
-    UserMessage,
 )
 from tests.event_checks import assert_well_formed
-from tests.vendor_server import ScriptedResponse, VendorServer
+from tests.transcripts.agent_session import run_echo_session
+from tests.transcripts.event_summary import collect, summarize
+from tests.vendor_server import ScriptedResponse, VendorServer, sse
 
 #: Every assistant message in these tests carries this timestamp (providers take it as an
 #: argument), so final messages compare exactly.
@@ -29,45 +28,15 @@ WEATHER_SCHEMA = {
 }
 
 
-async def collect(events) -> list:
-    """Every event of a stream, after checking the stream contract on them."""
-    collected = [event async for event in events]
-    assert_well_formed(collected)
-    return collected
-
-
 def outline(events: list) -> list[tuple]:
-    """What an event says, without its ``partial`` snapshot: type, content index, and the
-    delta, the block's final content, the tool call, or the stop reason."""
-    rows: list[tuple] = []
-    for event in events:
-        if event.type == "start":
-            rows.append(("start",))
-        elif event.type.endswith("_delta"):
-            rows.append((event.type, event.content_index, event.delta))
-        elif event.type in ("text_end", "thinking_end"):
-            rows.append((event.type, event.content_index, event.content))
-        elif event.type == "toolcall_end":
-            call = event.tool_call
-            rows.append((event.type, event.content_index, (call.id, call.name, call.arguments)))
-        elif event.type.endswith("_start"):
-            rows.append((event.type, event.content_index))
-        elif event.type == "done":
-            rows.append(("done", event.reason))
-        else:
-            rows.append(("error", event.reason))
-    return rows
+    """What an event says, without its ``partial`` snapshot (error messages are asserted
+    apart in these tests)."""
+    return summarize(events, error_message=False)
 
 
 def sse_frames(*payloads: str, names: list[str] | None = None, done: bool = False) -> list[bytes]:
     """Frames written exactly as given (the JSON text is not re-serialised), one chunk each."""
-    frames = []
-    for position, payload in enumerate(payloads):
-        prefix = f"event: {names[position]}\n" if names else ""
-        frames.append(f"{prefix}data: {payload}\n\n".encode())
-    if done:
-        frames.append(b"data: [DONE]\n\n")
-    return frames
+    return sse(*payloads, event_names=names, done=done)
 
 
 def error_response(status: int, message: str, *, code: str = "error") -> ScriptedResponse:
@@ -132,23 +101,10 @@ async def abort_while_waiting(
 # --------------------------------------------------------------------------- agent loop
 
 
-async def echo_tool(tool_call_id, args, signal, on_update) -> AgentToolResult:
-    return AgentToolResult(content=[TextContent(text=f"echo:{args['value']}")])
-
-
-ECHO_TOOL = AgentTool(
-    name="echo",
-    description="Echo a value",
-    parameters={"type": "object", "properties": {"value": {"type": "string"}}, "required": ["value"]},
-    execute=echo_tool,
-)
-
-
 async def run_agent(model: Model) -> list:
-    """A two-turn agent session with the echo tool."""
-    context = AgentContext(system_prompt="You are terse.", messages=[], tools=[ECHO_TOOL])
-    config = AgentLoopConfig(model=model)
-    return [event async for event in agent_loop([UserMessage(content="use echo")], context, config)]
+    """The shared two-turn agent session with the echo tool; its events."""
+    events, _ = await run_echo_session(model, api_key=None)
+    return events
 
 
 __all__ = [

@@ -9,7 +9,7 @@ from openprogram.providers.types import Model, TextContent, UserMessage
 ECHO_SCHEMA = {"type": "object", "properties": {"value": {"type": "string"}}, "required": ["value"]}
 
 
-async def run_echo_session(model: Model, api_key: str) -> tuple[list, list[dict]]:
+async def run_echo_session(model: Model, api_key: str | None) -> tuple[list, list[dict]]:
     """Run the session; return the agent events and the arguments the tool received."""
     received: list[dict] = []
 

@@ -7,6 +7,7 @@ import asyncio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from openprogram.providers.event_encoding import EventEncoder
 from openprogram.providers.faux import (
     FauxProvider,
     FauxResponse,
@@ -14,7 +15,6 @@ from openprogram.providers.faux import (
     FauxThinking,
     FauxToolCall,
 )
-from openprogram.providers.recording import _EventEncoder
 from openprogram.providers.redaction import current_redactor
 from openprogram.providers.types import Context, Model, UserMessage
 
@@ -35,7 +35,7 @@ def stream_events(response: FauxResponse, words_per_chunk: int) -> list:
     return asyncio.run(collect())
 
 
-def general_only(encoder: _EventEncoder) -> _EventEncoder:
+def general_only(encoder: EventEncoder) -> EventEncoder:
     encoder._encode_text_growth = lambda *args: None  # type: ignore[method-assign]
     return encoder
 
@@ -55,7 +55,7 @@ def test_hot_path_lines_equal_general_path_lines(thinking, text, second_text, wo
     blocks.append(FauxText(second_text))
     events = stream_events(FauxResponse(blocks=tuple(blocks)), words_per_chunk)
     redactor = current_redactor()
-    fast, general = _EventEncoder(redactor), general_only(_EventEncoder(redactor))
+    fast, general = EventEncoder(redactor), general_only(EventEncoder(redactor))
     hits = 0
     original = fast._encode_text_growth
 

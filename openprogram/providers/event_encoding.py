@@ -1,0 +1,358 @@
+"""Encoding one call's events as recorded ``event`` objects: redacted, with ``partial`` written
+as a ``partial_patch`` against the previous snapshot (contract sections 4 and 5).
+
+Two properties make recording linear in what was streamed:
+
+* **Linear size.** An event's ``partial`` is written as a ``partial_patch`` against the
+  previous one (see :mod:`.partial_patch`), computed on the redacted values.
+* **Linear redaction.** The growing text of a streamed block is redacted incrementally: the
+  prefix that no secret pattern can still span (``redaction.safe_cut``) is redacted once, only
+  the tail is redacted again at every event. Deltas are redacted in the context of the text
+  before them, so a credential split across chunks ("Bearer " + "abc123...") is still caught.
+
+This module knows nothing of files or providers: :mod:`.recording` writes what it encodes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from .partial_patch import compute_patch
+from .redaction import Redactor
+from .types import AssistantMessageEvent
+
+__all__ = ["EventEncoder"]
+
+_CUT_AT = 96  # a growing tail longer than this is cut at a safe point (redacted for good)
+_TEXT_FIELDS = ("text", "thinking")
+
+
+class _GrowingText:
+    """Redaction of one string that grows by appending, in time bounded by what is new.
+
+    ``raw[:cut]`` lies before a point no secret pattern can span (``safe_cut``); its
+    redaction ``stable`` never changes, so only the tail is redacted again at each event.
+    The redacted text is ``stable + tail_redacted``.
+    """
+
+    __slots__ = (
+        "raw", "cut", "stable", "tail_redacted", "pending_cut", "reset", "gained", "previous_length"
+    )
+
+    def __init__(self) -> None:
+        self.raw = ""
+        self.cut = 0
+        self.stable = ""
+        self.tail_redacted = ""
+        self.pending_cut = 0
+        self.reset = False
+        self.gained = ""  # what the redacted text gained at the last step (see advance)
+        self.previous_length = 0  # of the raw text before the last step
+
+    def full(self) -> str:
+        return self.stable + self.tail_redacted
+
+    def prepare(
+        self, text: str, safe_cut: Callable[[str], int], *, extends: bool = False
+    ) -> tuple[str, str]:
+        """The raw pieces to redact for ``text``: the part becoming stable and the new tail.
+        ``extends`` says the caller has checked that ``text`` starts with the previous text
+        (comparing a long text twice per event is what makes long answers slow)."""
+        self.previous_length = len(self.raw)
+        self.reset = not (extends or text.startswith(self.raw))
+        if self.reset:
+            self.cut, self.stable, self.tail_redacted = 0, "", ""
+        tail = text[self.cut :]
+        cut = safe_cut(tail) if len(tail) > _CUT_AT else 0
+        self.pending_cut = cut
+        self.raw = text
+        return tail[:cut], tail[cut:]
+
+    def advance(self, settled: str, tail: str, path: list[Any]) -> list[Any] | None:
+        """Take the redacted pieces; return the operation that moves the redacted text from
+        its previous value to the new one (None when unchanged)."""
+        before = self.tail_redacted
+        grown = settled + tail  # the redaction of raw[old cut:]
+        if settled:
+            self.stable += settled
+            self.cut += self.pending_cut
+        self.tail_redacted = tail
+        if self.reset:
+            self.gained = ""
+            return ["set", path, self.full()]
+        if grown == before:
+            self.gained = ""
+            return None
+        if grown.startswith(before):
+            self.gained = grown[len(before) :]
+            return ["append", path, self.gained]
+        # A secret completed and replaced text already recorded: the redacted delta is the
+        # part after what the two redactions share.
+        self.gained = grown[_common_prefix_length(before, grown) :]
+        return ["set", path, self.full()]
+
+
+class _DeltaContext:
+    """Redacts the deltas of one streamed block in the context of the text before them.
+
+    A credential split across chunks ("Bearer " + "abc123...") is caught: the redacted delta
+    is what the redacted text gained, identical to the delta for ordinary text, the
+    placeholder where a secret completed. Only the text after the last safe cut is kept.
+    """
+
+    __slots__ = ("pending", "pending_redacted", "pending_cut")
+
+    def __init__(self) -> None:
+        self.pending = ""
+        self.pending_redacted = ""
+        self.pending_cut = 0
+
+    def prepare(self, delta: str, safe_cut: Callable[[str], int]) -> tuple[str, str]:
+        text = self.pending + delta
+        cut = safe_cut(text) if len(text) > _CUT_AT else 0
+        self.pending = text[cut:]
+        return text[:cut], self.pending
+
+    def advance(self, settled: str, pending: str) -> str:
+        before = self.pending_redacted
+        after = settled + pending
+        self.pending_redacted = pending
+        if after.startswith(before):
+            return after[len(before) :]
+        return after[_common_prefix_length(before, after) :]
+
+
+def _common_prefix_length(a: str, b: str) -> int:
+    limit = min(len(a), len(b))
+    index = 0
+    while index < limit and a[index] == b[index]:
+        index += 1
+    return index
+
+
+def _lift_texts(partial: dict[str, Any]) -> list[tuple[int, str, str]]:
+    """Take the block texts out of ``partial`` (blanking them in place: the dump is ours).
+    They are redacted and diffed incrementally; the rest, small, as a whole."""
+    content = partial.get("content")
+    lifted: list[tuple[int, str, str]] = []
+    if type(content) is not list:
+        return lifted
+    for index, block in enumerate(content):
+        if type(block) is dict:
+            for field in _TEXT_FIELDS:
+                value = block.get(field)
+                if type(value) is str and value:
+                    block[field] = ""
+                    lifted.append((index, field, value))
+    return lifted
+
+
+#: Delta events whose delta is the growth of a text field of the partial.
+_DERIVED_DELTAS = {"text_delta": "text", "thinking_delta": "thinking"}
+
+#: What a message holds besides ``content``: strings, ints, None, and the usage value.
+_MESSAGE_FIELDS = ("role", "api", "provider", "model", "usage", "stop_reason", "error_message", "timestamp")
+
+
+def _same_message_fields(current: dict[str, Any], earlier: dict[str, Any]) -> bool:
+    """The message fields other than ``content`` are unchanged: the same objects, or equal
+    values of the same type (so True never passes for 1)."""
+    for name in _MESSAGE_FIELDS:
+        value, other = current.get(name), earlier.get(name)
+        if value is not other and (type(value) is not type(other) or value != other):
+            return False
+    return True
+
+#: Event fields that are literals or integers by their type, so they cannot hold a secret.
+_FIXED_EVENT_FIELDS = frozenset({"type", "content_index", "reason"})
+
+
+class EventEncoder:
+    """Turns one call's events into redacted ``event`` objects with ``partial_patch``.
+
+    Per event the work is bounded by what changed: one redaction pass over the event's free
+    fields, the new text tails and (only if its encoding changed) the rest of the partial.
+    When only block texts grew, the patch is built directly from the growing texts;
+    otherwise the full redacted partials are diffed with :func:`compute_patch`. Both are
+    exact by construction (``append`` only where the new redacted text starts with the old
+    one, everything else compared by its exact JSON encoding).
+    """
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._remove = redactor.remove_secret_values
+        self._redact = redactor.redact_text
+        self._safe_cut = redactor.safe_cut
+        self._texts: dict[tuple[int, str], _GrowingText] = {}
+        self._deltas: dict[tuple[str, Any], _DeltaContext] = {}
+        self._rest_bytes: bytes | None = None
+        self._rest: dict[str, Any] | None = None  # redacted, texts blanked
+        self._previous: Any = None  # the previous event's partial, as an object
+
+    def encode(self, event: AssistantMessageEvent) -> bytes:
+        """The JSON of the ``event`` object of one event line."""
+        previous = self._previous
+        partial = getattr(event, "partial", None)
+        if partial is not None:
+            self._previous = partial
+            if previous is not None and event.type in _DERIVED_DELTAS:
+                line = self._encode_text_growth(event, partial, previous)
+                if line is not None:
+                    return line
+        return self._encode_general(event)
+
+    def _encode_text_growth(self, event: Any, partial: Any, previous: Any) -> bytes | None:
+        """The hot path: a text or thinking delta whose partial is the previous one with the
+        delta appended to its block. Content blocks and usage are immutable values that
+        snapshots share until they change, so "nothing else changed" is a few identity
+        checks, and the partial is never dumped. None sends the event down the general path."""
+        index, delta, field = event.content_index, event.delta, _DERIVED_DELTAS[event.type]
+        content, before = partial.content, previous.content
+        if len(content) != len(before) or not 0 <= index < len(content):
+            return None
+        if not _same_message_fields(partial.__dict__, previous.__dict__):
+            return None
+        for position, block in enumerate(content):
+            if position != index and block is not before[position]:
+                return None
+        block, earlier = content[index].__dict__, before[index].__dict__
+        text, old_text = block.get(field), earlier.get(field)
+        state = self._texts.get((index, field))
+        if (
+            state is None
+            or type(text) is not str
+            or state.raw is not old_text and state.raw != old_text
+            or len(text) != len(old_text) + len(delta)
+            or not text.endswith(delta)
+            or not text.startswith(old_text)
+            or block.keys() != earlier.keys()
+            or any(value is not earlier[key] for key, value in block.items() if key != field)
+        ):
+            return None
+        settled, tail = state.prepare(text, self._safe_cut, extends=True)
+        redact = self._redact
+        op = state.advance(
+            redact(settled) if settled else "", redact(tail) if tail else "", ["content", index, field]
+        )
+        return orjson.dumps(
+            {
+                "type": event.type,
+                "content_index": index,
+                "delta": state.gained,
+                "partial_patch": [op] if op is not None else [],
+            }
+        )
+
+    def _encode_general(self, event: AssistantMessageEvent) -> bytes:
+        dump = type(event).__pydantic_serializer__.to_python(event, mode="json")
+        partial = dump.pop("partial", None)
+        # A text or thinking delta is what its block's text gained: its redaction comes from
+        # the block's growing text (below), with no redaction work of its own.
+        derived = _DERIVED_DELTAS.get(dump.get("type")) if type(partial) is dict else None
+        delta = dump.pop("delta") if derived is not None and type(dump.get("delta")) is str else None
+        if delta is None:
+            derived = None
+        self._redact_free_fields(dump)
+        if type(partial) is not dict:
+            if partial is not None:
+                dump["partial"] = self._remove(partial)
+            return orjson.dumps(dump)
+        lifted = _lift_texts(partial)
+        rest_bytes = orjson.dumps(partial)
+        rest_changed = rest_bytes != self._rest_bytes
+        if rest_changed:
+            previous_full = self._full() if self._rest is not None else None
+            self._rest, self._rest_bytes = self._remove(partial), rest_bytes
+        texts, redact, cut = self._texts, self._redact, self._safe_cut
+        ops: list[Any] = []
+        for index, field, value in lifted:
+            key = (index, field)
+            state = texts.get(key)
+            if state is None:
+                state = texts[key] = _GrowingText()
+            settled, tail = state.prepare(value, cut)
+            op = state.advance(
+                redact(settled) if settled else "", redact(tail) if tail else "", ["content", index, field]
+            )
+            if op is not None:
+                ops.append(op)
+        if derived is not None:
+            dump["delta"] = self._derived_delta(dump, derived, delta, partial, lifted)
+        if len(lifted) != len(texts):  # a text that was there is gone (blank or removed)
+            live = {(index, field) for index, field, _ in lifted}
+            for key in [key for key in texts if key not in live]:
+                if texts.pop(key).raw and not rest_changed:
+                    ops.append(["set", ["content", *key], ""])
+        if not rest_changed:
+            dump["partial_patch"] = ops
+            return orjson.dumps(dump)
+        current = self._full()
+        patch = compute_patch(previous_full, current) if previous_full is not None else None
+        if patch is None:
+            dump["partial"] = current
+        else:
+            dump["partial_patch"] = patch
+        return orjson.dumps(dump)
+
+    def _derived_delta(
+        self,
+        dump: dict[str, Any],
+        field: str,
+        delta: str,
+        partial: dict[str, Any],
+        lifted: list[tuple[int, str, str]],
+    ) -> str:
+        """The redacted delta, taken from the growing text when the block grew by exactly
+        the delta; otherwise redacted in the context of the earlier deltas."""
+        index = dump.get("content_index")
+        state = self._texts.get((index, field))
+        if state is not None and not state.reset:
+            value = state.raw
+            if len(value) == state.previous_length + len(delta) and value.endswith(delta):
+                for lifted_index, lifted_field, _ in lifted:
+                    if lifted_index == index and lifted_field == field:
+                        return state.gained
+        key = (dump.get("type"), index)
+        context = self._deltas.get(key)
+        if context is None:
+            context = self._deltas[key] = _DeltaContext()
+        settled, pending = context.prepare(delta, self._safe_cut)
+        return context.advance(
+            self._redact(settled) if settled else "", self._redact(pending) if pending else ""
+        )
+
+    def _redact_free_fields(self, dump: dict[str, Any]) -> None:
+        """Redact, in place, every event field but the partial; a streamed delta in the
+        context of the deltas before it."""
+        kind = dump.get("type")
+        delta = dump.get("delta")
+        if type(delta) is str and type(kind) is str and kind.endswith("_delta"):
+            key = (kind, dump.get("content_index"))
+            context = self._deltas.get(key)
+            if context is None:
+                context = self._deltas[key] = _DeltaContext()
+            settled, pending = context.prepare(delta, self._safe_cut)
+            redact = self._redact
+            dump["delta"] = context.advance(
+                redact(settled) if settled else "", redact(pending) if pending else ""
+            )
+            if len(dump) == 3:  # type, content_index, delta: nothing else to redact
+                return
+            free = {k: v for k, v in dump.items() if k not in _FIXED_EVENT_FIELDS and k != "delta"}
+        else:
+            free = {k: v for k, v in dump.items() if k not in _FIXED_EVENT_FIELDS}
+        if free:
+            dump.update(self._remove(free))
+
+    def _full(self) -> dict[str, Any]:
+        """The current redacted partial, texts filled in."""
+        rest = self._rest
+        assert rest is not None
+        if not self._texts:
+            return rest
+        content = list(rest["content"])
+        for (index, field), state in self._texts.items():
+            content[index] = {**content[index], field: state.full()}
+        return {**rest, "content": content}

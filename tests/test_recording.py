@@ -341,6 +341,32 @@ async def test_a_failing_write_fails_the_call_with_a_clear_error(tmp_path, monke
         assert read_recording_file(path).calls == []
 
 
+async def test_a_short_write_is_completed_into_one_whole_line(tmp_path, monkeypatch):
+    """A write that takes only part of a line (the kernel may do that on a nearly full disk)
+    is continued, so the line still lands whole and the recording stays valid."""
+    path = tmp_path / "rec.jsonl"
+    provider = RecordingProvider(FauxProvider([faux_text("a b c")]), path)
+    real_write = os.write
+    short = {"done": 0}
+
+    def short_write(fd, data):
+        if b'"type":"event"' in bytes(data) and short["done"] < 3:
+            short["done"] += 1
+            return real_write(fd, bytes(data)[:7])
+        return real_write(fd, data)
+
+    monkeypatch.setattr(recording_module.os, "write", short_write)
+    events = await collect(provider.stream(MODEL, context_of("q")))
+    monkeypatch.undo()
+    assert short["done"] == 3
+    (call,) = read_recording_file(path).calls
+    assert list(call.events()) == events
+    # The sink's count of what it wrote still matches the file: the next call appends cleanly.
+    provider_two = RecordingProvider(FauxProvider([faux_text("d e")]), provider.sink)
+    await collect(provider_two.stream(MODEL, context_of("q")))
+    assert [c.call_index for c in read_recording_file(path).calls] == [0, 1]
+
+
 # ----------------------------------------------------------------------------- encoding
 
 

@@ -16,13 +16,14 @@ This module knows nothing of files or providers: :mod:`.recording` writes what i
 from __future__ import annotations
 
 from collections.abc import Callable
+from operator import is_, itemgetter
 from typing import Any
 
 import orjson
 
 from .partial_patch import compute_patch
 from .redaction import Redactor
-from .types import AssistantMessageEvent
+from .types import AssistantMessage, AssistantMessageEvent
 
 __all__ = ["EventEncoder"]
 
@@ -70,6 +71,33 @@ class _GrowingText:
         self.pending_cut = cut
         self.raw = text
         return tail[:cut], tail[cut:]
+
+    def extend(
+        self, text: str, redact: Callable[[str], str], safe_cut: Callable[[str], int], path: list[Any]
+    ) -> list[Any] | None:
+        """:meth:`prepare` then :meth:`advance`, for a ``text`` the caller has checked starts
+        with the previous one: the hot path of recording, written out in one piece."""
+        self.previous_length = len(self.raw)
+        self.reset = False
+        self.raw = text
+        tail = text[self.cut :]
+        before = self.tail_redacted
+        cut = safe_cut(tail) if len(tail) > _CUT_AT else 0
+        if cut:
+            settled = redact(tail[:cut])
+            self.stable += settled
+            self.cut += cut
+            tail_redacted = redact(tail[cut:])
+            grown = settled + tail_redacted
+        else:
+            grown = tail_redacted = redact(tail)
+        self.tail_redacted = tail_redacted
+        if grown.startswith(before):
+            gained = self.gained = grown[len(before) :]
+            return ["append", path, gained] if gained else None
+        # A secret completed and replaced text already recorded (see advance).
+        self.gained = grown[_common_prefix_length(before, grown) :]
+        return ["set", path, self.full()]
 
     def advance(self, settled: str, tail: str, path: list[Any]) -> list[Any] | None:
         """Take the redacted pieces; return the operation that moves the redacted text from
@@ -153,18 +181,34 @@ def _lift_texts(partial: dict[str, Any]) -> list[tuple[int, str, str]]:
 #: Delta events whose delta is the growth of a text field of the partial.
 _DERIVED_DELTAS = {"text_delta": "text", "thinking_delta": "thinking"}
 
-#: What a message holds besides ``content``: strings, ints, None, and the usage value.
-_MESSAGE_FIELDS = ("role", "api", "provider", "model", "usage", "stop_reason", "error_message", "timestamp")
+# The encodings of the hot path's two usual results, byte for byte what ``orjson.dumps`` makes
+# of the equivalent dict (a property test holds the two paths to that).
+_APPEND = {
+    kind: b'{"type":"%s","content_index":%%d,"delta":%%s,"partial_patch":[["append",["content",%%d,"%s"],%%s]]}'
+    % (kind.encode(), field.encode())
+    for kind, field in _DERIVED_DELTAS.items()
+}
+_NO_GROWTH = {
+    kind: b'{"type":"%s","content_index":%%d,"delta":%%s,"partial_patch":[]}' % kind.encode()
+    for kind in _DERIVED_DELTAS
+}
 
+def _fields_besides(kind: type, excluded: str) -> Callable[[dict[str, Any]], tuple[Any, ...]] | None:
+    """A getter of the values, in a model's ``__dict__``, of every field of ``kind`` but
+    ``excluded``; None when instances of ``kind`` may hold more than their fields (the hot
+    path then gives way to the general one)."""
+    fields = getattr(kind, "model_fields", None)
+    config = getattr(kind, "model_config", {})
+    if fields is None or excluded not in fields or config.get("extra") == "allow":
+        return None
+    names = [name for name in fields if name != excluded]
+    if not names:
+        return lambda values: ()
+    if len(names) == 1:
+        only = names[0]
+        return lambda values: (values[only],)
+    return itemgetter(*names)
 
-def _same_message_fields(current: dict[str, Any], earlier: dict[str, Any]) -> bool:
-    """The message fields other than ``content`` are unchanged: the same objects, or equal
-    values of the same type (so True never passes for 1)."""
-    for name in _MESSAGE_FIELDS:
-        value, other = current.get(name), earlier.get(name)
-        if value is not other and (type(value) is not type(other) or value != other):
-            return False
-    return True
 
 #: Event fields that are literals or integers by their type, so they cannot hold a secret.
 _FIXED_EVENT_FIELDS = frozenset({"type", "content_index", "reason"})
@@ -183,41 +227,76 @@ class EventEncoder:
 
     def __init__(self, redactor: Redactor) -> None:
         self._remove = redactor.remove_secret_values
-        self._redact = redactor.redact_text
+        self._redact = redactor.str_redactor()
         self._safe_cut = redactor.safe_cut
         self._texts: dict[tuple[int, str], _GrowingText] = {}
         self._deltas: dict[tuple[str, Any], _DeltaContext] = {}
         self._rest_bytes: bytes | None = None
         self._rest: dict[str, Any] | None = None  # redacted, texts blanked
         self._previous: Any = None  # the previous event's partial, as an object
+        self._getters: dict[tuple[type, str], Callable[[dict[str, Any]], tuple[Any, ...]] | None] = {}
 
     def encode(self, event: AssistantMessageEvent) -> bytes:
         """The JSON of the ``event`` object of one event line."""
         previous = self._previous
-        partial = getattr(event, "partial", None)
+        fields = event.__dict__  # plain dict reads: pydantic attribute access costs more
+        partial = fields.get("partial")
         if partial is not None:
             self._previous = partial
-            if previous is not None and event.type in _DERIVED_DELTAS:
-                line = self._encode_text_growth(event, partial, previous)
+            if previous is not None and fields.get("type") in _DERIVED_DELTAS:
+                line = self._encode_text_growth(fields, partial, previous)
                 if line is not None:
                     return line
         return self._encode_general(event)
 
-    def _encode_text_growth(self, event: Any, partial: Any, previous: Any) -> bytes | None:
+    def _encode_text_growth(self, event: dict[str, Any], partial: Any, previous: Any) -> bytes | None:
         """The hot path: a text or thinking delta whose partial is the previous one with the
         delta appended to its block. Content blocks and usage are immutable values that
-        snapshots share until they change, so "nothing else changed" is a few identity
-        checks, and the partial is never dumped. None sends the event down the general path."""
-        index, delta, field = event.content_index, event.delta, _DERIVED_DELTAS[event.type]
-        content, before = partial.content, previous.content
-        if len(content) != len(before) or not 0 <= index < len(content):
+        snapshots share until they change, so "nothing else changed" is identity checks
+        (identity, not equality: ``True == 1``), and the partial is never dumped. Every check
+        that fails sends the event down the general path (None). Written out in one piece:
+        this runs for nearly every event of a recording."""
+        kind = type(partial)
+        # Exact classes only: ``isinstance`` on a pydantic class is a Python-level call.
+        if kind is not AssistantMessage or type(previous) is not kind:
             return None
-        if not _same_message_fields(partial.__dict__, previous.__dict__):
+        message, earlier_message = partial.__dict__, previous.__dict__
+        content, before = message.get("content"), earlier_message.get("content")
+        index, delta = event.get("content_index"), event.get("delta")
+        if (
+            type(content) is not list
+            or type(before) is not list
+            or type(index) is not int
+            or type(delta) is not str
+            or not 0 <= index < len(content)
+            or len(content) != len(before)
+        ):
             return None
-        for position, block in enumerate(content):
-            if position != index and block is not before[position]:
+        getters = self._getters
+        others = getters.get((kind, "content")) or self._getter(kind, "content")
+        try:
+            if others is None or not all(map(is_, others(message), others(earlier_message))):
                 return None
-        block, earlier = content[index].__dict__, before[index].__dict__
+        except KeyError:  # built without validation, a field missing
+            return None
+        if len(content) > 1 and not (
+            all(map(is_, content[:index], before[:index]))
+            and all(map(is_, content[index + 1 :], before[index + 1 :]))
+        ):
+            return None
+        block, earlier = content[index], before[index]
+        kind = type(block)
+        if type(earlier) is not kind:
+            return None
+        event_type = event["type"]
+        field = _DERIVED_DELTAS[event_type]
+        block, earlier = block.__dict__, earlier.__dict__
+        others = getters.get((kind, field)) or self._getter(kind, field)
+        try:
+            if others is None or not all(map(is_, others(block), others(earlier))):
+                return None
+        except KeyError:
+            return None
         text, old_text = block.get(field), earlier.get(field)
         state = self._texts.get((index, field))
         if (
@@ -225,25 +304,26 @@ class EventEncoder:
             or type(text) is not str
             or state.raw is not old_text and state.raw != old_text
             or len(text) != len(old_text) + len(delta)
-            or not text.endswith(delta)
+            or text[len(old_text) :] != delta
             or not text.startswith(old_text)
-            or block.keys() != earlier.keys()
-            or any(value is not earlier[key] for key, value in block.items() if key != field)
         ):
             return None
-        settled, tail = state.prepare(text, self._safe_cut, extends=True)
-        redact = self._redact
-        op = state.advance(
-            redact(settled) if settled else "", redact(tail) if tail else "", ["content", index, field]
-        )
+        op = state.extend(text, self._redact, self._safe_cut, ["content", index, field])
+        if op is None:
+            return _NO_GROWTH[event_type] % (index, orjson.dumps(state.gained))
+        if op[0] == "append":  # the usual case: the same JSON as the dict, spelled out
+            gained = orjson.dumps(state.gained)
+            return _APPEND[event_type] % (index, gained, index, gained)
         return orjson.dumps(
-            {
-                "type": event.type,
-                "content_index": index,
-                "delta": state.gained,
-                "partial_patch": [op] if op is not None else [],
-            }
+            {"type": event_type, "content_index": index, "delta": state.gained, "partial_patch": [op]}
         )
+
+    def _getter(
+        self, kind: type, excluded: str
+    ) -> Callable[[dict[str, Any]], tuple[Any, ...]] | None:
+        """:func:`_fields_besides`, remembered for this call's events."""
+        getter = self._getters[(kind, excluded)] = _fields_besides(kind, excluded)
+        return getter
 
     def _encode_general(self, event: AssistantMessageEvent) -> bytes:
         dump = type(event).__pydantic_serializer__.to_python(event, mode="json")

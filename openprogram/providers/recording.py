@@ -174,6 +174,27 @@ class RecordingSink:
                 self._fail("the file was removed while recording")
             self._append(line, None, consumes_index=False)
 
+    def write_event_line(self, line: bytes) -> None:
+        """:meth:`write_line` without the ``check``, in one step: this runs for every
+        streamed event, so the usual case (one whole ``write``) takes no detour."""
+        if self._generation == _fork_generation and self._broken is None:
+            with self._lock:
+                fd = self._fd
+                if fd >= 0 and self._broken is None:
+                    try:
+                        written = os.write(fd, line)
+                    except OSError:
+                        written = 0  # the general path below writes again and reports it
+                    if written == len(line):
+                        self._unchecked_bytes += written
+                        self._unchecked_lines += 1
+                        return
+                    if written:  # the rest, as in write_line; a failure there is reported
+                        self._unchecked_bytes += written
+                        self._append(line[written:], None, consumes_index=False)
+                        return
+        self.write_line(line, check=False)
+
     # ---------------------------------------------------------------- opening
 
     def _open(self) -> None:
@@ -431,10 +452,9 @@ class _CallRecorder:
 
     def write_event(self, event: AssistantMessageEvent) -> None:
         body = self._encoder.encode(event)
-        self.sink.write_line(
+        self.sink.write_event_line(
             b'{"type":"event","call_index":%d,"event_index":%d,"event":%s}\n'
-            % (self.call_index, self.event_count, body),
-            check=False,
+            % (self.call_index, self.event_count, body)
         )
         self.event_count += 1
 

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import re
 import string
-from functools import lru_cache
+from collections.abc import Callable
+from functools import lru_cache, partial
 from typing import Any
 
 from . import credentials as _credentials
@@ -189,7 +190,12 @@ class Redactor:
         self._known = known
 
     def redact_text(self, text: str) -> str:
-        return _redact(str(text), self._known)
+        return _redact(self._known, str(text))
+
+    def str_redactor(self) -> Callable[[str], str]:
+        """``redact_text`` for callers that only ever pass ``str``, without the conversion and
+        the extra call: the recorder redacts a growing text at every streamed event."""
+        return partial(_redact, self._known)
 
     def safe_cut(self, text: str) -> int:
         return _safe_cut(text, self._known)
@@ -216,7 +222,7 @@ def _known_values() -> _KnownValues:
 # ============================================================================ text
 
 
-def _redact(text: str, known: _KnownValues) -> str:
+def _redact(known: _KnownValues, text: str) -> str:
     """``redact_text`` with the known values already looked up. Every pattern runs only when
     a substring it cannot match without is present."""
     if len(text) < _SHORTEST_SECRET_TEXT:
@@ -242,13 +248,13 @@ def _redact_memoised(text: str, known: _KnownValues) -> str:
     if len(text) < _SHORTEST_SECRET_TEXT:
         return text
     if len(text) > _MEMO_MAX_LENGTH:
-        return _redact(text, known)
+        return _redact(known, text)
     memo = known.memo
     result = memo.get(text)
     if result is None:
         if len(memo) >= _MEMO_MAX_ENTRIES:
             memo.clear()
-        result = memo[text] = _redact(text, known)
+        result = memo[text] = _redact(known, text)
     return result
 
 
@@ -259,7 +265,7 @@ def current_redactor() -> Redactor:
 
 def redact_text(text: str) -> str:
     """``text`` with every credential value removed (known values and value shapes)."""
-    return _redact(str(text), _known_values())
+    return _redact(_known_values(), str(text))
 
 
 def safe_cut(text: str) -> int:
@@ -319,7 +325,7 @@ def _remove(value: Any, known: _KnownValues) -> Any:
     if isinstance(value, (list, tuple)):
         return [_remove(item, known) for item in value]
     if isinstance(value, str):
-        return _redact(str(value), known)
+        return _redact(known, str(value))
     return value
 
 

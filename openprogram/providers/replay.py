@@ -216,52 +216,47 @@ class _CallState:
 _setattr = object.__setattr__
 
 
-def _clone(model: Any, *, share_fields_set: bool = False) -> Any:
-    """A shallow copy of a validated pydantic model (what ``model_copy()`` does, without its
-    generic checks: this runs for every replayed text delta)."""
-    cls = type(model)
-    copy = cls.__new__(cls)
-    _setattr(copy, "__dict__", model.__dict__.copy())
-    fields_set = model.__pydantic_fields_set__
-    _setattr(copy, "__pydantic_fields_set__", fields_set if share_fields_set else set(fields_set))
-    extra = model.__pydantic_extra__
-    _setattr(copy, "__pydantic_extra__", None if extra is None else dict(extra))
-    _setattr(copy, "__pydantic_private__", None)
-    return copy
-
-
-def _appended_snapshot(previous: Any, patch: list[Any]) -> tuple[Any, list[tuple[int, str, str]]] | None:
-    """The next snapshot when ``patch`` only appends text to string fields of content blocks
-    (nearly every streamed event): the previous validated snapshot with the grown blocks
-    replaced. Blocks and usage are immutable values, so the unchanged ones are shared, as the
-    live provider shares them. None for any other patch (the general path: dict patch, full
-    validation)."""
-    if not patch:
+def _appended_snapshot(previous: Any, patch: list[Any]) -> tuple[Any, tuple[int, str, str]] | None:
+    """The next snapshot when ``patch`` is one ``append`` to a string field of a content block
+    (nearly every streamed event): the previous validated snapshot with that block replaced.
+    Blocks and usage are immutable values, so the unchanged ones are shared, as the live
+    provider shares them. None for any other patch (the general path: dict patch, full
+    validation). Written out in one piece: this runs for nearly every event of a file."""
+    if len(patch) != 1:
         return None
-    content = previous.content
-    appends: list[tuple[int, str, str]] = []
-    for op in patch:
-        if type(op) is not list or len(op) != 3 or op[0] != "append":
-            return None
-        path, suffix = op[1], op[2]
-        if type(path) is not list or len(path) != 3 or path[0] != "content" or type(suffix) is not str:
-            return None
-        index, field = path[1], path[2]
-        if type(index) is not int or not 0 <= index < len(content) or type(field) is not str:
-            return None
-        block = content[index]
-        if field not in type(block).__pydantic_fields__ or type(block.__dict__.get(field)) is not str:
-            return None
-        appends.append((index, field, suffix))
-    blocks = list(content)
-    for index, field, suffix in appends:
-        block = blocks[index]
-        grown = _clone(block, share_fields_set=True)  # immutable: never assigned to
-        grown.__dict__[field] = block.__dict__[field] + suffix
-        blocks[index] = grown
-    snapshot = _clone(previous)
-    snapshot.__dict__["content"] = blocks
-    return snapshot, appends
+    op = patch[0]
+    if type(op) is not list or len(op) != 3 or op[0] != "append":
+        return None
+    path, suffix = op[1], op[2]
+    if type(path) is not list or len(path) != 3 or path[0] != "content" or type(suffix) is not str:
+        return None
+    index, field = path[1], path[2]
+    message = previous.__dict__
+    content = message["content"]
+    if type(index) is not int or not 0 <= index < len(content):
+        return None
+    block = content[index]
+    values = block.__dict__
+    text = values.get(field)
+    kind = type(block)
+    if type(text) is not str or field not in kind.__pydantic_fields__:
+        return None
+    grown = kind.__new__(kind)  # an immutable value: never assigned to, so its set is shared
+    _setattr(grown, "__dict__", {**values, field: text + suffix})
+    _setattr(grown, "__pydantic_fields_set__", block.__pydantic_fields_set__)
+    extra = block.__pydantic_extra__
+    _setattr(grown, "__pydantic_extra__", None if extra is None else dict(extra))
+    _setattr(grown, "__pydantic_private__", None)
+    blocks = content.copy()
+    blocks[index] = grown
+    cls = type(previous)
+    snapshot = cls.__new__(cls)
+    _setattr(snapshot, "__dict__", {**message, "content": blocks})
+    _setattr(snapshot, "__pydantic_fields_set__", set(previous.__pydantic_fields_set__))
+    extra = previous.__pydantic_extra__
+    _setattr(snapshot, "__pydantic_extra__", None if extra is None else dict(extra))
+    _setattr(snapshot, "__pydantic_private__", None)
+    return snapshot, (index, field, suffix)
 
 
 class _Reader:
@@ -419,8 +414,8 @@ class _Reader:
             if fast is not None:
                 # Only text grew: the snapshot object is built from the previous validated
                 # one, and validation covers the event's own fields.
-                dump["partial"], appends = fast
-                state.pending.extend(appends)
+                dump["partial"], append = fast
+                state.pending.append(append)
             else:
                 try:
                     partial = apply_patch(state.partial_dict(), patch)
@@ -535,20 +530,16 @@ def _validation_reason(error: ValidationError) -> str:
 
 
 def _default_options_dump() -> dict[str, Any]:
-    return remove_secret_values(StreamOptions().model_dump(mode="json"))
-
-
-def _comparable_options(options: dict[str, Any] | None) -> dict[str, Any]:
-    """Options as compared: absent options equal the defaults.
+    """What ``options=None`` is compared as: the redacted default ``StreamOptions``.
 
     A call made with ``options=None`` and one made with default options behave the same, and
-    the facade turns one into the other when it fills in a key; so ``null`` is compared as the
-    redacted default ``StreamOptions``. A field one side lacks equals ``null`` on the other
-    (``find_first_difference``), so ``stream`` recordings (``StreamOptions``) replay through
-    ``stream_simple`` (``SimpleStreamOptions`` adds ``reasoning`` and ``thinking_budgets``,
-    both ``null`` by default) whenever the options agree.
+    the facade turns one into the other when it fills in a key. A field one side lacks equals
+    ``null`` on the other (``find_first_difference``), so ``stream`` recordings
+    (``StreamOptions``) replay through ``stream_simple`` (``SimpleStreamOptions`` adds
+    ``reasoning`` and ``thinking_budgets``, both ``null`` by default) whenever the options
+    agree.
     """
-    return _default_options_dump() if options is None else options
+    return remove_secret_values(StreamOptions().model_dump(mode="json"))
 
 
 class ReplayProvider:
@@ -601,7 +592,9 @@ class ReplayProvider:
         """Match the request against the next recorded call and consume it, atomically; a
         mismatch consumes nothing, so the same request may be retried."""
         incoming = request_payloads(model, context, options)
-        incoming["options"] = _comparable_options(incoming["options"])
+        defaults: dict[str, Any] | None = None  # built at most once per call, when needed
+        if incoming["options"] is None:
+            incoming["options"] = defaults = _default_options_dump()
         calls = self._recording.calls
         with self._lock:
             index = self._call_count
@@ -616,7 +609,8 @@ class ReplayProvider:
                 )
             call = calls[index]
             recorded = dict(call.request)
-            recorded["options"] = _comparable_options(recorded["options"])
+            if recorded["options"] is None:
+                recorded["options"] = defaults if defaults is not None else _default_options_dump()
             for name in ("model", "context", "options"):
                 difference = find_first_difference(recorded[name], incoming[name], name)
                 if difference is not None:
@@ -629,7 +623,8 @@ class ReplayProvider:
         self, model: Model, context: Context, options: StreamOptions | None
     ) -> AsyncIterator[AssistantMessageEvent]:
         call = self._take(model, context, options)
-        for event in call.events():
+        kept = call._events
+        for event in kept if kept is not None else call.events():
             yield event
         if call.outcome != "complete":
             raise RecordedCallInterrupted(call.call_index, call.outcome)

@@ -35,8 +35,10 @@ class _GrowingText:
     """Redaction of one string that grows by appending, in time bounded by what is new.
 
     ``raw[:cut]`` lies before a point no secret pattern can span (``safe_cut``); its
-    redaction ``stable`` never changes, so only the tail is redacted again at each event.
-    The redacted text is ``stable + tail_redacted``.
+    redaction never changes, so only the tail is redacted again at each event. The redacted
+    text is ``"".join(stable) + tail_redacted``: the stable part is kept in pieces and joined
+    only when a whole text must be written (rarely), since appending to one string would copy
+    the whole answer at every cut.
     """
 
     __slots__ = (
@@ -46,7 +48,7 @@ class _GrowingText:
     def __init__(self) -> None:
         self.raw = ""
         self.cut = 0
-        self.stable = ""
+        self.stable: list[str] = []
         self.tail_redacted = ""
         self.pending_cut = 0
         self.reset = False
@@ -54,7 +56,10 @@ class _GrowingText:
         self.previous_length = 0  # of the raw text before the last step
 
     def full(self) -> str:
-        return self.stable + self.tail_redacted
+        stable = self.stable
+        if len(stable) > 1:
+            stable[:] = ["".join(stable)]
+        return (stable[0] if stable else "") + self.tail_redacted
 
     def prepare(
         self, text: str, safe_cut: Callable[[str], int], *, extends: bool = False
@@ -65,7 +70,7 @@ class _GrowingText:
         self.previous_length = len(self.raw)
         self.reset = not (extends or text.startswith(self.raw))
         if self.reset:
-            self.cut, self.stable, self.tail_redacted = 0, "", ""
+            self.cut, self.stable, self.tail_redacted = 0, [], ""
         tail = text[self.cut :]
         cut = safe_cut(tail) if len(tail) > _CUT_AT else 0
         self.pending_cut = cut
@@ -85,7 +90,7 @@ class _GrowingText:
         cut = safe_cut(tail) if len(tail) > _CUT_AT else 0
         if cut:
             settled = redact(tail[:cut])
-            self.stable += settled
+            self.stable.append(settled)
             self.cut += cut
             tail_redacted = redact(tail[cut:])
             grown = settled + tail_redacted
@@ -105,7 +110,7 @@ class _GrowingText:
         before = self.tail_redacted
         grown = settled + tail  # the redaction of raw[old cut:]
         if settled:
-            self.stable += settled
+            self.stable.append(settled)
             self.cut += self.pending_cut
         self.tail_redacted = tail
         if self.reset:

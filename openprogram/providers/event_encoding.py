@@ -81,28 +81,9 @@ class _GrowingText:
         self, text: str, redact: Callable[[str], str], safe_cut: Callable[[str], int], path: list[Any]
     ) -> list[Any] | None:
         """:meth:`prepare` then :meth:`advance`, for a ``text`` the caller has checked starts
-        with the previous one: the hot path of recording, written out in one piece."""
-        self.previous_length = len(self.raw)
-        self.reset = False
-        self.raw = text
-        tail = text[self.cut :]
-        before = self.tail_redacted
-        cut = safe_cut(tail) if len(tail) > _CUT_AT else 0
-        if cut:
-            settled = redact(tail[:cut])
-            self.stable.append(settled)
-            self.cut += cut
-            tail_redacted = redact(tail[cut:])
-            grown = settled + tail_redacted
-        else:
-            grown = tail_redacted = redact(tail)
-        self.tail_redacted = tail_redacted
-        if grown.startswith(before):
-            gained = self.gained = grown[len(before) :]
-            return ["append", path, gained] if gained else None
-        # A secret completed and replaced text already recorded (see advance).
-        self.gained = grown[_common_prefix_length(before, grown) :]
-        return ["set", path, self.full()]
+        with the previous one (the recorder's hot path)."""
+        settled, tail = self.prepare(text, safe_cut, extends=True)
+        return self.advance(redact(settled) if settled else "", redact(tail) if tail else "", path)
 
     def advance(self, settled: str, tail: str, path: list[Any]) -> list[Any] | None:
         """Take the redacted pieces; return the operation that moves the redacted text from
@@ -197,6 +178,7 @@ _NO_GROWTH = {
     kind: b'{"type":"%s","content_index":%%d,"delta":%%s,"partial_patch":[]}' % kind.encode()
     for kind in _DERIVED_DELTAS
 }
+
 
 def _fields_besides(kind: type, excluded: str) -> Callable[[dict[str, Any]], tuple[Any, ...]] | None:
     """A getter of the values, in a model's ``__dict__``, of every field of ``kind`` but

@@ -205,6 +205,10 @@ def test_partial_patches_must_apply(tmp_path, valid_lines):
     _expect(tmp_path, _join(wrong_path), "partial_patch does not apply", number, 1)
     wrong_type = _edit(valid_lines, number, lambda r: r["event"].update(partial_patch=[["append", ["usage"], "x"]]))
     _expect(tmp_path, _join(wrong_type), "partial_patch does not apply", number, 1)
+    # A field name that is not a string (here a list, which cannot even be a dict key) is a
+    # file error like any other, never a TypeError from the reader.
+    list_field = _edit(valid_lines, number, lambda r: r["event"].update(partial_patch=[["append", ["content", 0, ["text"]], "x"]]))
+    _expect(tmp_path, _join(list_field), "partial_patch does not apply", number, 1)
     first = _line_of(valid_lines, "event", 1, 0)
     first_patched = _edit(valid_lines, first, lambda r: r.update(event={"type": "start", "partial_patch": []}))
     _expect(tmp_path, _join(first_patched), "no earlier partial", first, 1)

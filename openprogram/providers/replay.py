@@ -233,7 +233,7 @@ def _appended_snapshot(previous: Any, patch: list[Any]) -> tuple[Any, tuple[int,
     index, field = path[1], path[2]
     message = previous.__dict__
     content = message["content"]
-    if type(index) is not int or not 0 <= index < len(content):
+    if type(index) is not int or not 0 <= index < len(content) or type(field) is not str:
         return None
     block = content[index]
     values = block.__dict__

@@ -350,6 +350,44 @@ def test_incremental_redaction_of_a_growing_string_matches_whole_redaction(piece
             assert stable + redact_text(text[stable_length:]) == redact_text(text)
 
 
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=_texts)
+def test_a_trigger_free_text_is_its_own_redaction(text):
+    """The recorder writes a trigger-free text as it is, without redacting it."""
+    with mock.patch.dict(os.environ, {"OPENAI_API_KEY": "KNOWNkey1"}):
+        trigger = redaction.current_redactor().trigger()
+        if trigger.search(text, 0) is None:
+            assert redact_text(text) == text
+
+
+@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(prefix=_texts, extension=_texts)
+def test_searching_only_the_reach_before_appended_text_finds_every_new_trigger(prefix, extension):
+    with mock.patch.dict(os.environ, {"OPENAI_API_KEY": "KNOWNkey1"}):
+        trigger = redaction.current_redactor().trigger()
+        if trigger.search(prefix, 0) is None:
+            whole = prefix + extension
+            found_near = trigger.search(whole, len(prefix) - trigger.reach + 1) is not None
+            assert found_near == (trigger.search(whole, 0) is not None)
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["a@b", "x=1", "sk-", "BEARER", "bAsIc", "Token", "xxKNOWNkey1xx"],
+)
+def test_every_rule_has_a_trigger(text):
+    with mock.patch.dict(os.environ, {"OPENAI_API_KEY": "KNOWNkey1"}):
+        assert redaction.current_redactor().trigger().search(text, 0) is not None
+
+
+def test_the_reach_covers_the_longest_known_value(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "a-rather-long-known-value-0123456789")
+    trigger = redaction.current_redactor().trigger()
+    assert trigger.reach == len("a-rather-long-known-value-0123456789")
+    text = "a-rather-long-known-value-01234" + "56789"
+    assert trigger.search(text, len(text) - 5 - trigger.reach + 1) is not None
+
+
 # ============================================================================ planted secrets
 
 _SECRET_NAMES = [

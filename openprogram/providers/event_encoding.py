@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from .partial_patch import compute_patch
-from .redaction import Redactor
+from .redaction import Redactor, Trigger
 from .types import AssistantMessage, AssistantMessageEvent
 
 __all__ = ["EventEncoder"]
@@ -35,31 +35,57 @@ class _GrowingText:
     """Redaction of one string that grows by appending, in time bounded by what is new.
 
     ``raw[:cut]`` lies before a point no secret pattern can span (``safe_cut``); its
-    redaction never changes, so only the tail is redacted again at each event. The redacted
-    text is ``"".join(stable) + tail_redacted``: the stable part is kept in pieces and joined
-    only when a whole text must be written (rarely), since appending to one string would copy
-    the whole answer at every cut.
+    redaction never changes, so only the tail ``raw[cut:]`` is redacted again at each event.
+    The redacted text is ``"".join(stable) + tail_redacted``: the stable part is kept in
+    pieces and joined only when a whole text must be written (rarely), since appending to one
+    string would copy the whole answer at every cut.
+
+    ``clean`` says the tail holds nothing redaction could act on (no ``Trigger`` match), so
+    it is its own redaction; text appended to a clean tail needs only the appended part
+    searched (see :meth:`grow_clean`), which is the recorder's usual case.
     """
 
     __slots__ = (
-        "raw", "cut", "stable", "tail_redacted", "pending_cut", "reset", "gained", "previous_length"
+        "raw", "cut", "stable", "tail_raw", "tail_redacted", "clean", "pending_cut", "reset",
+        "gained", "previous_length", "trigger",
     )
 
-    def __init__(self) -> None:
+    def __init__(self, trigger: Trigger) -> None:
         self.raw = ""
         self.cut = 0
         self.stable: list[str] = []
+        self.tail_raw = ""  # raw[cut:]
         self.tail_redacted = ""
+        self.clean = True
         self.pending_cut = 0
         self.reset = False
         self.gained = ""  # what the redacted text gained at the last step (see advance)
         self.previous_length = 0  # of the raw text before the last step
+        self.trigger = trigger
 
     def full(self) -> str:
         stable = self.stable
         if len(stable) > 1:
             stable[:] = ["".join(stable)]
         return (stable[0] if stable else "") + self.tail_redacted
+
+    def grow_clean(self, text: str, delta: str, safe_cut: Callable[[str], int]) -> bool:
+        """Take ``text`` (the previous text plus a non-empty ``delta``) if the tail stays
+        clean, so that the redacted text simply gains ``delta``; False (nothing changed) when
+        the tail is not clean or the delta makes it so, for the caller to :meth:`extend`."""
+        tail = self.tail_raw
+        grown = tail + delta
+        if not self.clean or self.trigger.search(grown, len(tail) - self.trigger.reach + 1):
+            return False
+        self.raw = text
+        if len(grown) > _CUT_AT:
+            cut = safe_cut(grown)
+            if cut:  # a trigger-free piece is its own redaction: settled as it is
+                self.stable.append(grown[:cut])
+                self.cut += cut
+                grown = grown[cut:]
+        self.tail_raw = self.tail_redacted = grown
+        return True
 
     def prepare(
         self, text: str, safe_cut: Callable[[str], int], *, extends: bool = False
@@ -75,13 +101,14 @@ class _GrowingText:
         cut = safe_cut(tail) if len(tail) > _CUT_AT else 0
         self.pending_cut = cut
         self.raw = text
-        return tail[:cut], tail[cut:]
+        self.tail_raw = tail[cut:]
+        return tail[:cut], self.tail_raw
 
     def extend(
         self, text: str, redact: Callable[[str], str], safe_cut: Callable[[str], int], path: list[Any]
     ) -> list[Any] | None:
         """:meth:`prepare` then :meth:`advance`, for a ``text`` the caller has checked starts
-        with the previous one (the recorder's hot path)."""
+        with the previous one."""
         settled, tail = self.prepare(text, safe_cut, extends=True)
         return self.advance(redact(settled) if settled else "", redact(tail) if tail else "", path)
 
@@ -94,6 +121,7 @@ class _GrowingText:
             self.stable.append(settled)
             self.cut += self.pending_cut
         self.tail_redacted = tail
+        self.clean = self.trigger.search(self.tail_raw, 0) is None
         if self.reset:
             self.gained = ""
             return ["set", path, self.full()]
@@ -197,8 +225,53 @@ def _fields_besides(kind: type, excluded: str) -> Callable[[dict[str, Any]], tup
     return itemgetter(*names)
 
 
+_MESSAGE_OTHERS = _fields_besides(AssistantMessage, "content")
+assert _MESSAGE_OTHERS is not None, "AssistantMessage must not allow extra fields"
+
 #: Event fields that are literals or integers by their type, so they cannot hold a secret.
 _FIXED_EVENT_FIELDS = frozenset({"type", "content_index", "reason"})
+
+
+class _LastGrowth:
+    """The hot path's knowledge of the last partial of a growing block: the values it checks
+    the next partial against, so that each event takes only the new partial apart."""
+
+    __slots__ = (
+        "partial", "message_rest", "content", "index", "field", "event_type", "template",
+        "block_kind", "block_others", "block_rest", "text", "state",
+    )
+
+    @classmethod
+    def of(cls, partial: Any, index: Any, event_type: str, encoder: EventEncoder) -> _LastGrowth | None:
+        """Take ``partial`` apart for the growth of its block ``index`` by ``event_type``
+        deltas; None when the hot path cannot serve it (the general path then does)."""
+        if type(partial) is not AssistantMessage or type(index) is not int:
+            return None
+        message = partial.__dict__
+        content = message.get("content")
+        if type(content) is not list or not 0 <= index < len(content):
+            return None
+        field = _DERIVED_DELTAS[event_type]
+        block = content[index]
+        kind = type(block)
+        others = encoder.field_getter(kind, field)
+        state = encoder.growing_text(index, field)
+        if others is None or state is None:
+            return None
+        values = block.__dict__
+        text = values.get(field)
+        if type(text) is not str or (state.raw is not text and state.raw != text):
+            return None
+        last = cls()
+        try:
+            last.message_rest = _MESSAGE_OTHERS(message)
+            last.block_rest = others(values)
+        except KeyError:  # built without validation, a field missing
+            return None
+        last.partial, last.content, last.index, last.field = partial, content, index, field
+        last.event_type, last.template = event_type, _APPEND[event_type]
+        last.block_kind, last.block_others, last.text, last.state = kind, others, text, state
+        return last
 
 
 class EventEncoder:
@@ -216,11 +289,13 @@ class EventEncoder:
         self._remove = redactor.remove_secret_values
         self._redact = redactor.str_redactor()
         self._safe_cut = redactor.safe_cut
+        self._trigger = redactor.trigger()
         self._texts: dict[tuple[int, str], _GrowingText] = {}
         self._deltas: dict[tuple[str, Any], _DeltaContext] = {}
         self._rest_bytes: bytes | None = None
         self._rest: dict[str, Any] | None = None  # redacted, texts blanked
         self._previous: Any = None  # the previous event's partial, as an object
+        self._last: _LastGrowth | None = None  # what the hot path knows of the previous partial
         self._getters: dict[tuple[type, str], Callable[[dict[str, Any]], tuple[Any, ...]] | None] = {}
 
     def encode(self, event: AssistantMessageEvent) -> bytes:
@@ -240,77 +315,86 @@ class EventEncoder:
         """The hot path: a text or thinking delta whose partial is the previous one with the
         delta appended to its block. Content blocks and usage are immutable values that
         snapshots share until they change, so "nothing else changed" is identity checks
-        (identity, not equality: ``True == 1``), and the partial is never dumped. Every check
-        that fails sends the event down the general path (None). Written out in one piece:
-        this runs for nearly every event of a recording."""
-        kind = type(partial)
+        (identity, not equality: ``True == 1``), and the partial is never dumped. What was
+        learnt about the previous partial is carried over (``_LastGrowth``) rather than taken
+        apart again. Every check that fails sends the event down the general path (None)."""
         # Exact classes only: ``isinstance`` on a pydantic class is a Python-level call.
-        if kind is not AssistantMessage or type(previous) is not kind:
+        if type(partial) is not AssistantMessage:
             return None
-        message, earlier_message = partial.__dict__, previous.__dict__
-        content, before = message.get("content"), earlier_message.get("content")
-        index, delta = event.get("content_index"), event.get("delta")
-        if (
-            type(content) is not list
-            or type(before) is not list
-            or type(index) is not int
-            or type(delta) is not str
-            or not 0 <= index < len(content)
-            or len(content) != len(before)
-        ):
-            return None
-        getters = self._getters
-        others = getters.get((kind, "content")) or self._getter(kind, "content")
-        try:
-            if others is None or not all(map(is_, others(message), others(earlier_message))):
+        index, delta, event_type = event.get("content_index"), event.get("delta"), event["type"]
+        last = self._last
+        if last is None or last.partial is not previous or last.index != index or last.event_type != event_type:
+            last = self._last = _LastGrowth.of(previous, index, event_type, self)
+            if last is None:
                 return None
+        message = partial.__dict__
+        content = message.get("content")
+        before = last.content
+        if type(content) is not list or len(content) != len(before):
+            return None
+        try:
+            rest = _MESSAGE_OTHERS(message)
         except KeyError:  # built without validation, a field missing
+            return None
+        if not all(map(is_, rest, last.message_rest)):
             return None
         if len(content) > 1 and not (
             all(map(is_, content[:index], before[:index]))
             and all(map(is_, content[index + 1 :], before[index + 1 :]))
         ):
             return None
-        block, earlier = content[index], before[index]
-        kind = type(block)
-        if type(earlier) is not kind:
+        block = content[index]
+        if type(block) is not last.block_kind:
             return None
-        event_type = event["type"]
-        field = _DERIVED_DELTAS[event_type]
-        block, earlier = block.__dict__, earlier.__dict__
-        others = getters.get((kind, field)) or self._getter(kind, field)
+        block = block.__dict__
         try:
-            if others is None or not all(map(is_, others(block), others(earlier))):
-                return None
+            block_rest = last.block_others(block)
         except KeyError:
             return None
-        text, old_text = block.get(field), earlier.get(field)
-        state = self._texts.get((index, field))
+        text, old_text = block.get(last.field), last.text
         if (
-            state is None
+            not all(map(is_, block_rest, last.block_rest))
+            or type(delta) is not str
+            or not delta
             or type(text) is not str
-            or state.raw is not old_text and state.raw != old_text
             or len(text) != len(old_text) + len(delta)
-            or text[len(old_text) :] != delta
+            or not text.endswith(delta)
             or not text.startswith(old_text)
         ):
             return None
-        op = state.extend(text, self._redact, self._safe_cut, ["content", index, field])
+        state = last.state
+        if state.grow_clean(text, delta, self._safe_cut):  # the usual case: delta is what it gains
+            gained = orjson.dumps(delta)
+            line = last.template % (index, gained, index, gained)
+        else:
+            op = state.extend(text, self._redact, self._safe_cut, ["content", index, last.field])
+            line = self._growth_line(event_type, index, op, state.gained)
+        last.partial, last.message_rest, last.content = partial, rest, content
+        last.block_rest, last.text = block_rest, text
+        return line
+
+    @staticmethod
+    def _growth_line(event_type: str, index: int, op: list[Any] | None, gained: str) -> bytes:
         if op is None:
-            return _NO_GROWTH[event_type] % (index, orjson.dumps(state.gained))
-        if op[0] == "append":  # the usual case: the same JSON as the dict, spelled out
-            gained = orjson.dumps(state.gained)
-            return _APPEND[event_type] % (index, gained, index, gained)
+            return _NO_GROWTH[event_type] % (index, orjson.dumps(gained))
+        if op[0] == "append":  # the same JSON as the dict, spelled out
+            body = orjson.dumps(gained)
+            return _APPEND[event_type] % (index, body, index, body)
         return orjson.dumps(
-            {"type": event_type, "content_index": index, "delta": state.gained, "partial_patch": [op]}
+            {"type": event_type, "content_index": index, "delta": gained, "partial_patch": [op]}
         )
 
-    def _getter(
+    def field_getter(
         self, kind: type, excluded: str
     ) -> Callable[[dict[str, Any]], tuple[Any, ...]] | None:
         """:func:`_fields_besides`, remembered for this call's events."""
-        getter = self._getters[(kind, excluded)] = _fields_besides(kind, excluded)
-        return getter
+        key = (kind, excluded)
+        if key not in self._getters:
+            self._getters[key] = _fields_besides(kind, excluded)
+        return self._getters[key]
+
+    def growing_text(self, index: int, field: str) -> _GrowingText | None:
+        return self._texts.get((index, field))
 
     def _encode_general(self, event: AssistantMessageEvent) -> bytes:
         dump = type(event).__pydantic_serializer__.to_python(event, mode="json")
@@ -338,7 +422,7 @@ class EventEncoder:
             key = (index, field)
             state = texts.get(key)
             if state is None:
-                state = texts[key] = _GrowingText()
+                state = texts[key] = _GrowingText(self._trigger)
             settled, tail = state.prepare(value, cut)
             op = state.advance(
                 redact(settled) if settled else "", redact(tail) if tail else "", ["content", index, field]

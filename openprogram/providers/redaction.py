@@ -25,7 +25,7 @@ import re
 import string
 from collections.abc import Callable
 from functools import lru_cache, partial
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import credentials as _credentials
 
@@ -34,6 +34,7 @@ __all__ = [
     "REDACTION_VERSION",
     "Redactor",
     "SECRET_FIELD_NAMES",
+    "Trigger",
     "current_redactor",
     "is_secret_field_name",
     "redact_text",
@@ -156,13 +157,48 @@ def _query_replacement(match: re.Match[str]) -> str:
     return match.group(0)
 
 
+# ============================================================================ triggers
+
+# The substrings without which no rule can match (see ``_redact``'s pre-checks): a string with
+# none of them, and none of the known values, is its own redaction.
+_TRIGGER_WORDS = ("@", "=", "sk-")
+_TRIGGER_WORDS_ANY_CASE = _AUTH_SCHEMES
+
+
+def _any_case(word: str) -> list[str]:
+    """``word`` in any ASCII case, as alternatives that each start with a literal character:
+    that lets the regex engine skip every position whose character cannot start a match,
+    where ``(?i:...)`` makes it try a match at every position (about 10x slower)."""
+    rest = "".join(f"[{c.upper()}{c.lower()}]" for c in word[1:])
+    return [word[0].upper() + rest, word[0].lower() + rest]
+
+
+class Trigger(NamedTuple):
+    """Finds what redaction could act on: ``search(text, start)`` is None only if no rule can
+    match a substring of ``text`` beginning at ``start`` or later. ``reach`` is the longest
+    trigger: a string known to be trigger-free stays so when text is appended to it if
+    ``search(extended, len(string) - reach + 1)`` is None (the only new matches end in the
+    appended part). A recorder uses it to prove, in time bounded by the delta, that a growing
+    text still needs no redaction."""
+
+    search: Callable[[str, int], re.Match[str] | None]
+    reach: int
+
+
+def _trigger_for(values: tuple[str, ...]) -> Trigger:
+    words = [*_TRIGGER_WORDS, *values]
+    alternatives = [*map(re.escape, words), *(a for w in _TRIGGER_WORDS_ANY_CASE for a in _any_case(w))]
+    reach = max(map(len, [*words, *_TRIGGER_WORDS_ANY_CASE]))
+    return Trigger(re.compile("|".join(alternatives), re.ASCII).search, reach)
+
+
 # ============================================================================ known values
 
 
 class _KnownValues:
     """A matcher for one set of known secret values, built once per distinct set."""
 
-    __slots__ = ("values", "pattern", "contains_whitespace", "memo")
+    __slots__ = ("values", "pattern", "contains_whitespace", "memo", "trigger")
 
     def __init__(self, values: frozenset[str]) -> None:
         ordered = sorted(
@@ -174,6 +210,7 @@ class _KnownValues:
         self.pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
         self.contains_whitespace = any(ch in value for value in ordered for ch in _CUT_WHITESPACE)
         self.memo: dict[str, str] = {}
+        self.trigger = _trigger_for(self.values)
 
 
 class Redactor:
@@ -200,6 +237,9 @@ class Redactor:
     def safe_cut(self, text: str) -> int:
         return _safe_cut(text, self._known)
 
+    def trigger(self) -> Trigger:
+        return self._known.trigger
+
     def remove_secret_values(self, value: Any) -> Any:
         return _remove(value, self._known)
 
@@ -224,7 +264,8 @@ def _known_values() -> _KnownValues:
 
 def _redact(known: _KnownValues, text: str) -> str:
     """``redact_text`` with the known values already looked up. Every pattern runs only when
-    a substring it cannot match without is present."""
+    a substring it cannot match without is present (a new rule must add its own substring
+    to ``_TRIGGER_SHAPES``: the recorder trusts a trigger-free text to be its own redaction)."""
     if len(text) < _SHORTEST_SECRET_TEXT:
         return text
     if known.pattern is not None:

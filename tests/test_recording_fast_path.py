@@ -66,8 +66,8 @@ def test_hot_path_lines_equal_general_path_lines(thinking, text, second_text, wo
         return line
 
     fast._encode_text_growth = counting  # type: ignore[method-assign]
-    for event in events:
-        assert fast.encode(event) == general.encode(event), event.type
+    for number, event in enumerate(events):
+        assert fast.line(event, number) == general.line(event, number), event.type
     deltas = sum(1 for e in events if e.type in ("text_delta", "thinking_delta"))
     blocks_with_text = sum(1 for b in blocks if not isinstance(b, FauxToolCall))
     assert hits >= deltas - blocks_with_text  # the hot path served all but each block's first delta

@@ -197,15 +197,29 @@ _DERIVED_DELTAS = {"text_delta": "text", "thinking_delta": "thinking"}
 
 # The encodings of the hot path's two usual results, byte for byte what ``orjson.dumps`` makes
 # of the equivalent dict (a property test holds the two paths to that).
-_APPEND = {
-    kind: b'{"type":"%s","content_index":%%d,"delta":%%s,"partial_patch":[["append",["content",%%d,"%s"],%%s]]}'
-    % (kind.encode(), field.encode())
-    for kind, field in _DERIVED_DELTAS.items()
-}
+def _append_template(event_type: str, index: int) -> bytes:
+    """A delta appended to block ``index``: fill in the delta's JSON, twice."""
+    field = _DERIVED_DELTAS[event_type]
+    return b'{"type":"%s","content_index":%d,"delta":%%s,"partial_patch":[["append",["content",%d,"%s"],%%s]]}' % (
+        event_type.encode(), index, index, field.encode()
+    )
+
+
 _NO_GROWTH = {
     kind: b'{"type":"%s","content_index":%%d,"delta":%%s,"partial_patch":[]}' % kind.encode()
     for kind in _DERIVED_DELTAS
 }
+
+
+def _growth_body(event_type: str, index: int, op: list[Any] | None, gained: str) -> bytes:
+    """The event object of a delta whose block grew by ``op`` (None: its redaction did not
+    change), ``gained`` being what the redacted text gained."""
+    if op is None:
+        return _NO_GROWTH[event_type] % (index, orjson.dumps(gained))
+    if op[0] == "append":  # the same JSON as the dict, spelled out
+        body = orjson.dumps(gained)
+        return _append_template(event_type, index) % (body, body)
+    return orjson.dumps({"type": event_type, "content_index": index, "delta": gained, "partial_patch": [op]})
 
 
 def _fields_besides(kind: type, excluded: str) -> Callable[[dict[str, Any]], tuple[Any, ...]] | None:
@@ -269,7 +283,7 @@ class _LastGrowth:
         except KeyError:  # built without validation, a field missing
             return None
         last.partial, last.content, last.index, last.field = partial, content, index, field
-        last.event_type, last.template = event_type, _APPEND[event_type]
+        last.event_type, last.template = event_type, encoder.append_line(event_type, index)
         last.block_kind, last.block_others, last.text, last.state = kind, others, text, state
         return last
 
@@ -285,7 +299,9 @@ class EventEncoder:
     one, everything else compared by its exact JSON encoding).
     """
 
-    def __init__(self, redactor: Redactor) -> None:
+    def __init__(self, redactor: Redactor, call_index: int = 0) -> None:
+        self._head = b'{"type":"event","call_index":%d,"event_index":%%d,"event":' % call_index
+        self._line = self._head + b"%s}\n"
         self._remove = redactor.remove_secret_values
         self._redact = redactor.str_redactor()
         self._safe_cut = redactor.safe_cut
@@ -298,20 +314,22 @@ class EventEncoder:
         self._last: _LastGrowth | None = None  # what the hot path knows of the previous partial
         self._getters: dict[tuple[type, str], Callable[[dict[str, Any]], tuple[Any, ...]] | None] = {}
 
-    def encode(self, event: AssistantMessageEvent) -> bytes:
-        """The JSON of the ``event`` object of one event line."""
+    def line(self, event: AssistantMessageEvent, event_index: int) -> bytes:
+        """The whole event line of one event, newline included."""
         previous = self._previous
         fields = event.__dict__  # plain dict reads: pydantic attribute access costs more
         partial = fields.get("partial")
         if partial is not None:
             self._previous = partial
             if previous is not None and fields.get("type") in _DERIVED_DELTAS:
-                line = self._encode_text_growth(fields, partial, previous)
+                line = self._encode_text_growth(fields, partial, previous, event_index)
                 if line is not None:
                     return line
-        return self._encode_general(event)
+        return self._line % (event_index, self._encode_general(event))
 
-    def _encode_text_growth(self, event: dict[str, Any], partial: Any, previous: Any) -> bytes | None:
+    def _encode_text_growth(
+        self, event: dict[str, Any], partial: Any, previous: Any, event_index: int
+    ) -> bytes | None:
         """The hot path: a text or thinking delta whose partial is the previous one with the
         delta appended to its block. Content blocks and usage are immutable values that
         snapshots share until they change, so "nothing else changed" is identity checks
@@ -323,7 +341,13 @@ class EventEncoder:
             return None
         index, delta, event_type = event.get("content_index"), event.get("delta"), event["type"]
         last = self._last
-        if last is None or last.partial is not previous or last.index != index or last.event_type != event_type:
+        if (
+            last is None
+            or last.partial is not previous
+            or last.index != index
+            or type(index) is not int  # not ``True`` for 1
+            or last.event_type != event_type
+        ):
             last = self._last = _LastGrowth.of(previous, index, event_type, self)
             if last is None:
                 return None
@@ -365,24 +389,13 @@ class EventEncoder:
         state = last.state
         if state.grow_clean(text, delta, self._safe_cut):  # the usual case: delta is what it gains
             gained = orjson.dumps(delta)
-            line = last.template % (index, gained, index, gained)
+            line = last.template % (event_index, gained, gained)
         else:
             op = state.extend(text, self._redact, self._safe_cut, ["content", index, last.field])
-            line = self._growth_line(event_type, index, op, state.gained)
+            line = self._line % (event_index, _growth_body(event_type, index, op, state.gained))
         last.partial, last.message_rest, last.content = partial, rest, content
         last.block_rest, last.text = block_rest, text
         return line
-
-    @staticmethod
-    def _growth_line(event_type: str, index: int, op: list[Any] | None, gained: str) -> bytes:
-        if op is None:
-            return _NO_GROWTH[event_type] % (index, orjson.dumps(gained))
-        if op[0] == "append":  # the same JSON as the dict, spelled out
-            body = orjson.dumps(gained)
-            return _APPEND[event_type] % (index, body, index, body)
-        return orjson.dumps(
-            {"type": event_type, "content_index": index, "delta": gained, "partial_patch": [op]}
-        )
 
     def field_getter(
         self, kind: type, excluded: str
@@ -395,6 +408,11 @@ class EventEncoder:
 
     def growing_text(self, index: int, field: str) -> _GrowingText | None:
         return self._texts.get((index, field))
+
+    def append_line(self, event_type: str, index: int) -> bytes:
+        """The line of a delta that appends to block ``index``, to fill in with the event
+        index and the delta's JSON (twice)."""
+        return self._head + _append_template(event_type, index) + b"}\n"
 
     def _encode_general(self, event: AssistantMessageEvent) -> bytes:
         dump = type(event).__pydantic_serializer__.to_python(event, mode="json")

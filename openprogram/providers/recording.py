@@ -448,14 +448,10 @@ class _CallRecorder:
         self.call_index = call_index
         self.event_count = 0
         self.ended = False
-        self._encoder = EventEncoder(redactor)
+        self._line = EventEncoder(redactor, call_index).line
 
     def write_event(self, event: AssistantMessageEvent) -> None:
-        body = self._encoder.encode(event)
-        self.sink.write_event_line(
-            b'{"type":"event","call_index":%d,"event_index":%d,"event":%s}\n'
-            % (self.call_index, self.event_count, body)
-        )
+        self.sink.write_event_line(self._line(event, self.event_count))
         self.event_count += 1
 
     def end(self, outcome: str) -> None:

@@ -47,7 +47,7 @@ class _GrowingText:
 
     __slots__ = (
         "raw", "cut", "stable", "tail_raw", "tail_redacted", "clean", "pending_cut", "reset",
-        "gained", "previous_length", "trigger",
+        "gained", "previous_length", "search", "reach",
     )
 
     def __init__(self, trigger: Trigger) -> None:
@@ -61,7 +61,7 @@ class _GrowingText:
         self.reset = False
         self.gained = ""  # what the redacted text gained at the last step (see advance)
         self.previous_length = 0  # of the raw text before the last step
-        self.trigger = trigger
+        self.search, self.reach = trigger
 
     def full(self) -> str:
         stable = self.stable
@@ -75,7 +75,7 @@ class _GrowingText:
         the tail is not clean or the delta makes it so, for the caller to :meth:`extend`."""
         tail = self.tail_raw
         grown = tail + delta
-        if not self.clean or self.trigger.search(grown, len(tail) - self.trigger.reach + 1):
+        if not self.clean or self.search(grown, len(tail) - self.reach + 1):
             return False
         self.raw = text
         if len(grown) > _CUT_AT:
@@ -121,7 +121,7 @@ class _GrowingText:
             self.stable.append(settled)
             self.cut += self.pending_cut
         self.tail_redacted = tail
-        self.clean = self.trigger.search(self.tail_raw, 0) is None
+        self.clean = self.search(self.tail_raw, 0) is None
         if self.reset:
             self.gained = ""
             return ["set", path, self.full()]
@@ -269,12 +269,14 @@ class _LastGrowth:
         block = content[index]
         kind = type(block)
         others = encoder.field_getter(kind, field)
-        state = encoder.growing_text(index, field)
-        if others is None or state is None:
+        if others is None:
             return None
         values = block.__dict__
         text = values.get(field)
-        if type(text) is not str or (state.raw is not text and state.raw != text):
+        if type(text) is not str:
+            return None
+        state = encoder.growing_text(index, field, create=not text)
+        if state is None or (state.raw is not text and state.raw != text):
             return None
         last = cls()
         try:
@@ -406,8 +408,13 @@ class EventEncoder:
             self._getters[key] = _fields_besides(kind, excluded)
         return self._getters[key]
 
-    def growing_text(self, index: int, field: str) -> _GrowingText | None:
-        return self._texts.get((index, field))
+    def growing_text(self, index: int, field: str, *, create: bool = False) -> _GrowingText | None:
+        """The state of a block's growing text; ``create`` one for a text that is still
+        empty (the general path keeps none for an empty text: it starts from nothing)."""
+        state = self._texts.get((index, field))
+        if state is None and create:
+            state = self._texts[(index, field)] = _GrowingText(self._trigger)
+        return state
 
     def append_line(self, event_type: str, index: int) -> bytes:
         """The line of a delta that appends to block ``index``, to fill in with the event

@@ -176,13 +176,13 @@ class RecordingSink:
 
     def write_event_line(self, line: bytes) -> None:
         """:meth:`write_line` without the ``check``, in one step: this runs for every
-        streamed event, so the usual case (one whole ``write``) takes no detour."""
-        if self._generation == _fork_generation and self._broken is None:
+        streamed event, so the usual case (one whole ``write``) takes no detour. A closed
+        sink's descriptor is -1, which ``write`` refuses like any other failure."""
+        if self._generation == _fork_generation:  # before the lock: a child replaces it
             with self._lock:
-                fd = self._fd
-                if fd >= 0 and self._broken is None:
+                if self._broken is None:
                     try:
-                        written = os.write(fd, line)
+                        written = os.write(self._fd, line)
                     except OSError:
                         written = 0  # the general path below writes again and reports it
                     if written == len(line):
@@ -533,21 +533,18 @@ class RecordingProvider:
         except BaseException:
             call.end_quietly("error")
             raise
+        write_event = call.write_event
         try:
-            while True:
-                try:
-                    event = await iterator.__anext__()
-                except StopAsyncIteration:
-                    # The provider broke the stream contract (no terminal event): an error.
-                    call.end("error")
-                    return
-                call.write_event(event)
+            async for event in iterator:
+                write_event(event)
                 if event.type in TERMINAL_EVENT_TYPES:
                     call.end("complete")  # before the consumer sees it: it may stop here
                     await _close_quietly(iterator)
                     yield event
                     return
                 yield event
+            # The provider broke the stream contract (no terminal event): an error.
+            call.end("error")
         except asyncio.CancelledError:
             call.end_quietly("cancelled")
             raise

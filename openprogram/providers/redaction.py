@@ -286,8 +286,6 @@ def _redact(known: _KnownValues, text: str) -> str:
 
 
 def _redact_memoised(text: str, known: _KnownValues) -> str:
-    if len(text) < _SHORTEST_SECRET_TEXT:
-        return text
     if len(text) > _MEMO_MAX_LENGTH:
         return _redact(known, text)
     memo = known.memo
@@ -354,20 +352,39 @@ def _remove(value: Any, known: _KnownValues) -> Any:
     if kind is int or kind is float or kind is bool or value is None:
         return value
     if isinstance(value, dict):
-        result = {}
-        for key, item in value.items():
-            if type(key) is str or isinstance(key, str):
-                if is_secret_field_name(key):
-                    result[_redact_memoised(str(key), known)] = PLACEHOLDER
-                    continue
-                key = _redact_memoised(str(key), known)
-            result[key] = _remove(item, known)
-        return result
+        return _remove_from_dict(value, known)
     if isinstance(value, (list, tuple)):
         return [_remove(item, known) for item in value]
     if isinstance(value, str):
         return _redact(known, str(value))
     return value
+
+
+def _remove_from_dict(value: dict[Any, Any], known: _KnownValues) -> dict[Any, Any]:
+    """:func:`_remove` of a dict, with the usual leaves (short strings already seen, numbers)
+    handled in the loop: every recorded event and request is mostly such leaves."""
+    memo = known.memo
+    result = {}
+    for key, item in value.items():
+        if isinstance(key, str):
+            if type(key) is not str:
+                key = str(key)
+            redacted_key = memo.get(key)
+            if redacted_key is None:
+                redacted_key = _redact_memoised(key, known)
+            if is_secret_field_name(key):
+                result[redacted_key] = PLACEHOLDER
+                continue
+            key = redacted_key
+        kind = type(item)
+        if kind is str:
+            redacted = memo.get(item)
+            result[key] = _redact_memoised(item, known) if redacted is None else redacted
+        elif kind is int or kind is float or kind is bool or item is None:
+            result[key] = item
+        else:
+            result[key] = _remove(item, known)
+    return result
 
 
 def remove_secret_values(value: Any) -> Any:

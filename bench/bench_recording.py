@@ -87,7 +87,7 @@ def _recording_overhead(folder: Path) -> Row:
 def _long_answer(folder: Path) -> list[Row]:
     path = folder / "long.jsonl"
     bare, recorded = paired_best(
-        lambda: _bare(1, LONG_DELTAS), lambda: _record(_fresh(folder, "long.jsonl"), 1, LONG_DELTAS), rounds=3
+        lambda: _bare(1, LONG_DELTAS), lambda: _record(_fresh(folder, "long.jsonl"), 1, LONG_DELTAS), rounds=5
     )
     plain = asyncio.run(_plain_size(_faux(1, LONG_DELTAS)))
     size = path.stat().st_size

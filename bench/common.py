@@ -35,7 +35,7 @@ def best_time(function: Callable[[], object], repeat: int = 5) -> float:
 def paired_best(
     baseline: Callable[[], object],
     measured: Callable[[], object],
-    rounds: int = 7,
+    rounds: int = 9,
     clock: Callable[[], float] = time.process_time,
 ) -> tuple[float, float]:
     """The fastest run of each of two functions, measured alternately so that a burst of

@@ -7,8 +7,13 @@ Two properties make recording linear in what was streamed:
   previous one (see :mod:`.partial_patch`), computed on the redacted values.
 * **Linear redaction.** The growing text of a streamed block is redacted incrementally: the
   prefix that no secret pattern can still span (``redaction.safe_cut``) is redacted once, only
-  the tail is redacted again at every event. Deltas are redacted in the context of the text
-  before them, so a credential split across chunks ("Bearer " + "abc123...") is still caught.
+  the tail is redacted again at every event; while the tail holds nothing redaction could act
+  on (``redaction.Trigger``), not even that: only the delta and the few characters before it
+  are searched. Deltas are redacted in the context of the text before them, so a credential
+  split across chunks ("Bearer " + "abc123...") is still caught.
+
+The encoder of a call writes its whole event lines: the usual delta is one ``bytes`` format of
+a template in which the call index and the block's content index are already filled in.
 
 This module knows nothing of files or providers: :mod:`.recording` writes what it encodes.
 """

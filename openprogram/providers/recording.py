@@ -533,9 +533,17 @@ class RecordingProvider:
         except BaseException:
             call.end_quietly("error")
             raise
-        write_event = call.write_event
+        # ``__anext__`` of what ``__aiter__`` returned, not ``async for`` (which would call
+        # ``__aiter__`` again: an iterable may start a second stream).
+        next_event, write_event = iterator.__anext__, call.write_event
         try:
-            async for event in iterator:
+            while True:
+                try:
+                    event = await next_event()
+                except StopAsyncIteration:
+                    # The provider broke the stream contract (no terminal event): an error.
+                    call.end("error")
+                    return
                 write_event(event)
                 if event.type in TERMINAL_EVENT_TYPES:
                     call.end("complete")  # before the consumer sees it: it may stop here
@@ -543,8 +551,6 @@ class RecordingProvider:
                     yield event
                     return
                 yield event
-            # The provider broke the stream contract (no terminal event): an error.
-            call.end("error")
         except asyncio.CancelledError:
             call.end_quietly("cancelled")
             raise

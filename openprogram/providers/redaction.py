@@ -265,7 +265,7 @@ def _known_values() -> _KnownValues:
 def _redact(known: _KnownValues, text: str) -> str:
     """``redact_text`` with the known values already looked up. Every pattern runs only when
     a substring it cannot match without is present (a new rule must add its own substring
-    to ``_TRIGGER_SHAPES``: the recorder trusts a trigger-free text to be its own redaction)."""
+    to ``_TRIGGER_WORDS``: the recorder trusts a trigger-free text to be its own redaction)."""
     if len(text) < _SHORTEST_SECRET_TEXT:
         return text
     if known.pattern is not None:

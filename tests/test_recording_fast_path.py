@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,7 +17,16 @@ from openprogram.providers.faux import (
     FauxToolCall,
 )
 from openprogram.providers.redaction import current_redactor
-from openprogram.providers.types import Context, Model, UserMessage
+from openprogram.providers.types import (
+    AssistantMessage,
+    Context,
+    EventStart,
+    EventTextDelta,
+    Model,
+    TextContent,
+    Usage,
+    UserMessage,
+)
 
 MODEL = Model(id="m", api="faux", provider="faux")
 WORDS = st.sampled_from(
@@ -35,9 +45,9 @@ def stream_events(response: FauxResponse, words_per_chunk: int) -> list:
     return asyncio.run(collect())
 
 
-def general_only(encoder: EventEncoder) -> EventEncoder:
-    encoder._encode_text_growth = lambda *args: None  # type: ignore[method-assign]
-    return encoder
+def general_lines(encoder: EventEncoder, events: list) -> list[bytes]:
+    """The lines of the general path alone: the encoder's own fallback, never the hot path."""
+    return [encoder._line % (number, encoder._encode_general(event)) for number, event in enumerate(events)]
 
 
 @settings(max_examples=60, deadline=None)
@@ -55,21 +65,65 @@ def test_hot_path_lines_equal_general_path_lines(thinking, text, second_text, wo
     blocks.append(FauxText(second_text))
     events = stream_events(FauxResponse(blocks=tuple(blocks)), words_per_chunk)
     redactor = current_redactor()
-    fast, general = EventEncoder(redactor), general_only(EventEncoder(redactor))
-    hits = 0
-    original = fast._encode_text_growth
+    fast = EventEncoder(redactor)
+    general_calls = 0
+    original = fast._encode_general
 
-    def counting(*args):
-        nonlocal hits
-        line = original(*args)
-        hits += line is not None
-        return line
+    def counting(event):
+        nonlocal general_calls
+        general_calls += 1
+        return original(event)
 
-    fast._encode_text_growth = counting  # type: ignore[method-assign]
-    for number, event in enumerate(events):
-        assert fast.line(event, number) == general.line(event, number), event.type
+    fast._encode_general = counting  # type: ignore[method-assign]
+    expected = general_lines(EventEncoder(redactor), events)
+    assert [fast.line(event, number) for number, event in enumerate(events)] == expected
     deltas = sum(1 for e in events if e.type in ("text_delta", "thinking_delta"))
-    assert hits == deltas  # the hot path served every delta, each block's first one included
+    assert general_calls == len(events) - deltas  # the hot path served every delta, each block's first one included
+
+
+def _message(text: str, usage: Usage | None = None) -> AssistantMessage:
+    return AssistantMessage(
+        content=[TextContent(text=text)], api="faux", provider="faux", model="m", usage=usage or Usage(), timestamp=1
+    )
+
+
+def _deltas_after(start: AssistantMessage, *steps: tuple[str, AssistantMessage]) -> list:
+    events = [EventStart(partial=start)]
+    events += [EventTextDelta(content_index=0, delta=delta, partial=partial) for delta, partial in steps]
+    return events
+
+
+@pytest.mark.parametrize(
+    "case",
+    ["usage changes too", "earlier text rewritten", "a bool content_index", "a new but equal usage"],
+)
+def test_what_the_hot_path_must_not_take_is_written_by_the_general_path(case):
+    """Partials that are not simply "the previous one plus the delta": whichever path takes
+    them, the line is the general path's, which writes what really changed."""
+    first = _message("Hello")
+    second = first.model_copy(update={"content": [TextContent(text="Hello wor")]})
+    if case == "usage changes too":
+        third = second.model_copy(update={"content": [TextContent(text="Hello world")], "usage": Usage(input=7)})
+    elif case == "earlier text rewritten":
+        third = second.model_copy(update={"content": [TextContent(text="Jello world")]})
+    elif case == "a bool content_index":
+        third = second.model_copy(update={"content": [TextContent(text="Hello world")]})
+    else:
+        third = second.model_copy(update={"content": [TextContent(text="Hello world")], "usage": Usage()})
+    events = _deltas_after(first, (" wor", second), ("ld", third))
+    if case == "a bool content_index":
+        events[2] = EventTextDelta.model_construct(content_index=True, delta="ld", partial=third)
+    redactor = current_redactor()
+    fast = EventEncoder(redactor)
+    lines = [fast.line(event, number) for number, event in enumerate(events)]
+    assert lines == general_lines(EventEncoder(redactor), events)
+    written = {
+        "usage changes too": b'["set",["usage","input"],7]',
+        "earlier text rewritten": b'"Jello world"',
+        "a bool content_index": b'"content_index":1,"delta":"ld"',  # the serializer's int
+        "a new but equal usage": b'"partial_patch":[["append",["content",0,"text"],"ld"]]',
+    }[case]
+    assert written in lines[2]
 
 
 @settings(max_examples=40, deadline=None)

@@ -261,16 +261,16 @@ class _LastGrowth:
     )
 
     @classmethod
-    def of(cls, partial: Any, index: Any, event_type: str, encoder: EventEncoder) -> _LastGrowth | None:
+    def of(cls, partial: Any, index: Any, event_type: Any, encoder: EventEncoder) -> _LastGrowth | None:
         """Take ``partial`` apart for the growth of its block ``index`` by ``event_type``
         deltas; None when the hot path cannot serve it (the general path then does)."""
-        if type(partial) is not AssistantMessage or type(index) is not int:
+        field = _DERIVED_DELTAS.get(event_type) if type(event_type) is str else None
+        if field is None or type(partial) is not AssistantMessage or type(index) is not int:
             return None
         message = partial.__dict__
         content = message.get("content")
         if type(content) is not list or not 0 <= index < len(content):
             return None
-        field = _DERIVED_DELTAS[event_type]
         block = content[index]
         kind = type(block)
         others = encoder.field_getter(kind, field)
@@ -322,32 +322,23 @@ class EventEncoder:
         self._getters: dict[tuple[type, str], Callable[[dict[str, Any]], tuple[Any, ...]] | None] = {}
 
     def line(self, event: AssistantMessageEvent, event_index: int) -> bytes:
-        """The whole event line of one event, newline included."""
-        previous = self._previous
+        """The whole event line of one event, newline included.
+
+        The hot path, inline here since it runs for nearly every event: a text or thinking
+        delta whose partial is the previous one with the delta appended to its block. Content
+        blocks and usage are immutable values that snapshots share until they change, so
+        "nothing else changed" is identity checks (identity, not equality: ``True == 1``), and
+        the partial is never dumped. What was learnt about the previous partial is carried
+        over (``_LastGrowth``) rather than taken apart again. Any check that fails sends the
+        event down the general path, which writes the same bytes (a property test holds the
+        two to that).
+        """
         fields = event.__dict__  # plain dict reads: pydantic attribute access costs more
         partial = fields.get("partial")
-        if partial is not None:
-            self._previous = partial
-            if previous is not None and fields.get("type") in _DERIVED_DELTAS:
-                line = self._encode_text_growth(fields, partial, previous, event_index)
-                if line is not None:
-                    return line
-        return self._line % (event_index, self._encode_general(event))
-
-    def _encode_text_growth(
-        self, event: dict[str, Any], partial: Any, previous: Any, event_index: int
-    ) -> bytes | None:
-        """The hot path: a text or thinking delta whose partial is the previous one with the
-        delta appended to its block. Content blocks and usage are immutable values that
-        snapshots share until they change, so "nothing else changed" is identity checks
-        (identity, not equality: ``True == 1``), and the partial is never dumped. What was
-        learnt about the previous partial is carried over (``_LastGrowth``) rather than taken
-        apart again. Every check that fails sends the event down the general path (None)."""
-        # Exact classes only: ``isinstance`` on a pydantic class is a Python-level call.
-        if type(partial) is not AssistantMessage:
-            return None
-        index, delta, event_type = event.get("content_index"), event.get("delta"), event["type"]
-        last = self._last
+        if partial is None:
+            return self._line % (event_index, self._encode_general(event))
+        previous, self._previous = self._previous, partial
+        index, event_type, last = fields.get("content_index"), fields.get("type"), self._last
         if (
             last is None
             or last.partial is not previous
@@ -357,34 +348,30 @@ class EventEncoder:
         ):
             last = self._last = _LastGrowth.of(previous, index, event_type, self)
             if last is None:
-                return None
-        message = partial.__dict__
-        content = message.get("content")
+                return self._line % (event_index, self._encode_general(event))
+        # Exact classes only: ``isinstance`` on a pydantic class is a Python-level call.
+        message = partial.__dict__ if type(partial) is AssistantMessage else None
+        content = message.get("content") if message is not None else None
         before = last.content
         if type(content) is not list or len(content) != len(before):
-            return None
-        try:
-            rest = _MESSAGE_OTHERS(message)
-        except KeyError:  # built without validation, a field missing
-            return None
-        if not all(map(is_, rest, last.message_rest)):
-            return None
-        if len(content) > 1 and not (
-            all(map(is_, content[:index], before[:index]))
-            and all(map(is_, content[index + 1 :], before[index + 1 :]))
-        ):
-            return None
-        block = content[index]
+            return self._line % (event_index, self._encode_general(event))
+        block = content[index]  # in range: checked against the previous partial's content
         if type(block) is not last.block_kind:
-            return None
-        block = block.__dict__
+            return self._line % (event_index, self._encode_general(event))
+        values = block.__dict__
         try:
-            block_rest = last.block_others(block)
-        except KeyError:
-            return None
-        text, old_text = block.get(last.field), last.text
+            rest, block_rest = _MESSAGE_OTHERS(message), last.block_others(values)
+        except KeyError:  # built without validation, a field missing
+            return self._line % (event_index, self._encode_general(event))
+        text, old_text, delta = values.get(last.field), last.text, fields.get("delta")
         if (
-            not all(map(is_, block_rest, last.block_rest))
+            not all(map(is_, rest, last.message_rest))
+            or not all(map(is_, block_rest, last.block_rest))
+            or len(content) > 1
+            and not (
+                all(map(is_, content[:index], before[:index]))
+                and all(map(is_, content[index + 1 :], before[index + 1 :]))
+            )
             or type(delta) is not str
             or not delta
             or type(text) is not str
@@ -392,7 +379,7 @@ class EventEncoder:
             or not text.endswith(delta)
             or not text.startswith(old_text)
         ):
-            return None
+            return self._line % (event_index, self._encode_general(event))
         state = last.state
         if state.grow_clean(text, delta, self._safe_cut):  # the usual case: delta is what it gains
             gained = orjson.dumps(delta)

@@ -448,11 +448,8 @@ class _CallRecorder:
         self.call_index = call_index
         self.event_count = 0
         self.ended = False
-        self._line = EventEncoder(redactor, call_index).line
-
-    def write_event(self, event: AssistantMessageEvent) -> None:
-        self.sink.write_event_line(self._line(event, self.event_count))
-        self.event_count += 1
+        #: ``line_of(event, event_index)``: the event's whole line (see ``RecordingProvider``).
+        self.line_of = EventEncoder(redactor, call_index).line
 
     def end(self, outcome: str) -> None:
         if self.ended:
@@ -535,7 +532,7 @@ class RecordingProvider:
             raise
         # ``__anext__`` of what ``__aiter__`` returned, not ``async for`` (which would call
         # ``__aiter__`` again: an iterable may start a second stream).
-        next_event, write_event = iterator.__anext__, call.write_event
+        next_event, line_of, write_line = iterator.__anext__, call.line_of, self._sink.write_event_line
         try:
             while True:
                 try:
@@ -544,7 +541,8 @@ class RecordingProvider:
                     # The provider broke the stream contract (no terminal event): an error.
                     call.end("error")
                     return
-                write_event(event)
+                write_line(line_of(event, call.event_count))  # before the consumer sees it
+                call.event_count += 1
                 if event.type in TERMINAL_EVENT_TYPES:
                     call.end("complete")  # before the consumer sees it: it may stop here
                     await _close_quietly(iterator)

@@ -4,6 +4,7 @@ call, and a fuzzer showing that a damaged file raises RecordingFileError and not
 from __future__ import annotations
 
 import asyncio
+import gc
 
 import orjson
 import pytest
@@ -90,6 +91,30 @@ def test_the_valid_file_is_accepted(tmp_path, valid_lines):
     assert recording.calls[1].request_line == _line_of(valid_lines, "request", 1)
     assert recording.calls[0].end_line == _line_of(valid_lines, "call_end", 0)
     assert recording.calls[0].event_count == len(list(recording.calls[0].event_dumps()))
+
+
+def test_reading_leaves_the_collector_as_it_was(tmp_path, valid_lines):
+    """The reader pauses the collector and moves what it read to the oldest generation; the
+    collector is on again afterwards, and objects the program froze itself stay frozen."""
+    path = tmp_path / "rec.jsonl"
+    path.write_bytes(_join(valid_lines))
+    assert gc.isenabled()
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        read_recording_file(path)
+        assert gc.isenabled()
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()
+    read_recording_file(path)
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    gc.disable()
+    try:
+        read_recording_file(path)
+        assert not gc.isenabled()  # a program that runs without the collector keeps it off
+    finally:
+        gc.enable()
 
 
 def test_blank_lines_and_unknown_keys_are_tolerated(tmp_path, valid_lines):

@@ -341,6 +341,19 @@ async def test_a_failing_write_fails_the_call_with_a_clear_error(tmp_path, monke
         assert read_recording_file(path).calls == []
 
 
+async def test_closing_the_sink_mid_stream_fails_the_call_with_a_clear_error(tmp_path):
+    """An event after the sink was closed is refused by name, not with a bad descriptor."""
+    path = tmp_path / "rec.jsonl"
+    provider = RecordingProvider(FauxProvider([faux_text("a b c d")]), path)
+    stream = provider.stream(MODEL, context_of("q"))
+    await anext(stream)
+    provider.sink.close()
+    with pytest.raises(RecordingFileError, match="the recording sink is closed") as caught:
+        await anext(stream)
+    assert str(path) in str(caught.value)
+    await stream.aclose()
+
+
 async def test_a_short_write_is_completed_into_one_whole_line(tmp_path, monkeypatch):
     """A write that takes only part of a line (the kernel may do that on a nearly full disk)
     is continued, so the line still lands whole and the recording stays valid."""

@@ -350,6 +350,14 @@ def test_incremental_redaction_of_a_growing_string_matches_whole_redaction(piece
             assert stable + redact_text(text[stable_length:]) == redact_text(text)
 
 
+@settings(max_examples=500, deadline=None)
+@given(text=st.text(alphabet=" \t\n\r\f\va\u2028\x00\xa0", max_size=12), end=st.integers(0, 12))
+def test_the_last_whitespace_is_found_however_it_is_searched(text, end):
+    end = min(end, len(text))
+    slow = max(text.rfind(ch, 0, end) for ch in redaction._CUT_WHITESPACE)
+    assert redaction._last_whitespace(text, end) == slow
+
+
 @settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(text=_texts)
 def test_a_trigger_free_text_is_its_own_redaction(text):

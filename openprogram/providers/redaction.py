@@ -25,6 +25,7 @@ import re
 import string
 from collections.abc import Callable
 from functools import lru_cache, partial
+from itertools import repeat
 from typing import Any, NamedTuple
 
 from . import credentials as _credentials
@@ -321,23 +322,33 @@ def safe_cut(text: str) -> int:
     return _safe_cut(text, _known_values())
 
 
+def _last_whitespace(text: str, end: int) -> int:
+    """The position of the last ``_CUT_WHITESPACE`` character before ``end``, or -1. Usually
+    a space with only printable characters after it (none of the others is printable), which
+    takes one search; a recorder cuts a growing text every hundred characters or so."""
+    space = text.rfind(" ", 0, end)
+    if text[space + 1 : end].isprintable():
+        return space
+    return max(map(text.rfind, _CUT_WHITESPACE, repeat(0), repeat(end)))
+
+
 def _safe_cut(text: str, known: _KnownValues) -> int:
     if known.contains_whitespace:
         return 0
     end = len(text)
     while end > 0:
-        position = max(text.rfind(ch, 0, end) for ch in _CUT_WHITESPACE)
+        position = _last_whitespace(text, end)
         if position < 0:
             return 0
         run_start = position
         while run_start > 0 and text[run_start - 1] in _CUT_WHITESPACE:
             run_start -= 1
         before = text[max(0, run_start - 6) : run_start].lower()
-        scheme = next((word for word in _AUTH_SCHEMES if before.endswith(word)), None)
         # Only spaces and tabs join a scheme word to its credential.
-        if scheme is None or text[run_start : position + 1].strip(" \t"):
+        if not before.endswith(_AUTH_SCHEMES) or text[run_start : position + 1].strip(" \t"):
             return position + 1
         # A credential may still follow this scheme word: cut before the word instead.
+        scheme = next(word for word in _AUTH_SCHEMES if before.endswith(word))
         end = run_start - len(scheme)
     return 0
 

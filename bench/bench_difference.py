@@ -15,7 +15,6 @@ from __future__ import annotations
 import orjson
 
 from bench.common import Row, best_time, ratio_row
-from openprogram.providers.differences import find_first_difference
 from openprogram.providers.types import (
     AssistantMessage,
     Context,
@@ -26,6 +25,7 @@ from openprogram.providers.types import (
     Usage,
     UserMessage,
 )
+from openprogram.recordings.differences import find_first_difference
 
 MESSAGES = 2000
 LIMIT = 0.1

@@ -25,9 +25,9 @@ import orjson
 from bench.common import Row, paired_best, ratio_row
 from openprogram.providers.faux import FauxProvider, faux_text
 from openprogram.providers.recording import RecordingProvider, RecordingSink
-from openprogram.providers.recording_format import EVENT_CLASSES
 from openprogram.providers.replay import ReplayProvider, read_recording_file
 from openprogram.providers.types import Context, Model, UserMessage
+from openprogram.recordings.format import EVENT_CLASSES
 
 MODEL = Model(id="bench", api="faux", provider="faux")
 CALLS = 50

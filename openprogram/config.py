@@ -197,7 +197,7 @@ def _positive_int(value: Any) -> Any:
 
 
 def _record_replay_mode(value: Any) -> Any:
-    from .recordings_store import VALID_MODES
+    from .recordings.store import VALID_MODES
 
     if value not in VALID_MODES:
         raise ConfigError(f"must be one of {', '.join(VALID_MODES)}, not {value!r}")
@@ -214,7 +214,7 @@ def _check_record_replay(before: dict[str, Any], after: dict[str, Any]) -> None:
     """When a change touches ``record_replay``, the result must be usable as it stands."""
     if before.get("record_replay") == after.get("record_replay"):
         return
-    from .recordings_store import check_record_replay
+    from .recordings.store import check_record_replay
 
     check_record_replay(after)
 

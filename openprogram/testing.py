@@ -132,7 +132,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
     handle: LlmRecording | None = getattr(item, "_openprogram_recording", None)
     if handle is None or call.excinfo is None or call.when != "call":
         return
-    from openprogram.providers.replay import ReplayMismatch
+    from openprogram.recordings.differences import ReplayMismatch
 
     if isinstance(call.excinfo.value, ReplayMismatch):
         report = outcome.get_result()
@@ -165,7 +165,7 @@ def _wrap(function, handle: LlmRecording, keep_failed: bool):
 @contextlib.contextmanager
 def _session(handle: LlmRecording, keep_failed: bool):
     """Replay or record around one test body, and settle the file by how the body ended."""
-    from openprogram.providers.scoped import use_recording
+    from openprogram.recordings.scoped import use_recording
 
     exists = handle.path.exists()
     if handle.mode == "replay" or (handle.mode == "record" and exists):

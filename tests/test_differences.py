@@ -17,7 +17,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openprogram.providers.differences import (
+from openprogram.recordings.differences import (
     NON_DETERMINISTIC_FIELD_NAMES,
     ReplayMismatch,
     find_first_difference,

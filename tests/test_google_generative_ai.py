@@ -8,7 +8,6 @@ import socket
 
 import pytest
 
-from openprogram.providers.google_generative_ai import GoogleGenerativeAIProvider
 from openprogram.providers.types import (
     AssistantMessage,
     Context,
@@ -24,6 +23,7 @@ from openprogram.providers.types import (
     ToolResultMessage,
     UserMessage,
 )
+from openprogram.providers.vendors.google_generative_ai import GoogleGenerativeAIProvider
 from tests.event_checks import assert_well_formed, final_message
 from tests.transcripts import google_streams as t
 from tests.transcripts.event_summary import collect, summarize

@@ -19,7 +19,8 @@ sys.addaudithook(audit)
 
 import openprogram.providers as providers
 from openprogram.providers import (api_registry, assembly, credentials, faux, guard, initialization,
-    models, partial_json, register, stream, types, vendor_common)
+    models, partial_json, register, stream, types)
+from openprogram.providers.vendors import common
 names = [providers.UserMessage, providers.stream_simple, providers.FauxProvider]
 print(json.dumps({
     "registered": api_registry.registered_apis(),

@@ -12,7 +12,6 @@ from __future__ import annotations
 import pytest
 
 from openprogram.providers.api_registry import register_api_provider
-from openprogram.providers.openai_completions import OpenAICompletionsProvider
 from openprogram.providers.types import (
     AssistantMessage,
     Context,
@@ -30,6 +29,7 @@ from openprogram.providers.types import (
     UsageCost,
     UserMessage,
 )
+from openprogram.providers.vendors.openai_completions import OpenAICompletionsProvider
 from tests.openai_support import (
     TIMESTAMP,
     WEATHER_SCHEMA,

@@ -17,7 +17,6 @@ from typing import Any
 import pytest
 
 from openprogram.providers.api_registry import register_api_provider
-from openprogram.providers.openai_responses import OpenAIResponsesProvider
 from openprogram.providers.types import (
     AssistantMessage,
     Context,
@@ -33,6 +32,7 @@ from openprogram.providers.types import (
     ToolResultMessage,
     UserMessage,
 )
+from openprogram.providers.vendors.openai_responses import OpenAIResponsesProvider
 from tests.openai_support import (
     TIMESTAMP,
     WEATHER_SCHEMA,

@@ -11,7 +11,6 @@ import stat
 import orjson
 import pytest
 
-from openprogram.providers import recording as recording_module
 from openprogram.providers.faux import FauxProvider, faux_error, faux_text, faux_tool_call
 from openprogram.providers.recording import (
     PLACEHOLDER,
@@ -22,9 +21,10 @@ from openprogram.providers.recording import (
     RecordingSink,
     remove_secret_values,
 )
-from openprogram.providers.redaction import REDACTION_VERSION
 from openprogram.providers.replay import read_recording_file
 from openprogram.providers.types import SimpleStreamOptions, StreamOptions
+from openprogram.recordings import sink as sink_module
+from openprogram.recordings.redaction import REDACTION_VERSION
 
 from .test_recording_support import (
     MODEL,
@@ -38,7 +38,7 @@ from .test_recording_support import (
 
 
 def test_reexported_redaction_names():
-    from openprogram.providers import redaction
+    from openprogram.recordings import redaction
 
     assert PLACEHOLDER == "[secret removed]"
     assert SECRET_FIELD_NAMES is redaction.SECRET_FIELD_NAMES
@@ -326,7 +326,7 @@ async def test_a_failing_write_fails_the_call_with_a_clear_error(tmp_path, monke
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         return real_write(fd, data)
 
-    monkeypatch.setattr(recording_module.os, "write", failing_write)
+    monkeypatch.setattr(sink_module.os, "write", failing_write)
     with pytest.raises(RecordingFileError, match="No space left on device") as caught:
         await collect(provider.stream(MODEL, context_of("q")))
     assert str(path) in str(caught.value)
@@ -368,7 +368,7 @@ async def test_a_short_write_is_completed_into_one_whole_line(tmp_path, monkeypa
             return real_write(fd, bytes(data)[:7])
         return real_write(fd, data)
 
-    monkeypatch.setattr(recording_module.os, "write", short_write)
+    monkeypatch.setattr(sink_module.os, "write", short_write)
     events = await collect(provider.stream(MODEL, context_of("q")))
     monkeypatch.undo()
     assert short["done"] == 3

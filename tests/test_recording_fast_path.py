@@ -8,7 +8,6 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openprogram.providers.event_encoding import EventEncoder
 from openprogram.providers.faux import (
     FauxProvider,
     FauxResponse,
@@ -16,7 +15,6 @@ from openprogram.providers.faux import (
     FauxThinking,
     FauxToolCall,
 )
-from openprogram.providers.redaction import current_redactor
 from openprogram.providers.types import (
     AssistantMessage,
     Context,
@@ -27,6 +25,8 @@ from openprogram.providers.types import (
     Usage,
     UserMessage,
 )
+from openprogram.recordings.encoder import EventEncoder
+from openprogram.recordings.redaction import current_redactor
 
 MODEL = Model(id="m", api="faux", provider="faux")
 WORDS = st.sampled_from(

@@ -664,7 +664,7 @@ def test_status_in_off_mode_does_not_even_import_pydantic(isolated_home):
 
 
 def test_liveness_lock_follows_the_writer_process(tmp_path):
-    from openprogram.providers.recording_liveness import is_being_recorded
+    from openprogram.recordings.writer_lock import is_being_recorded
 
     path = make_recording(tmp_path / "r.jsonl")
     assert is_being_recorded(path) is False
@@ -678,7 +678,7 @@ def test_liveness_lock_follows_the_writer_process(tmp_path):
 def test_liveness_lock_in_process_survives_other_descriptors_and_flock(tmp_path):
     import fcntl
 
-    from openprogram.providers.recording_liveness import (
+    from openprogram.recordings.writer_lock import (
         hold_writer_lock,
         is_being_recorded,
         release_writer_lock,
@@ -705,7 +705,7 @@ def test_liveness_lock_in_process_survives_other_descriptors_and_flock(tmp_path)
 
 
 def test_liveness_never_follows_a_symlink(tmp_path):
-    from openprogram.providers.recording_liveness import is_being_recorded
+    from openprogram.recordings.writer_lock import is_being_recorded
 
     path = make_recording(tmp_path / "r.jsonl")
     link = tmp_path / "link.jsonl"

@@ -13,8 +13,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from openprogram.providers import redaction
-from openprogram.providers.redaction import (
+from openprogram.providers.types import (
+    AssistantMessage,
+    EventTextDelta,
+    TextContent,
+    ToolCall,
+)
+from openprogram.recordings import redaction
+from openprogram.recordings.redaction import (
     PLACEHOLDER,
     REDACTION_VERSION,
     SECRET_FIELD_NAMES,
@@ -22,12 +28,6 @@ from openprogram.providers.redaction import (
     redact_text,
     remove_secret_values,
     safe_cut,
-)
-from openprogram.providers.types import (
-    AssistantMessage,
-    EventTextDelta,
-    TextContent,
-    ToolCall,
 )
 
 KEY = "Q7sEcReT0123456789abcd"  # a known value, planted through the environment

@@ -36,7 +36,7 @@ from .test_recording_support import MODEL, ScriptedProvider, collect, context_of
 
 
 def test_reexported_difference_names():
-    from openprogram.providers import differences
+    from openprogram.recordings import differences
 
     assert find_first_difference is differences.find_first_difference
     assert ReplayMismatch is differences.ReplayMismatch
@@ -330,14 +330,14 @@ async def test_replay_through_the_facade_never_touches_credentials_or_sockets(
 async def test_a_recording_over_the_memory_budget_rebuilds_snapshots_while_replaying(
     tmp_path, monkeypatch
 ):
-    from openprogram.providers import replay as replay_module
+    from openprogram.recordings import reader as reader_module
 
     path = tmp_path / "rec.jsonl"
     live = await record(path, [faux_text("one two three"), faux_text("four five six")],
                         [(context_of("a"), None), (context_of("b"), None)])
     small = ReplayProvider(path)
     assert all(call.rows is None for call in small.recording.calls), "small: objects kept"
-    monkeypatch.setattr(replay_module, "KEEP_EVENTS_BUDGET", 1)
+    monkeypatch.setattr(reader_module, "KEEP_EVENTS_BUDGET", 1)
     large = ReplayProvider(path)
     assert all(call.rows is not None and call._events is None for call in large.recording.calls)
     for provider in (small, large):

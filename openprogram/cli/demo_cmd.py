@@ -73,8 +73,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _demo(path: Path, *, keep: bool) -> int:
-    from openprogram.providers.replay import ReplayMismatch, read_recording_file
-    from openprogram.providers.scoped import use_recording
+    from openprogram.recordings.differences import ReplayMismatch
+    from openprogram.recordings.reader import read_recording_file
+    from openprogram.recordings.scoped import use_recording
 
     print(f"1. Record: an agent with a calculator tool answers {DEMO_PROMPT!r} (faux/echo model)")
     with use_recording(path, "record"):

@@ -114,7 +114,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_id_argument(recording_id: str) -> str:
     """A malformed ID typed on the command line is a usage error (exit 2)."""
-    from openprogram.recordings_store import SelectorError, check_recording_id
+    from openprogram.recordings.store import SelectorError, check_recording_id
 
     try:
         return check_recording_id(recording_id)
@@ -172,7 +172,7 @@ class Diagnosis:
 def diagnose(config: dict[str, Any]) -> Diagnosis:
     """Check the ``record_replay`` settings the way the runtime activates them, without
     initialising it and without changing any file."""
-    from openprogram.recordings_store import (
+    from openprogram.recordings.store import (
         VALID_MODES,
         SelectorError,
         is_managed_id,
@@ -222,7 +222,7 @@ def diagnose(config: dict[str, Any]) -> Diagnosis:
 
 
 def _check_replay_file(diagnosis: Diagnosis, path: Path) -> Diagnosis:
-    from openprogram.providers.recording_format import RecordingFileError
+    from openprogram.recordings.format import RecordingFileError
 
     if not os.path.lexists(path):
         return diagnosis.fail(
@@ -246,7 +246,7 @@ def _check_record_target(diagnosis: Diagnosis, path: Path) -> Diagnosis:
     """Record mode creates the file at the next start, or appends to it after checking its
     header: ask the sink itself (the one place that knows), but only when the file exists
     and is not empty, so that nothing is created or written here."""
-    from openprogram.providers.recording_format import RecordingFileError
+    from openprogram.recordings.format import RecordingFileError
 
     try:
         info = os.lstat(path)
@@ -261,7 +261,7 @@ def _check_record_target(diagnosis: Diagnosis, path: Path) -> Diagnosis:
         diagnosis.usable = True
         return diagnosis
     try:
-        from openprogram.providers.recording import RecordingSink
+        from openprogram.recordings.sink import RecordingSink
 
         RecordingSink(path).close()
     except RecordingFileError as error:
@@ -327,7 +327,7 @@ def _render_status(diagnosis: Diagnosis, config_file: Path) -> str:
 
 def run_record(args: argparse.Namespace) -> int:
     from openprogram import config
-    from openprogram.recordings_store import ensure_recordings_dir, managed_path, recordings_dir
+    from openprogram.recordings.store import ensure_recordings_dir, managed_path, recordings_dir
 
     if args.name is not None:
         _check_id_argument(args.name)  # before anything is created
@@ -367,7 +367,7 @@ def _generated_id(folder: Path) -> str:
 def _create_header_only(path: Path, recording_id: str) -> None:
     """Create the file exclusively (0600, never through a symlink, never over anything), then
     let the sink write its header: the format is written in one place only."""
-    from openprogram.providers.recording_format import RecordingFileError
+    from openprogram.recordings.format import RecordingFileError
 
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -383,7 +383,7 @@ def _create_header_only(path: Path, recording_id: str) -> None:
     finally:
         os.close(fd)
     try:
-        from openprogram.providers.recording import RecordingSink
+        from openprogram.recordings.sink import RecordingSink
 
         RecordingSink(path).close()
     except RecordingFileError as error:
@@ -392,8 +392,8 @@ def _create_header_only(path: Path, recording_id: str) -> None:
 
 def run_replay(args: argparse.Namespace) -> int:
     from openprogram import config
-    from openprogram.providers.recording_format import RecordingFileError
-    from openprogram.recordings_store import is_managed_id, resolve_selector
+    from openprogram.recordings.format import RecordingFileError
+    from openprogram.recordings.store import is_managed_id, resolve_selector
 
     selector = args.selector
     if is_managed_id(selector):
@@ -421,7 +421,7 @@ def run_replay(args: argparse.Namespace) -> int:
 
 def run_off(args: argparse.Namespace) -> int:
     from openprogram import config
-    from openprogram.recordings_store import record_replay_settings
+    from openprogram.recordings.store import record_replay_settings
 
     with config.config_transaction() as current:
         previous, selector = record_replay_settings(current)
@@ -447,7 +447,7 @@ def _set_record_replay(current: dict[str, Any], *, mode: str, file: str | None =
 
 def run_list(args: argparse.Namespace) -> int:
     from openprogram import config
-    from openprogram.recordings_store import record_replay_settings, recordings_dir
+    from openprogram.recordings.store import record_replay_settings, recordings_dir
 
     from . import recordings_render as render
 
@@ -474,7 +474,7 @@ def run_list(args: argparse.Namespace) -> int:
 def _folder_entries(folder: Path) -> list[tuple[Path, str | None]]:
     """``*.jsonl`` entries of the managed folder, sorted, with their ID (None when the name is
     not a valid ID, so such a file is listed but never treated as managed)."""
-    from openprogram.recordings_store import RECORDING_ID_PATTERN, RECORDING_SUFFIX
+    from openprogram.recordings.store import RECORDING_ID_PATTERN, RECORDING_SUFFIX
 
     try:
         names = sorted(os.listdir(folder))
@@ -493,8 +493,8 @@ def _folder_entries(folder: Path) -> list[tuple[Path, str | None]]:
 
 def run_show(args: argparse.Namespace) -> int:
     from openprogram import config
-    from openprogram.providers.recording_format import RecordingFileError
-    from openprogram.recordings_store import is_managed_id, managed_id_of
+    from openprogram.recordings.format import RecordingFileError
+    from openprogram.recordings.store import is_managed_id, managed_id_of
 
     from . import recordings_render as render
 
@@ -508,7 +508,7 @@ def run_show(args: argparse.Namespace) -> int:
         raise CliError(str(error)) from None
     active = _same(path, _active_path(config.load_config()))
     if args.conversation:
-        from openprogram.recording_conversation import render_conversation
+        from openprogram.recordings.conversation import render_conversation
 
         _warn_content()
         print(render_conversation(recording))
@@ -551,8 +551,8 @@ def run_diff(args: argparse.Namespace) -> int:
     """Exit 0 when the recordings agree (apart from non-deterministic fields), 1 when they
     differ, 2 when either is missing or invalid."""
     from openprogram.config import ConfigError
-    from openprogram.providers.recording_format import RecordingFileError
-    from openprogram.recording_diff import diff_recordings
+    from openprogram.recordings.comparison import diff_recordings
+    from openprogram.recordings.format import RecordingFileError
 
     from . import recordings_render as render
 
@@ -574,7 +574,7 @@ def run_diff(args: argparse.Namespace) -> int:
 
 def _names_local_file(selector: str) -> bool:
     """A bare name that is not a valid recording ID but is a file in this folder."""
-    from openprogram.recordings_store import SelectorError, check_recording_id, is_managed_id
+    from openprogram.recordings.store import SelectorError, check_recording_id, is_managed_id
 
     if not is_managed_id(selector) or not os.path.isfile(selector):
         return False
@@ -588,7 +588,7 @@ def _names_local_file(selector: str) -> bool:
 def _resolve_for_reading(selector: str) -> Path:
     """A managed ID, or a path. A bare name that is not a valid ID but names a file here
     (``before.jsonl``) is read as that file: reading cannot harm anything."""
-    from openprogram.recordings_store import resolve_selector
+    from openprogram.recordings.store import resolve_selector
 
     if _names_local_file(selector):
         return Path(selector).absolute()
@@ -603,7 +603,7 @@ def _redacted_rows(path: Path):
     but a file copied in from elsewhere may not have been."""
     import orjson
 
-    from openprogram.providers.redaction import remove_secret_values
+    from openprogram.recordings.redaction import remove_secret_values
 
     with open(path, "rb") as handle:
         for line in handle:
@@ -632,7 +632,7 @@ def run_delete(args: argparse.Namespace) -> int:
 
 
 def _managed_target(recording_id: str) -> Path:
-    from openprogram.recordings_store import is_managed_id, managed_path
+    from openprogram.recordings.store import is_managed_id, managed_path
 
     if not is_managed_id(recording_id):
         raise CliError(
@@ -648,7 +648,7 @@ def _managed_target(recording_id: str) -> Path:
 
 def _deletion_refusal(path: Path, current: dict[str, Any]) -> str | None:
     """Why ``path`` must not be deleted now (the reason, without the path), or None."""
-    from openprogram.providers.recording_liveness import is_being_recorded
+    from openprogram.recordings.writer_lock import is_being_recorded
 
     try:
         info = os.lstat(path)
@@ -667,7 +667,7 @@ def _deletion_refusal(path: Path, current: dict[str, Any]) -> str | None:
 
 def run_prune(args: argparse.Namespace) -> int:
     from openprogram import config
-    from openprogram.recordings_store import recordings_dir
+    from openprogram.recordings.store import recordings_dir
 
     from .recordings_render import human_age, now
 
@@ -746,7 +746,7 @@ def _confirm(assume_yes: bool, expected: str, prompt: str, action: str) -> None:
 
 def _active_path(current: dict[str, Any]) -> Path | None:
     """The file record or replay would use at the next start, if any."""
-    from openprogram.recordings_store import SelectorError, record_replay_settings, resolve_selector
+    from openprogram.recordings.store import SelectorError, record_replay_settings, resolve_selector
 
     mode, selector = record_replay_settings(current)
     if mode not in ("record", "replay"):
@@ -770,7 +770,7 @@ def _same(path: Path, other: Path | None) -> bool:
 
 
 def _safe_live(path: Path) -> bool:
-    from openprogram.providers.recording_liveness import is_being_recorded
+    from openprogram.recordings.writer_lock import is_being_recorded
 
     try:
         return is_being_recorded(path)

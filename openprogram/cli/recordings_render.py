@@ -61,7 +61,7 @@ class RecordingInfo:
 def inspect_recording(path: Path, recording_id: str | None, *, managed: bool, active: bool) -> RecordingInfo:
     """Describe one file without ever raising: a file that cannot be read or parsed is an
     ``invalid`` row with the reason, so one bad file never stops a listing."""
-    from openprogram.providers.recording_liveness import is_being_recorded
+    from openprogram.recordings.writer_lock import is_being_recorded
 
     info = RecordingInfo(path=path, id=recording_id, managed=managed, active=active)
     try:
@@ -93,7 +93,7 @@ def inspect_recording(path: Path, recording_id: str | None, *, managed: bool, ac
 
 def read_recording(path: Path):
     """The one strict reader (imported here, lazily: it brings pydantic with it)."""
-    from openprogram.providers.replay import read_recording_file
+    from openprogram.recordings.reader import read_recording_file
 
     return read_recording_file(path)
 
@@ -153,7 +153,7 @@ def summarize_call(call: Any) -> CallSummary:
     """Metadata of a :class:`RecordedCall`: the model fields of its request and the usage and
     error message of the message its terminal event carries (terminal events are stored in
     full, so no partial snapshot is rebuilt)."""
-    from openprogram.recording_diff import final_message
+    from openprogram.recordings.comparison import final_message
 
     model = call.model
     message = final_message(call)

@@ -12,9 +12,8 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 from .assembly import AssistantEvent, AssistantStreamAssembler
-from .guard import ErrorDescriber, guarded_stream
+from .guard import ErrorDescriber, guarded_stream, without_secrets
 from .types import AssistantMessageEvent, Context, Model, SimpleStreamOptions, StreamOptions
-from .vendor_common import without_secrets
 
 
 class AssembledProvider:

@@ -17,6 +17,27 @@ from .types import TERMINAL_EVENT_TYPES
 
 ErrorDescriber = Callable[[BaseException], str]
 
+SECRET_PLACEHOLDER = "[secret removed]"
+
+
+def without_secrets(describe: ErrorDescriber, api_key: str | None) -> ErrorDescriber:
+    """Wrap an error describer so that no known credential (this call's key, the provider
+    environment variables) survives in the message, even when a vendor echoes it back."""
+    from .credentials import MIN_SECRET_LENGTH, known_secret_values
+
+    secrets = set(known_secret_values())
+    if api_key and len(api_key) >= MIN_SECRET_LENGTH:
+        secrets.add(api_key)
+    ordered = sorted(secrets, key=len, reverse=True)
+
+    def scrubbed(error: BaseException) -> str:
+        text = describe(error)
+        for secret in ordered:
+            text = text.replace(secret, SECRET_PLACEHOLDER)
+        return text
+
+    return scrubbed
+
 
 def describe_plain_error(label: str) -> ErrorDescriber:
     def describe(error: BaseException) -> str:

@@ -147,7 +147,7 @@ def _register_builtins() -> None:
 def _activate_record_replay() -> RuntimeSnapshot:
     """Read the configuration once and install the transform it asks for."""
     from ..config import load_config
-    from ..recordings_store import VALID_MODES, record_replay_settings, resolve_selector
+    from ..recordings.store import VALID_MODES, record_replay_settings, resolve_selector
     from .api_registry import configure_provider_transform
 
     mode, selector = record_replay_settings(load_config())
@@ -159,7 +159,8 @@ def _activate_record_replay() -> RuntimeSnapshot:
         return RuntimeSnapshot(mode="off", selector=selector)
     path = resolve_selector(selector, mode=mode)
     if mode == "record":
-        from .recording import RecordingProvider, RecordingSink
+        from ..recordings.recorder import RecordingProvider
+        from ..recordings.sink import RecordingSink
 
         sink = RecordingSink(path)
 
@@ -168,7 +169,7 @@ def _activate_record_replay() -> RuntimeSnapshot:
 
         configure_provider_transform(record_transform)
     else:
-        from .replay import ReplayProvider
+        from ..recordings.replayer import ReplayProvider
 
         replay = ReplayProvider(path)
 
@@ -202,7 +203,7 @@ def _block(error: BaseException) -> RuntimeSnapshot:
 
 def _redacted(text: str) -> str:
     try:
-        from .redaction import redact_text
+        from ..recordings.redaction import redact_text
     except ImportError:  # pragma: no cover - redaction ships with the package
         return text
     return redact_text(text)

@@ -8,11 +8,11 @@ from .api_registry import register_api_providers
 def builtin_providers() -> dict[str, object]:
     """A fresh provider object for every built-in api. Vendor modules import their SDK lazily,
     inside a call, so building these is cheap."""
-    from .anthropic_messages import AnthropicMessagesProvider
     from .faux import DEFAULT_FAUX_PROVIDER
-    from .google_generative_ai import GoogleGenerativeAIProvider
-    from .openai_completions import OpenAICompletionsProvider
-    from .openai_responses import OpenAIResponsesProvider
+    from .vendors.anthropic_messages import AnthropicMessagesProvider
+    from .vendors.google_generative_ai import GoogleGenerativeAIProvider
+    from .vendors.openai_completions import OpenAICompletionsProvider
+    from .vendors.openai_responses import OpenAIResponsesProvider
 
     return {
         "openai-completions": OpenAICompletionsProvider(),

@@ -11,7 +11,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from .providers.differences import find_first_difference
+from .differences import find_first_difference
 
 REQUEST_PARTS = ("model", "context", "options")
 

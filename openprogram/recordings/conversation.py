@@ -11,7 +11,7 @@ from typing import Any
 
 import orjson
 
-from .recording_diff import final_message
+from .comparison import final_message
 
 THINKING_PREVIEW = 80
 

@@ -11,7 +11,7 @@ conversation itself:
 - an assistant text block keeps its message item id in ``text_signature``.
 
 Vendor-private parts (reasoning items, item ids) are sent back only to the model that produced
-them; :func:`~openprogram.providers.vendor_common.prepare_messages` has already turned another
+them; :func:`~openprogram.providers.vendors.common.prepare_messages` has already turned another
 model's thinking into text.
 """
 
@@ -22,20 +22,8 @@ from typing import Any
 
 import orjson
 
-from .assembly import AssistantEvent, AssistantStreamAssembler
-from .openai_shared import (
-    OpenAIProviderBase,
-    OpenAIStreamError,
-    accepts_images,
-    as_plain_dict,
-    compat_flag,
-    data_url,
-    is_same_model,
-    reasoning_effort,
-    sdk_arguments,
-    split_usage,
-)
-from .types import (
+from ..assembly import AssistantEvent, AssistantStreamAssembler
+from ..types import (
     AssistantMessage,
     Context,
     ImageContent,
@@ -47,7 +35,19 @@ from .types import (
     ToolResultMessage,
     UserMessage,
 )
-from .vendor_common import images_of, normalize_tool_call_id, prepare_messages, text_of
+from .common import images_of, normalize_tool_call_id, prepare_messages, text_of
+from .openai_common import (
+    OpenAIProviderBase,
+    OpenAIStreamError,
+    accepts_images,
+    as_plain_dict,
+    compat_flag,
+    data_url,
+    is_same_model,
+    reasoning_effort,
+    sdk_arguments,
+    split_usage,
+)
 
 API = "openai-responses"
 

@@ -12,7 +12,7 @@ import os
 import re
 from pathlib import Path
 
-from .config import ConfigError, ensure_private_dir, state_dir
+from ..config import ConfigError, ensure_private_dir, state_dir
 
 RECORDINGS_FOLDER = "recordings"
 RECORDING_SUFFIX = ".jsonl"
@@ -99,8 +99,8 @@ def check_record_replay(config: dict) -> None:
         return
     path = resolve_selector(selector, mode=mode)
     if mode == "replay":
-        from .providers.recording import RecordingFileError
-        from .providers.replay import read_recording_file
+        from .format import RecordingFileError
+        from .reader import read_recording_file
 
         try:
             read_recording_file(path)

@@ -1,5 +1,7 @@
-"""Vocabulary of the recording file shared by the writer (``recording``) and the one strict
-reader (``replay``): the version, the line types, the error, and line encoding.
+"""Vocabulary of the recording file shared by the writer (:mod:`.sink`, :mod:`.recorder`) and
+the one strict reader (:mod:`.reader`): the version, the line types, the error, line encoding,
+and what "the request" of a call is (:func:`request_payloads`), as recorded and as compared on
+replay. The format itself is described in ``docs/file-format.md``.
 
 Keeping these in one module means the writer and the reader cannot drift apart on what a line
 looks like.
@@ -8,11 +10,15 @@ looks like.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .types import EVENT_CLASSES
+from ..providers.types import EVENT_CLASSES
+
+if TYPE_CHECKING:
+    from ..providers.types import Context, Model, StreamOptions
+    from .redaction import Redactor
 
 RECORDING_FORMAT_VERSION = 1
 
@@ -64,3 +70,23 @@ def encode_line(row: dict[str, Any]) -> bytes:
 def is_plain_int(value: Any) -> bool:
     """An int that is not a bool: JSON ``true`` must never pass for ``1``."""
     return type(value) is int
+
+
+def request_payloads(
+    model: Model,
+    context: Context,
+    options: StreamOptions | None,
+    redactor: Redactor | None = None,
+) -> dict[str, Any]:
+    """The redacted ``model``, ``context`` and ``options`` of a request, as recorded and as
+    compared on replay (runtime-only options are excluded by the types themselves)."""
+    payloads = {
+        "model": model.model_dump(mode="json"),
+        "context": context.model_dump(mode="json"),
+        "options": None if options is None else options.model_dump(mode="json"),
+    }
+    if redactor is None:
+        from .redaction import current_redactor
+
+        redactor = current_redactor()
+    return redactor.remove_secret_values(payloads)

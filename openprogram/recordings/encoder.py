@@ -26,9 +26,9 @@ from typing import Any
 
 import orjson
 
-from .partial_patch import compute_patch
+from ..providers.types import AssistantMessage, AssistantMessageEvent
+from .patches import compute_patch
 from .redaction import Redactor, Trigger
-from .types import AssistantMessage, AssistantMessageEvent
 
 __all__ = ["EventEncoder"]
 

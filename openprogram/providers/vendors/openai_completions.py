@@ -16,19 +16,8 @@ from typing import Any
 
 import orjson
 
-from .assembly import AssistantEvent, AssistantStreamAssembler
-from .openai_shared import (
-    OpenAIProviderBase,
-    OpenAIStreamError,
-    accepts_images,
-    compat_flag,
-    data_url,
-    is_same_model,
-    reasoning_effort,
-    sdk_arguments,
-    split_usage,
-)
-from .types import (
+from ..assembly import AssistantEvent, AssistantStreamAssembler
+from ..types import (
     AssistantMessage,
     Context,
     ImageContent,
@@ -42,7 +31,18 @@ from .types import (
     Usage,
     UserMessage,
 )
-from .vendor_common import images_of, normalize_tool_call_id, prepare_messages, text_of
+from .common import images_of, normalize_tool_call_id, prepare_messages, text_of
+from .openai_common import (
+    OpenAIProviderBase,
+    OpenAIStreamError,
+    accepts_images,
+    compat_flag,
+    data_url,
+    is_same_model,
+    reasoning_effort,
+    sdk_arguments,
+    split_usage,
+)
 
 API = "openai-completions"
 

@@ -22,10 +22,10 @@ import binascii
 from collections.abc import AsyncIterator
 from typing import Any
 
-from .assembly import AssistantEvent, AssistantStreamAssembler
-from .base import AssembledProvider
-from .guard import ErrorDescriber
-from .types import (
+from ..assembly import AssistantEvent, AssistantStreamAssembler
+from ..base import AssembledProvider
+from ..guard import ErrorDescriber
+from ..types import (
     AssistantMessage,
     Context,
     ImageContent,
@@ -38,7 +38,7 @@ from .types import (
     Usage,
     UserMessage,
 )
-from .vendor_common import (
+from .common import (
     api_key_for,
     apply_payload_hook,
     describe_provider_error,

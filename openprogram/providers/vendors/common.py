@@ -10,8 +10,8 @@ import hashlib
 import re
 from typing import Any
 
-from .credentials import key_required, missing_key_message
-from .types import (
+from ..credentials import key_required, missing_key_message
+from ..types import (
     AssistantMessage,
     ImageContent,
     Message,
@@ -192,25 +192,3 @@ def thinking_budget(model: Model, options: StreamOptions | None) -> tuple[int, i
     if max_tokens <= budget:
         budget = max(0, max_tokens - MIN_ANSWER_TOKENS)
     return max_tokens, budget
-
-
-SECRET_PLACEHOLDER = "[secret removed]"
-
-
-def without_secrets(describe, api_key: str | None):
-    """Wrap an error describer so that no known credential (this call's key, the provider
-    environment variables) survives in the message, even when a vendor echoes it back."""
-    from .credentials import MIN_SECRET_LENGTH, known_secret_values
-
-    secrets = set(known_secret_values())
-    if api_key and len(api_key) >= MIN_SECRET_LENGTH:
-        secrets.add(api_key)
-    ordered = sorted(secrets, key=len, reverse=True)
-
-    def scrubbed(error: BaseException) -> str:
-        text = describe(error)
-        for secret in ordered:
-            text = text.replace(secret, SECRET_PLACEHOLDER)
-        return text
-
-    return scrubbed

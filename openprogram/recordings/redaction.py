@@ -28,7 +28,7 @@ from functools import lru_cache, partial
 from itertools import repeat
 from typing import Any, NamedTuple
 
-from . import credentials as _credentials
+from ..providers import credentials as _credentials
 
 __all__ = [
     "PLACEHOLDER",

@@ -1,0 +1,503 @@
+"""The one strict reader of recording files, :func:`read_recording_file`.
+
+It validates a whole file when it is opened (every rule of ``docs/file-format.md``, every
+event parsed into its class, every ``partial_patch`` applied), so a replay never fails halfway
+because of the file. Events are kept compactly, as the file stores them; full ``partial``
+snapshots are rebuilt while iterating, so a 20,000-delta answer never has all its snapshots in
+memory at once. Small recordings keep the event objects validated at open, so replaying them
+costs no second validation.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from ..providers.types import AssistantMessageEvent
+from .format import (
+    EVENT_CLASSES,
+    LINE_TYPES,
+    OUTCOMES,
+    PARTIAL_EVENT_TYPES,
+    RECORDING_FORMAT_VERSION,
+    RecordingFileError,
+    is_plain_int,
+)
+from .patches import PatchError, apply_patch
+
+__all__ = ["RecordedCall", "Recording", "read_recording_file"]
+
+#: Above this estimate of the memory the validated event objects hold (bytes), they are
+#: dropped and rebuilt while replaying instead: small recordings replay without a second
+#: validation, large ones never hold every snapshot at once.
+KEEP_EVENTS_BUDGET = 64 * 1024 * 1024
+#: The estimated cost of one event object besides its strings (a handful of pydantic models).
+EVENT_OBJECT_OVERHEAD = 2048
+
+# ============================================================================ the parsed file
+
+
+@dataclass(eq=False)
+class RecordedCall:
+    """One call of a recording: its request payloads, its events as stored, and its end."""
+
+    call_index: int
+    request: dict[str, Any]
+    request_line: int
+    #: The events as stored (``partial_patch`` unapplied); None once the call's event objects
+    #: are kept instead (see ``KEEP_EVENTS_BUDGET``): use :meth:`event_dumps`.
+    rows: list[dict[str, Any]] | None = field(default_factory=list, repr=False)
+    event_lines: list[int] = field(default_factory=list, repr=False)
+    outcome: str = "complete"
+    event_count: int = 0
+    end_line: int | None = None
+    _events: list[AssistantMessageEvent] | None = field(default=None, repr=False)
+
+    @property
+    def model(self) -> dict[str, Any]:
+        return self.request["model"]
+
+    @property
+    def context(self) -> dict[str, Any]:
+        return self.request["context"]
+
+    @property
+    def options(self) -> dict[str, Any] | None:
+        return self.request["options"]
+
+    def event_dumps(self) -> Iterator[dict[str, Any]]:
+        """The full event dumps, ``partial`` restored, one at a time."""
+        if self.rows is None:
+            for event in self._events or ():
+                yield event.model_dump(mode="json")
+            return
+        previous: Any = None
+        for row in self.rows:
+            dump, previous = _restore(row, previous)
+            yield dump
+
+    def events(self) -> Iterator[AssistantMessageEvent]:
+        """The recorded events as event objects, in order."""
+        if self._events is not None:
+            yield from self._events
+            return
+        for dump in self.event_dumps():
+            yield EVENT_CLASSES[dump["type"]].model_validate(dump)
+
+
+@dataclass(eq=False)
+class Recording:
+    """A strictly validated recording file."""
+
+    path: Path
+    header: dict[str, Any]
+    header_line: int
+    calls: list[RecordedCall]
+    line_count: int
+
+    @property
+    def format_version(self) -> int:
+        return self.header["format_version"]
+
+    @property
+    def event_count(self) -> int:
+        return sum(call.event_count for call in self.calls)
+
+
+def _restore(row: dict[str, Any], previous: Any) -> tuple[dict[str, Any], Any]:
+    """The full dump of a stored event and the partial the next one patches."""
+    if "partial_patch" in row:
+        partial = apply_patch(previous, row["partial_patch"])
+        dump = row.copy()
+        del dump["partial_patch"]
+        dump["partial"] = partial
+        return dump, partial
+    return row, row.get("partial", previous)
+
+
+# ============================================================================ the strict reader
+
+
+def read_recording_file(path: str | os.PathLike[str]) -> Recording:
+    """Parse and validate a whole recording file, or raise :class:`RecordingFileError`."""
+    # Reading allocates many objects and frees none, the worst case for the cyclic garbage
+    # collector (each collection rescans everything kept so far); it creates no cycles, so
+    # the collector is paused meanwhile.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        recording = _Reader(Path(path)).read()
+    finally:
+        if collecting:
+            gc.enable()
+    _promote_to_oldest_generation()
+    return recording
+
+
+def _promote_to_oldest_generation() -> None:
+    """Move the objects just read straight to the collector's oldest generation.
+
+    A replay keeps them to the end, yet the collector would scan them all at its next young
+    collection and again at the next middle one before they reach the oldest (on the
+    benchmark's recording that costs more than the whole replay). ``freeze`` then
+    ``unfreeze`` moves every tracked object there in constant time, without a scan. Skipped
+    when the program froze objects itself (a pre-fork server): ``unfreeze`` would undo that.
+    Other young objects of the process are promoted too; that only defers collecting any
+    cycle among them to the next full collection.
+    """
+    if gc.get_freeze_count() == 0:
+        gc.freeze()
+        gc.unfreeze()
+
+
+class _CallState:
+    __slots__ = ("call", "previous_partial", "previous_object", "pending", "open", "partial_chars")
+
+    def __init__(self, call: RecordedCall) -> None:
+        self.call = call
+        #: The previous partial as a dict, before the appends in ``pending``.
+        self.previous_partial: Any = None
+        #: The previous partial as a validated object.
+        self.previous_object: Any = None
+        #: ``(index, field, suffix)`` text appends applied to ``previous_object`` only.
+        self.pending: list[tuple[int, str, str]] = []
+        self.open = True
+        self.partial_chars = 0
+
+    def partial_dict(self) -> Any:
+        """The previous partial as a dict, the pending appends applied (to copies: the dict
+        may be a stored row)."""
+        if not self.pending:
+            return self.previous_partial
+        grown: dict[tuple[int, str], list[str]] = {}
+        for index, name, suffix in self.pending:
+            grown.setdefault((index, name), []).append(suffix)
+        root = dict(self.previous_partial)
+        content = list(root["content"])
+        for (index, name), suffixes in grown.items():
+            block = dict(content[index])
+            block[name] = block[name] + "".join(suffixes)
+            content[index] = block
+        root["content"] = content
+        self.previous_partial, self.pending = root, []
+        return root
+
+
+_setattr = object.__setattr__
+
+
+def _appended_snapshot(previous: Any, patch: list[Any]) -> tuple[Any, tuple[int, str, str]] | None:
+    """The next snapshot when ``patch`` is one ``append`` to a string field of a content block
+    (nearly every streamed event): the previous validated snapshot with that block replaced.
+    Blocks and usage are immutable values, so the unchanged ones are shared, as the live
+    provider shares them. None for any other patch (the general path: dict patch, full
+    validation). Written out in one piece: this runs for nearly every event of a file."""
+    if len(patch) != 1:
+        return None
+    op = patch[0]
+    if type(op) is not list or len(op) != 3 or op[0] != "append":
+        return None
+    path, suffix = op[1], op[2]
+    if type(path) is not list or len(path) != 3 or path[0] != "content" or type(suffix) is not str:
+        return None
+    index, field = path[1], path[2]
+    message = previous.__dict__
+    content = message["content"]
+    if type(index) is not int or not 0 <= index < len(content) or type(field) is not str:
+        return None
+    block = content[index]
+    values = block.__dict__
+    text = values.get(field)
+    kind = type(block)
+    if type(text) is not str or field not in kind.__pydantic_fields__:
+        return None
+    grown = kind.__new__(kind)  # an immutable value: never assigned to, so its set is shared
+    _setattr(grown, "__dict__", {**values, field: text + suffix})
+    _setattr(grown, "__pydantic_fields_set__", block.__pydantic_fields_set__)
+    extra = block.__pydantic_extra__
+    _setattr(grown, "__pydantic_extra__", None if extra is None else dict(extra))
+    _setattr(grown, "__pydantic_private__", None)
+    blocks = content.copy()
+    blocks[index] = grown
+    cls = type(previous)
+    snapshot = cls.__new__(cls)
+    _setattr(snapshot, "__dict__", {**message, "content": blocks})
+    _setattr(snapshot, "__pydantic_fields_set__", set(previous.__pydantic_fields_set__))
+    extra = previous.__pydantic_extra__
+    _setattr(snapshot, "__pydantic_extra__", None if extra is None else dict(extra))
+    _setattr(snapshot, "__pydantic_private__", None)
+    return snapshot, (index, field, suffix)
+
+
+class _Reader:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.header: dict[str, Any] | None = None
+        self.header_line = 0
+        self.calls: dict[int, _CallState] = {}
+        self.kept_chars = 0
+        self.keep_events = True
+
+    def fail(self, reason: str, line: int | None = None, call: int | None = None) -> RecordingFileError:
+        return RecordingFileError(self.path, reason, line, call)
+
+    def read(self) -> Recording:
+        try:
+            data = self.path.read_bytes()
+        except IsADirectoryError:
+            raise self.fail("is a folder, not a file") from None
+        except OSError as error:
+            raise self.fail(f"cannot read: {error.strerror or error}") from None
+        if not data:
+            raise self.fail("the file is empty")
+        lines = data.split(b"\n")
+        last = lines.pop()  # after the final "\n", or a line the writer never finished
+        if last:
+            raise self.fail("the last line is incomplete (no newline at its end)", len(lines) + 1)
+        loads, event_row = orjson.loads, self.event_row
+        for number, line in enumerate(lines, start=1):
+            if not line or line.isspace():
+                continue
+            if line.startswith(b'{"type":"event",'):  # this writer's event lines: the hot path
+                try:
+                    row = loads(line)
+                except orjson.JSONDecodeError:
+                    self.line(number, line)  # raises with the reason
+                if type(row) is dict and row.get("type") == "event" and self.header is not None:
+                    event_row(number, row, len(line))
+                    continue
+            self.line(number, line)
+        if self.header is None:
+            raise self.fail("the file has no header line")
+        return self.finish(len(lines))
+
+    def line(self, number: int, line: bytes) -> None:
+        try:
+            row = orjson.loads(line)
+        except orjson.JSONDecodeError as error:
+            raise self.fail(f"not valid JSON or UTF-8 ({_json_reason(error)})", number) from None
+        if type(row) is not dict:
+            raise self.fail("a line must be a JSON object", number)
+        kind = row.get("type")
+        if kind not in LINE_TYPES:
+            raise self.fail(f"unknown line type {_short(kind)}", number)
+        if kind == "header":
+            self.header_row(number, row)
+            return
+        if self.header is None:
+            raise self.fail("the first line must be the header", number)
+        if kind == "request":
+            self.request_row(number, row)
+        elif kind == "event":
+            self.event_row(number, row, len(line))
+        else:
+            self.call_end_row(number, row)
+
+    def header_row(self, number: int, row: dict[str, Any]) -> None:
+        if self.header is not None:
+            raise self.fail(f"a second header (the first is at line {self.header_line})", number)
+        if self.calls:
+            raise self.fail("the first line must be the header", number)
+        version = row.get("format_version")
+        if not is_plain_int(version):
+            raise self.fail(f"format_version must be an integer, not {_short(version)}", number)
+        if version != RECORDING_FORMAT_VERSION:
+            raise self.fail(
+                f"format_version {version} is not supported (this program reads "
+                f"{RECORDING_FORMAT_VERSION})",
+                number,
+            )
+        self.header, self.header_line = row, number
+
+    def call_index_of(self, number: int, row: dict[str, Any]) -> int:
+        index = row.get("call_index")
+        if not is_plain_int(index) or index < 0:
+            raise self.fail(f"call_index must be a non-negative integer, not {_short(index)}", number)
+        return index
+
+    def open_call(self, number: int, row: dict[str, Any], what: str) -> _CallState:
+        index = self.call_index_of(number, row)
+        state = self.calls.get(index)
+        if state is None:
+            raise self.fail(f"{what} for a call that has no request line before it", number, index)
+        if not state.open:
+            raise self.fail(
+                f"{what} after the call_end of the call (line {state.call.end_line})", number, index
+            )
+        return state
+
+    def request_row(self, number: int, row: dict[str, Any]) -> None:
+        index = self.call_index_of(number, row)
+        if index in self.calls:
+            raise self.fail(
+                f"a second request for the call (the first is at line "
+                f"{self.calls[index].call.request_line})",
+                number,
+                index,
+            )
+        for name in ("model", "context"):
+            if type(row.get(name)) is not dict:
+                raise self.fail(f"the request's {name} must be a JSON object", number, index)
+        options = row.get("options")
+        if options is not None and type(options) is not dict:
+            raise self.fail("the request's options must be a JSON object or null", number, index)
+        request = {"model": row["model"], "context": row["context"], "options": options}
+        call = RecordedCall(index, request, number, _events=[] if self.keep_events else None)
+        self.calls[index] = _CallState(call)
+
+    def event_row(self, number: int, row: dict[str, Any], size: int) -> None:
+        """The hot path of reading: written for speed, the checks of :meth:`open_call` are
+        repeated inline and its messages used only on failure."""
+        index = row.get("call_index")
+        state = self.calls.get(index) if type(index) is int else None
+        if state is None or not state.open:
+            state = self.open_call(number, row, "an event")  # raises with the reason
+        call = state.call
+        rows = call.rows
+        event_index = row.get("event_index")
+        if type(event_index) is not int or event_index != len(rows):
+            raise self.fail(
+                f"event_index {_short(event_index)} where {len(rows)} was expected", number, index
+            )
+        stored = row.get("event")
+        if type(stored) is not dict:
+            raise self.fail("the event must be a JSON object", number, index)
+        event_type = stored.get("type")
+        cls = EVENT_CLASSES.get(event_type) if type(event_type) is str else None
+        if cls is None:
+            raise self.fail(f"unknown event type {_short(event_type)}", number, index)
+        if "partial_patch" in stored:
+            patch = stored["partial_patch"]
+            if event_type not in PARTIAL_EVENT_TYPES:
+                raise self.fail(f"a {event_type} event has no partial to patch", number, index)
+            if "partial" in stored:
+                raise self.fail("an event carries both partial and partial_patch", number, index)
+            if state.previous_partial is None:
+                raise self.fail(
+                    "partial_patch on an event with no earlier partial in its call", number, index
+                )
+            fast = None
+            if state.previous_object is not None and type(patch) is list:
+                fast = _appended_snapshot(state.previous_object, patch)
+            dump = stored.copy()
+            del dump["partial_patch"]
+            if fast is not None:
+                # Only text grew: the snapshot object is built from the previous validated
+                # one, and validation covers the event's own fields.
+                dump["partial"], append = fast
+                state.pending.append(append)
+            else:
+                try:
+                    partial = apply_patch(state.partial_dict(), patch)
+                except PatchError as error:
+                    raise self.fail(f"the partial_patch does not apply: {error}", number, index) from None
+                dump["partial"] = state.previous_partial = partial
+        else:
+            patch = None
+            dump = stored
+            if "partial" in stored:
+                state.previous_partial = stored["partial"]
+                state.pending = []
+        try:
+            event = cls.__pydantic_validator__.validate_python(dump)
+        except ValidationError as error:
+            raise self.fail(
+                f"the event does not parse as {cls.__name__}: {_validation_reason(error)}",
+                number,
+                index,
+            ) from None
+        if "partial" in dump:
+            state.previous_object = event.partial
+        rows.append(stored)
+        call.event_lines.append(number)
+        if self.keep_events:
+            self.keep(state, event, size, patch)
+
+    def keep(self, state: _CallState, event: Any, size: int, patch: Any) -> None:
+        """Keep the validated object while the estimated memory stays in budget. A snapshot
+        is estimated at the size of its line, a patched one at the previous snapshot plus what
+        the patch appends (exact for ``append``, the line size for anything else)."""
+        if patch is None:
+            state.partial_chars = size
+        else:
+            growth = 0
+            for op in patch:
+                if op[0] != "append":
+                    growth = size
+                    break
+                growth += len(op[2])
+            state.partial_chars += growth
+        self.kept_chars += state.partial_chars + EVENT_OBJECT_OVERHEAD
+        if self.kept_chars > KEEP_EVENTS_BUDGET:
+            # Calls already ended keep their objects (within the budget); the open ones and
+            # all later ones keep their compact rows and rebuild while replaying.
+            self.keep_events = False
+            for other in self.calls.values():
+                if other.open:
+                    other.call._events = None
+            return
+        state.call._events.append(event)
+
+    def call_end_row(self, number: int, row: dict[str, Any]) -> None:
+        state = self.open_call(number, row, "a call_end")
+        call = state.call
+        count = row.get("event_count")
+        if not is_plain_int(count) or count != len(call.rows):
+            raise self.fail(
+                f"event_count {_short(count)} but the call has {len(call.rows)} events",
+                number,
+                call.call_index,
+            )
+        outcome = row.get("outcome", "complete")
+        if outcome not in OUTCOMES:
+            raise self.fail(f"unknown outcome {_short(outcome)}", number, call.call_index)
+        call.outcome, call.event_count, call.end_line = outcome, count, number
+        state.open = False
+        state.previous_partial = state.previous_object = None
+        state.pending = []
+        if call._events is not None:
+            call.rows = None  # the objects are kept: the compact rows are no longer needed
+
+    def finish(self, line_count: int) -> Recording:
+        assert self.header is not None
+        unfinished = [state.call for state in self.calls.values() if state.open]
+        if unfinished:
+            first = min(unfinished, key=lambda call: call.request_line)
+            raise self.fail(
+                "the call has no call_end (the recording was interrupted or is still being "
+                "written)",
+                first.request_line,
+                first.call_index,
+            )
+        count = len(self.calls)
+        if set(self.calls) != set(range(count)):
+            missing = min(set(range(count)) - set(self.calls))
+            raise self.fail(
+                f"call_index values are not contiguous from 0: call {missing} is missing",
+                None,
+                missing,
+            )
+        calls = [self.calls[index].call for index in range(count)]
+        return Recording(self.path, self.header, self.header_line, calls, line_count)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _json_reason(error: orjson.JSONDecodeError) -> str:
+    return str(error).split(":", 1)[0]
+
+
+def _validation_reason(error: ValidationError) -> str:
+    first = error.errors(include_input=False, include_url=False)[0]
+    where = ".".join(str(step) for step in first.get("loc", ())) or "<root>"
+    return f"{where}: {first.get('msg', 'invalid')}"

@@ -1,0 +1,170 @@
+"""Recording at the provider boundary: :class:`RecordingProvider` wraps a provider and writes
+every request and event of its calls to a recording through a shared
+:class:`~openprogram.recordings.sink.RecordingSink`.
+
+* **Linear size and redaction.** Events are encoded by :mod:`.encoder`: ``partial`` as a
+  patch against the previous snapshot, growing texts redacted incrementally.
+* **Every exit path ends the call.** Normal end, provider exception, synchronous start
+  failure, cancellation, early close and a consumer that stops at the terminal event each
+  leave exactly one ``call_end`` with the right outcome.
+
+The file format is described in ``docs/file-format.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from ..providers.types import (
+    TERMINAL_EVENT_TYPES,
+    AssistantMessageEvent,
+    Context,
+    Model,
+    SimpleStreamOptions,
+    StreamOptions,
+)
+from .encoder import EventEncoder
+from .format import RecordingFileError, request_payloads
+from .redaction import Redactor, current_redactor
+from .sink import RecordingSink
+
+__all__ = ["RecordingProvider"]
+
+
+# ============================================================================ one call
+
+
+class _CallRecorder:
+    """Writes the event and call_end lines of one call."""
+
+    def __init__(self, sink: RecordingSink, call_index: int, redactor: Redactor) -> None:
+        self.sink = sink
+        self.call_index = call_index
+        self.event_count = 0
+        self.ended = False
+        #: ``line_of(event, event_index)``: the event's whole line (see ``RecordingProvider``).
+        self.line_of = EventEncoder(redactor, call_index).line
+
+    def end(self, outcome: str) -> None:
+        if self.ended:
+            return
+        self.ended = True
+        row: dict[str, Any] = {
+            "type": "call_end",
+            "call_index": self.call_index,
+            "event_count": self.event_count,
+        }
+        if outcome != "complete":
+            row["outcome"] = outcome
+        self.sink.write_row(row)
+
+    def end_quietly(self, outcome: str) -> None:
+        """End on a failure path: the original exception must reach the caller unchanged, so
+        a write error here is dropped (the call then has no call_end, which the strict reader
+        reports)."""
+        try:
+            self.end(outcome)
+        except RecordingFileError:
+            pass
+
+
+# ============================================================================ the provider
+
+
+class RecordingProvider:
+    """A transparent provider that records every call of the provider it wraps."""
+
+    def __init__(self, provider: Any, recording_path_or_sink: str | os.PathLike[str] | RecordingSink) -> None:
+        self._provider = provider
+        if isinstance(recording_path_or_sink, RecordingSink):
+            self._sink = recording_path_or_sink
+        else:
+            self._sink = RecordingSink(recording_path_or_sink)
+
+    @property
+    def recording_path(self) -> Path:
+        return self._sink.path
+
+    @property
+    def requires_credentials(self) -> bool:
+        return getattr(self._provider, "requires_credentials", True)
+
+    @property
+    def wrapped_provider(self) -> Any:
+        return self._provider
+
+    @property
+    def sink(self) -> RecordingSink:
+        return self._sink
+
+    def stream(
+        self, model: Model, context: Context, options: StreamOptions | None = None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        return self._record("stream", model, context, options)
+
+    def stream_simple(
+        self, model: Model, context: Context, options: SimpleStreamOptions | None = None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        return self._record("stream_simple", model, context, options)
+
+    async def _record(
+        self, method: str, model: Model, context: Context, options: StreamOptions | None
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        # One snapshot of the known secret values serves the whole call: looking them up
+        # reads the environment, which costs more than redacting an event.
+        redactor = current_redactor()
+        payloads = request_payloads(model, context, options, redactor)
+        call = _CallRecorder(self._sink, self._sink.begin_call(payloads), redactor)
+        try:
+            inner = getattr(self._provider, method)(model, context, options)
+            iterator = inner.__aiter__()
+        except asyncio.CancelledError:
+            call.end_quietly("cancelled")
+            raise
+        except BaseException:
+            call.end_quietly("error")
+            raise
+        # ``__anext__`` of what ``__aiter__`` returned, not ``async for`` (which would call
+        # ``__aiter__`` again: an iterable may start a second stream).
+        next_event, line_of, write_line = iterator.__anext__, call.line_of, self._sink.write_event_line
+        try:
+            while True:
+                try:
+                    event = await next_event()
+                except StopAsyncIteration:
+                    # The provider broke the stream contract (no terminal event): an error.
+                    call.end("error")
+                    return
+                write_line(line_of(event, call.event_count))  # before the consumer sees it
+                call.event_count += 1
+                if event.type in TERMINAL_EVENT_TYPES:
+                    call.end("complete")  # before the consumer sees it: it may stop here
+                    await _close_quietly(iterator)
+                    yield event
+                    return
+                yield event
+        except asyncio.CancelledError:
+            call.end_quietly("cancelled")
+            raise
+        except GeneratorExit:
+            call.end_quietly("abandoned")
+            raise
+        except BaseException:
+            call.end_quietly("error")
+            raise
+        finally:
+            await _close_quietly(iterator)
+
+
+async def _close_quietly(iterator: Any) -> None:
+    aclose = getattr(iterator, "aclose", None)
+    if aclose is None:
+        return
+    try:
+        await aclose()
+    except Exception:  # noqa: BLE001 - closing must not mask the call's own outcome
+        pass

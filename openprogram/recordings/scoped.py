@@ -1,0 +1,89 @@
+"""``use_recording(path, mode)``: record or replay the provider calls made inside a block.
+
+The routing lives in a context variable that the registry consults before the process-wide
+transform, so it is scoped to the code inside the ``with`` block and to the asyncio tasks it
+starts (they copy the context), and it neither needs nor disturbs the one-shot transform of
+the runtime lifecycle. Two tests running concurrently in one event loop, or in two threads,
+each see only their own recording.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Literal
+
+from ..providers.api_registry import _scoped_route
+
+ScopedMode = Literal["record", "replay"]
+
+
+class RecordingScope:
+    """What ``use_recording`` yields: the file, the mode, and (for replay) the provider, whose
+    :meth:`assert_consumed` checks that every recorded call was used."""
+
+    def __init__(self, path: Path, mode: ScopedMode) -> None:
+        self.path = path
+        self.mode = mode
+        self.replay_provider: Any = None
+        self.sink: Any = None
+        self._wrapped: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    @property
+    def call_count(self) -> int:
+        """Calls served so far (replay) or recorded into this file by this scope (record)."""
+        if self.replay_provider is not None:
+            return self.replay_provider.call_count
+        return len(self._wrapped)
+
+    def assert_consumed(self) -> None:
+        if self.replay_provider is not None:
+            self.replay_provider.assert_consumed()
+
+    def route(self, api: str, original: Any) -> Any:
+        """The registry's scoped lookup: every api to the one replayer, or each vendor
+        provider wrapped by a recorder that shares this scope's sink."""
+        if self.replay_provider is not None:
+            return self.replay_provider
+        if original is None:
+            return None
+        from .recorder import RecordingProvider
+
+        with self._lock:
+            wrapped = self._wrapped.get(api)
+            if wrapped is None or wrapped.wrapped_provider is not original:
+                wrapped = RecordingProvider(original, self.sink)
+                self._wrapped[api] = wrapped
+            return wrapped
+
+
+@contextlib.contextmanager
+def use_recording(path: str | os.PathLike[str], mode: ScopedMode = "replay") -> Iterator[RecordingScope]:
+    """Route every provider lookup made inside the block to a recording.
+
+    ``mode="replay"`` serves the recorded events offline (the file is validated strictly
+    first) and never touches a vendor provider or a credential; ``mode="record"`` wraps the
+    real providers and appends every call to ``path``.
+    """
+    if mode not in ("record", "replay"):
+        raise ValueError(f"use_recording mode must be 'record' or 'replay', not {mode!r}")
+    scope = RecordingScope(Path(path), mode)
+    if mode == "replay":
+        from .replayer import ReplayProvider
+
+        scope.replay_provider = ReplayProvider(path)
+    else:
+        from .sink import RecordingSink
+
+        scope.sink = RecordingSink(path)
+    token = _scoped_route.set(scope.route)
+    try:
+        yield scope
+    finally:
+        _scoped_route.reset(token)
+        if scope.sink is not None:
+            scope.sink.close()

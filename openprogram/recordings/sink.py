@@ -1,0 +1,381 @@
+"""The shared writer of a recording file, :class:`RecordingSink`.
+
+* **Whole lines.** Every line is one ``os.write`` of the whole line on an ``O_APPEND``
+  descriptor under the sink's thread lock; the kernel never interleaves two such writes, so
+  concurrent writers (threads or processes) cannot mix their lines, and a crash loses at most
+  the line being written. Request lines are also written under ``flock``.
+* **One total order of calls.** ``call_index`` is allocated under the ``flock`` without
+  re-reading the file: the sink remembers the size it last saw, and only when another writer
+  appended since does it scan those new bytes for request lines. Allocation is therefore
+  amortised linear in the file, whatever its length.
+
+The file format is described in ``docs/file-format.md``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import stat
+import threading
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from .format import RECORDING_FORMAT_VERSION, RecordingFileError, encode_line, is_plain_int
+from .redaction import REDACTION_VERSION
+from .writer_lock import hold_writer_lock, release_writer_lock
+
+__all__ = ["RecordingSink"]
+
+_READ_CHUNK = 1 << 20
+
+# Bumped in a forked child, so that a sink notices (with an int comparison, not a system
+# call per line) that it must reopen its file before writing.
+_fork_generation = 0
+
+
+def _count_fork() -> None:
+    global _fork_generation
+    _fork_generation += 1
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_count_fork)
+
+
+
+
+class RecordingSink:
+    """The shared, thread-safe and process-safe writer of one recording file."""
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self._path = Path(path)
+        self._lock = threading.Lock()
+        self._fd = -1
+        self._pid = -1
+        self._generation = _fork_generation
+        self._known_size = 0  # bytes of the file this sink has seen (written or scanned)
+        self._line_count = 0  # newline-terminated lines among them, for error messages
+        self._next_index = 0  # the call_index the next request gets
+        self._unchecked_bytes = 0  # appended by us since the last fstat (see write_line)
+        self._unchecked_lines = 0
+        self._broken: RecordingFileError | None = None
+        self._open()
+
+    # ---------------------------------------------------------------- public
+
+    @property
+    def path(self) -> Path:
+        return self._path
+
+    def close(self) -> None:
+        with self._lock:
+            if self._fd >= 0:
+                release_writer_lock(self._fd)
+                os.close(self._fd)
+                self._fd = -1
+
+    def __enter__(self) -> RecordingSink:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # pragma: no cover - best effort at interpreter exit
+        try:
+            if self._fd >= 0 and self._pid == os.getpid():
+                os.close(self._fd)
+        except Exception:  # noqa: BLE001
+            pass
+
+    def begin_call(self, payloads: dict[str, Any]) -> int:
+        """Write the request line of a new call and return its ``call_index``.
+
+        The payload is encoded before the locks are taken; only the index is spliced in
+        inside them, so a large context does not lengthen the critical section.
+        """
+        body = orjson.dumps(payloads)  # b'{"model":...}'
+        fd = self._acquire()
+        try:
+            size = self._sync()
+            index = self._next_index
+            line = b'{"type":"request","call_index":%d,%s\n' % (index, body[1:])
+            self._append(line, size, consumes_index=True)
+            return index
+        finally:
+            self._release(fd)
+
+    def write_row(self, row: dict[str, Any]) -> None:
+        """Append one event or call_end line."""
+        self.write_line(encode_line(row))
+
+    def write_line(self, line: bytes, *, check: bool = True) -> None:
+        """Append one whole, already encoded line (newline included).
+
+        Only request lines need ``flock`` (they allocate ``call_index``): this line is one
+        ``write`` on the ``O_APPEND`` descriptor, which the kernel never interleaves with
+        another, and a process catching up under ``flock`` re-reads a line it sees half
+        copied. Its bytes are accounted for at the next request. ``check`` (the call's
+        ``call_end``) also notices a removed file, failing the call rather than recording
+        into nothing; event lines skip that ``fstat``.
+        """
+        if self._generation != _fork_generation:
+            self._reopen_after_fork()
+        with self._lock:
+            fd = self._fd
+            if fd < 0:
+                raise RecordingFileError(self._path, "the recording sink is closed")
+            if self._broken is not None:
+                raise self._broken
+            if check and os.fstat(fd).st_nlink == 0:
+                self._fail("the file was removed while recording")
+            self._append(line, None, consumes_index=False)
+
+    def write_event_line(self, line: bytes) -> None:
+        """:meth:`write_line` without the ``check``, in one step: this runs for every
+        streamed event, so the usual case (one whole ``write``) takes no detour. A closed
+        sink's descriptor is -1, which ``write`` refuses like any other failure."""
+        if self._generation == _fork_generation:  # before the lock: a child replaces it
+            with self._lock:
+                if self._broken is None:
+                    try:
+                        written = os.write(self._fd, line)
+                    except OSError:
+                        written = 0  # the general path below writes again and reports it
+                    if written == len(line):
+                        self._unchecked_bytes += written
+                        self._unchecked_lines += 1
+                        return
+                    if written:  # the rest, as in write_line; a failure there is reported
+                        self._unchecked_bytes += written
+                        self._append(line[written:], None, consumes_index=False)
+                        return
+        self.write_line(line, check=False)
+
+    # ---------------------------------------------------------------- opening
+
+    def _open(self) -> None:
+        path = self._path
+        try:
+            info = os.lstat(path)
+        except FileNotFoundError:
+            info = None
+        except OSError as error:
+            raise RecordingFileError(path, f"cannot inspect the file: {error.strerror}") from None
+        if info is not None and stat.S_ISLNK(info.st_mode):
+            raise RecordingFileError(path, "is a symbolic link; refusing to record through it")
+        if info is not None and not stat.S_ISREG(info.st_mode):
+            raise RecordingFileError(path, "is not a regular file")
+        _make_private_parents(path.parent)
+        # Read-write so that catching up reads this very file (``pread``), even if the path
+        # is replaced meanwhile; every write still goes to the end (O_APPEND).
+        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+        try:
+            fd = os.open(path, flags, 0o600)
+        except OSError as error:
+            raise RecordingFileError(path, f"cannot open for writing: {error.strerror}") from None
+        self._fd, self._pid, self._generation = fd, os.getpid(), _fork_generation
+        # Marks the file as being recorded (for ``recordings delete``/``prune``) until the
+        # descriptor closes, however this process ends.
+        hold_writer_lock(fd)
+        self._known_size = self._line_count = self._next_index = 0
+        self._unchecked_bytes = self._unchecked_lines = 0
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                size = os.fstat(fd).st_size
+                if size == 0:
+                    self._append(encode_line(_new_header()), 0, consumes_index=False)
+                else:
+                    self._check_header()
+                    self._catch_up(size)
+            finally:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        except BaseException:
+            os.close(fd)
+            self._fd = -1
+            raise
+
+    def _check_header(self) -> None:
+        """Refuse to append to anything but a version-1 recording."""
+        first = b""
+        offset = 0
+        while b"\n" not in first:
+            chunk = os.pread(self._fd, _READ_CHUNK, offset)
+            if not chunk:
+                raise RecordingFileError(self._path, "the header line is incomplete", 1)
+            first += chunk
+            offset += len(chunk)
+        line = first.split(b"\n", 1)[0]
+        try:
+            header = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            header = None
+        if not isinstance(header, dict) or header.get("type") != "header":
+            raise RecordingFileError(
+                self._path, "does not start with a recording header; refusing to append", 1
+            )
+        version = header.get("format_version")
+        if not is_plain_int(version) or version != RECORDING_FORMAT_VERSION:
+            raise RecordingFileError(
+                self._path,
+                f"has format_version {version!r}, this program writes "
+                f"{RECORDING_FORMAT_VERSION}; refusing to append",
+                1,
+            )
+
+    # ---------------------------------------------------------------- writing
+
+    def _acquire(self) -> int:
+        """Take the thread lock, then ``flock`` (threads of one process share the descriptor,
+        so ``flock`` alone would not exclude them); return the locked descriptor."""
+        if self._generation != _fork_generation:
+            self._reopen_after_fork()
+        self._lock.acquire()
+        fd = self._fd
+        if fd < 0:
+            self._lock.release()
+            raise RecordingFileError(self._path, "the recording sink is closed")
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            self._lock.release()
+            raise
+        return fd
+
+    def _release(self, fd: int) -> None:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            self._lock.release()
+
+    def _reopen_after_fork(self) -> None:
+        """A forked child must not share the parent's open file description: ``flock`` would
+        then not exclude the two."""
+        self._lock = threading.Lock()
+        self._fd = -1
+        self._open()
+
+    def _sync(self) -> int:
+        """Bring the cached state up to the file's current size and return it; the caller
+        holds both locks. Usually one ``fstat``: only bytes other writers appended since
+        are scanned."""
+        if self._broken is not None:
+            raise self._broken
+        info = os.fstat(self._fd)
+        if info.st_nlink == 0:
+            self._fail("the file was removed while recording")
+        expected = self._known_size + self._unchecked_bytes
+        if info.st_size == expected:  # nobody else wrote: our unchecked lines are all there is
+            self._known_size = expected
+            self._line_count += self._unchecked_lines
+        else:  # scan from the last known point; our own unchecked lines are scanned too
+            self._catch_up(info.st_size)
+        self._unchecked_bytes = self._unchecked_lines = 0
+        return info.st_size
+
+    def _append(self, line: bytes, size: int | None, *, consumes_index: bool) -> None:
+        """Append one whole line at ``size``, the end of the file (None: not checked, see
+        :meth:`write_line`); the caller holds both locks."""
+        written = 0
+        try:
+            while written < len(line):
+                count = os.write(self._fd, line[written:] if written else line)
+                if count <= 0:
+                    raise OSError(0, "the write made no progress")
+                written += count
+        except OSError as error:
+            reason = f"cannot write: {error.strerror or error}"
+            if written or not consumes_index:
+                self._fail(reason)  # a partial or missing line: the file is now incomplete
+            raise RecordingFileError(self._path, reason, self._line_count + 1) from None
+        if size is None:
+            self._unchecked_bytes += len(line)
+            self._unchecked_lines += 1
+            return
+        self._known_size = size + len(line)
+        self._line_count += 1
+        if consumes_index:
+            self._next_index += 1
+
+    def _fail(self, reason: str) -> None:
+        self._broken = RecordingFileError(
+            self._path, f"{reason}; the recording is incomplete and takes no more calls"
+        )
+        raise self._broken
+
+    def _catch_up(self, size: int) -> None:
+        """Scan the bytes other writers appended since we last looked, for request lines."""
+        start = self._known_size
+        if size < start:
+            self._fail("the file shrank while recording")
+        pending = b""
+        offset = start
+        while offset < size:
+            chunk = os.pread(self._fd, min(_READ_CHUNK, size - offset), offset)
+            if not chunk:
+                break
+            offset += len(chunk)
+            lines = (pending + chunk).split(b"\n")
+            pending = lines.pop()
+            for line in lines:
+                self._line_count += 1
+                self._note_line(line)
+        # An unfinished last line is another writer's event line still being copied in (event
+        # lines are written without flock); it is read again, whole, next time. (If that
+        # writer died instead, the next line appended completes it into one invalid line,
+        # which the strict reader names.) Request lines are written under flock, so one can
+        # never be unfinished here.
+        self._known_size = offset - len(pending)
+
+    def _note_line(self, line: bytes) -> None:
+        if b'"request"' not in line:
+            return
+        try:
+            row = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            self._fail(f"line {self._line_count} is not valid JSON")
+        if isinstance(row, dict) and row.get("type") == "request":
+            index = row.get("call_index")
+            if is_plain_int(index) and index >= self._next_index:
+                self._next_index = index + 1
+
+
+def _make_private_parents(folder: Path) -> None:
+    """Create missing parent folders owner-only (0700); existing ones are left alone."""
+    missing: list[Path] = []
+    current = folder
+    while not current.exists():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    for directory in reversed(missing):
+        try:
+            os.mkdir(directory, 0o700)
+        except FileExistsError:
+            continue
+        except OSError as error:
+            raise RecordingFileError(
+                directory, f"cannot create the folder: {error.strerror}"
+            ) from None
+        os.chmod(directory, 0o700)
+
+
+def _new_header() -> dict[str, Any]:
+    from .. import __version__
+
+    return {
+        "type": "header",
+        "format_version": RECORDING_FORMAT_VERSION,
+        "recording_id": uuid.uuid4().hex,
+        "created_at": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "redaction_version": REDACTION_VERSION,
+        "openprogram_version": __version__,
+    }
+
+

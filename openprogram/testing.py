@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import inspect
 import os
 import re
@@ -73,8 +74,9 @@ class LlmRecording:
     """What the ``llm_recording`` fixture gives a test: where its recording is, the mode in
     force, and (while the test runs) the active scope."""
 
-    def __init__(self, path: Path, mode: str, nodeid: str) -> None:
+    def __init__(self, path: Path, mode: str, nodeid: str, legacy_path: Path | None = None) -> None:
         self.path = path
+        self.legacy_path = legacy_path
         self.mode = mode
         self.nodeid = nodeid
         self.scope: Any = None
@@ -85,14 +87,51 @@ class LlmRecording:
 
 
 def recording_path(item: pytest.Item) -> Path:
+    test_file = Path(str(item.path))
+    return test_file.parent / "recordings" / test_file.stem / f"{file_stem(_original_name(item))}.jsonl"
+
+
+def legacy_recording_path(item: pytest.Item) -> Path | None:
+    """Where openprogram 0.1 stored this test's recording, when that name differs (it was not
+    unique for ids with punctuation); used only to point a user at an old file."""
+    name = _original_name(item)
+    if file_stem(name) == _legacy_stem(name):
+        return None
+    return recording_path(item).with_name(f"{_legacy_stem(name)}.jsonl")
+
+
+def _original_name(item: pytest.Item) -> str:
     marker = item.get_closest_marker(MARKER)
-    name = None
     if marker is not None:
         name = marker.kwargs.get("name") or (marker.args[0] if marker.args else None)
-    test_file = Path(str(item.path))
-    module = test_file.stem
-    stem = _UNSAFE.sub("_", name or item.name).strip("_") or "recording"
-    return test_file.parent / "recordings" / module / f"{stem}.jsonl"
+        if name:
+            return name
+    return item.name
+
+
+def file_stem(name: str) -> str:
+    """A readable file name for a test (or marker) name, unique per exact name.
+
+    ``test_x`` and a parametrised ``test_x[3-abc]`` keep the names openprogram always gave them
+    (``test_x``, ``test_x_3-abc``). Where other characters had to be replaced by ``_``, a short
+    hash of the exact name is appended, so parametrised ids that differ only in such characters
+    (``[a/b]``, ``[a_b]``, ``[a b]``; ``6*7`` and ``6+7``) get files of their own instead of
+    sharing one.
+    """
+    readable = _legacy_stem(name)
+    base, bracket, rest = name.partition("[")
+    lossless = name == readable or (
+        bracket and rest.endswith("]") and f"{base}_{rest[:-1]}" == readable
+    )
+    if lossless:
+        return readable
+    digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{readable}-{digest}"
+
+
+def _legacy_stem(name: str) -> str:
+    """The name openprogram 0.1 gave a recording (not unique: kept to point users at it)."""
+    return _UNSAFE.sub("_", name).strip("_") or "recording"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -104,7 +143,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture
 def llm_recording(request: pytest.FixtureRequest) -> LlmRecording:
     """The test's recording. Routing happens while the test function runs."""
-    handle = LlmRecording(recording_path(request.node), record_mode(request.config), request.node.nodeid)
+    node = request.node
+    handle = LlmRecording(
+        recording_path(node), record_mode(request.config), node.nodeid, legacy_recording_path(node)
+    )
     request.node._openprogram_recording = handle
     return handle
 
@@ -162,9 +204,21 @@ def _wrap(function, handle: LlmRecording, keep_failed: bool):
     return run_sync
 
 
+def _legacy_hint(handle: LlmRecording) -> str:
+    """Point at a recording stored under openprogram 0.1's (not unique) name, if there is one."""
+    legacy = handle.legacy_path
+    if legacy is None or not legacy.exists():
+        return ""
+    return (
+        f"\n(openprogram 0.1 stored recordings of test ids with punctuation under shared names: "
+        f"if {legacy.name} was recorded for this test, rename it to {handle.path.name})"
+    )
+
+
 @contextlib.contextmanager
 def _session(handle: LlmRecording, keep_failed: bool):
     """Replay or record around one test body, and settle the file by how the body ended."""
+    from openprogram.recordings.format import RecordingFileError
     from openprogram.recordings.scoped import use_recording
 
     exists = handle.path.exists()
@@ -172,10 +226,18 @@ def _session(handle: LlmRecording, keep_failed: bool):
         if not exists:
             pytest.fail(
                 f"no LLM recording for {handle.nodeid} at {handle.path}; record it with:\n"
-                f"  pytest '{handle.nodeid}' --llm-record-mode=record",
+                f"  pytest '{handle.nodeid}' --llm-record-mode=record{_legacy_hint(handle)}",
                 pytrace=False,
             )
-        with use_recording(handle.path, "replay") as scope:
+        with contextlib.ExitStack() as stack:
+            try:
+                scope = stack.enter_context(use_recording(handle.path, "replay"))
+            except RecordingFileError as error:
+                pytest.fail(
+                    f"{error}\nRe-record it with:\n"
+                    f"  pytest '{handle.nodeid}' --llm-record-mode=rewrite",
+                    pytrace=False,
+                )
             handle.scope = scope
             yield
             scope.assert_consumed()

@@ -179,3 +179,41 @@ def test_agent(n):
     for n in (0, 7, 19):
         assert f"number {n}" in (pytester.path / "recordings" / "test_agent_suite" / f"test_agent_{n}.jsonl").read_text()
     run_inner(pytester, "-n", "2", EXPECT_OFFLINE="1").assert_outcomes(passed=20)
+
+
+def test_parametrised_ids_that_differ_only_in_punctuation_get_a_recording_each(pytester):
+    pytester.makepyfile(test_agent_suite="""
+import asyncio, pytest
+from openprogram.providers.stream import complete
+from openprogram.providers.types import Context, Model, UserMessage
+
+@pytest.mark.llm_recording
+@pytest.mark.parametrize("prompt", ["a/b", "a_b", "a b", "What is 6*7?", "What is 6+7?"])
+def test_agent(prompt):
+    message = asyncio.run(complete(Model(id="echo", api="faux", provider="faux"),
+                                   Context(messages=[UserMessage(content=prompt, timestamp=0)])))
+    assert message.content[0].text == f"echo: {prompt}"
+""")
+    run_inner(pytester, "--llm-record-mode=record").assert_outcomes(passed=5)
+    folder = pytester.path / "recordings" / "test_agent_suite"
+    files = sorted(folder.glob("*.jsonl"))
+    assert len(files) == 5, [f.name for f in files]
+    assert (folder / "test_agent_a_b.jsonl").exists()  # lossless ids keep their plain name
+    for prompt in ["a/b", "a b", "What is 6*7?", "What is 6+7?"]:
+        matching = [f for f in files if f'"content":{json.dumps(prompt)}' in f.read_text()]
+        assert len(matching) == 1, prompt
+    run_inner(pytester, EXPECT_OFFLINE="1").assert_outcomes(passed=5)
+
+
+def test_a_corrupt_recording_fails_the_test_with_the_reason_and_the_rerecord_command(inner):
+    run_inner(inner, "--llm-record-mode=record").assert_outcomes(passed=2)
+    path = recording_file(inner)
+    lines = path.read_text().splitlines()
+    path.write_text("\n".join(lines[:2] + ["{not json"] + lines[2:]) + "\n")
+    result = run_inner(inner, "test_agent_suite.py::test_agent")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        f"*recording file {path} at line 3: *",
+        "*pytest 'test_agent_suite.py::test_agent' --llm-record-mode=rewrite*",
+    ])
+    assert "Traceback" not in result.stdout.str() and "reader.py" not in result.stdout.str()

@@ -1,4 +1,4 @@
-"""Registry and transform semantics of contract section 3."""
+"""Registry and transform semantics (see ``docs/architecture.md``): registration, lookup and the one process-wide transform."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Every streamed event carries the whole assistant message so far, so literal dumps grow with the
 square of the number of deltas. The recorder writes, instead of the full ``partial``, the list
-of operations that turns the previous event's ``partial`` into this one (contract section 4):
+of operations that turns the previous event's ``partial`` into this one (see ``docs/file-format.md``):
 
 * ``["append", PATH, SUFFIX]`` appends a string to the string at PATH;
 * ``["set", PATH, VALUE]`` sets (or adds) the value at PATH;

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import subprocess
 
+import pytest
+
 from tests.conftest import PYTHON, cli_env
 
 
@@ -72,3 +74,45 @@ def test_configured_default_model_and_profiles(isolated_home):
     got = openprogram(isolated_home, "--profile", "p1", "config", "get", "default_model")
     assert json.loads(got.stdout) == "faux/echo"
     assert openprogram(isolated_home, "--profile", "p1", "run", "x").stdout == "echo: x\n"
+
+
+@pytest.mark.parametrize(
+    ("config", "key", "message"),
+    [
+        ({"default_model": 12}, "default_model", "must look like provider/model-id"),
+        ({"models": [{"id": 1}]}, "models", "entry 0: id"),
+        ({"tools": {"enabled": "calculator"}}, "tools.enabled", "must be a JSON list of tool names"),
+        ({"run": {"max_turns": "many"}}, "run.max_turns", "whole number"),
+    ],
+)
+def test_a_hand_edited_bad_setting_is_named_with_its_fix_not_a_traceback(isolated_home, config, key, message):
+    (isolated_home / "config.json").write_text(json.dumps(config))
+    result = openprogram(isolated_home, "run", "hi")
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    line, = result.stderr.splitlines()
+    assert str(isolated_home / "config.json") in line and f"{key}: " in line and message in line
+    assert f"openprogram config unset {key}" in line
+
+
+def test_a_full_disk_while_recording_fails_the_run_with_one_line(isolated_home):
+    assert openprogram(isolated_home, "recordings", "record", "--name", "big").returncode == 0
+    recording = isolated_home / "recordings" / "big.jsonl"
+    header = recording.read_bytes()
+    limit = len(header) + 200  # room for the header only: the first request line cannot fit
+    script = (
+        "import resource, sys\n"
+        f"resource.setrlimit(resource.RLIMIT_FSIZE, ({limit}, {limit}))\n"
+        "from openprogram.cli.main import main\n"
+        "sys.exit(main(['run', 'word ' * 200]))\n"
+    )
+    result = subprocess.run(
+        [PYTHON, "-c", script], env=cli_env(isolated_home), capture_output=True, text=True, timeout=120
+    )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    line, = result.stderr.splitlines()
+    assert f"recording file {recording}: cannot write" in line
+    assert "openprogram recordings off" in line
+    assert recording.read_bytes().startswith(header)
+    assert set(p.name for p in isolated_home.iterdir()) <= {"config.json", "recordings", ".config.lock"}

@@ -38,10 +38,16 @@ def add_parser(subparsers) -> None:
     parser.set_defaults(handler=run)
 
 
+#: Configuration keys ``run`` reads, checked the way ``config set`` checks them: a value
+#: edited by hand into config.json is reported by key, not as a traceback.
+RUN_SETTINGS = ("default_model", "models", "tools.enabled", "run.max_turns")
+
+
 def run(args: argparse.Namespace) -> int:
     from openprogram.config import load_config
 
     settings = load_config()
+    _check_settings(settings)
     model = _resolve_model(args.model or settings.get("default_model") or DEFAULT_MODEL, args.model is not None)
     tools = _resolve_tools(args, settings)
     max_turns = args.max_turns or (settings.get("run") or {}).get("max_turns") or 50
@@ -50,6 +56,24 @@ def run(args: argparse.Namespace) -> int:
     import asyncio
 
     return asyncio.run(_run(args, model, tools, max_turns))
+
+
+def _check_settings(settings: dict[str, Any]) -> None:
+    from openprogram.config import ConfigError, config_path, validate_value
+
+    for key in RUN_SETTINGS:
+        value: Any = settings
+        for part in key.split("."):
+            value = value.get(part) if isinstance(value, dict) else None
+        if value is None:
+            continue
+        try:
+            validate_value(key, value)
+        except ConfigError as error:
+            raise CliError(
+                f"{config_path()}: {error}; fix it with 'openprogram config set {key} VALUE' "
+                f"or remove it with 'openprogram config unset {key}'"
+            ) from None
 
 
 def _resolve_model(ref: str, from_option: bool):
@@ -77,6 +101,7 @@ def _resolve_tools(args: argparse.Namespace, settings: dict[str, Any]):
 async def _run(args: argparse.Namespace, model, tools, max_turns: int) -> int:
     from openprogram.agent import AgentContext, AgentLoopConfig, agent_loop
     from openprogram.providers.types import UserMessage
+    from openprogram.recordings.format import RecordingFileError
 
     from .render import JsonRenderer, TextRenderer
 
@@ -88,6 +113,11 @@ async def _run(args: argparse.Namespace, model, tools, max_turns: int) -> int:
             renderer.handle(event)
     except AssertionError as error:  # ReplayMismatch and friends: a diagnosis, not a crash
         raise CliError(str(error)) from None
+    except RecordingFileError as error:  # e.g. the disk filled up while recording
+        raise CliError(
+            f"{error}. Free some space and record anew, or stop recording with "
+            "'openprogram recordings off'"
+        ) from None
     except (LookupError, RuntimeError) as error:
         raise CliError(str(error)) from None
     final = next((m for m in reversed(context.messages) if m.role == "assistant"), None)

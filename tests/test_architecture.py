@@ -1,0 +1,181 @@
+"""Which way imports may point (see ``docs/architecture.md``), checked on the source so that
+it stays that way: every ``import`` counts, including the lazy ones inside functions."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "openprogram"
+
+#: The one circle the design forces: the first registry lookup initialises the runtime, which
+#: registers the built-in providers and installs its transform into the registry.
+ALLOWED_CIRCLES = [
+    {
+        "openprogram.providers.api_registry",
+        "openprogram.providers.initialization",
+        "openprogram.providers.register",
+    }
+]
+
+#: The public faces of record/replay at the provider layer's import paths, and the lifecycle
+#: that builds the recorder or replayer from the activation plan.
+RECORDING_SEAM = {
+    "openprogram.providers.recording",
+    "openprogram.providers.replay",
+    "openprogram.providers.scoped",
+    "openprogram.providers.initialization",
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every openprogram module ``path`` imports, resolved to module names."""
+    name = _module_name(path)
+    package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
+    found: set[str] = set()
+    for node in _runtime_nodes(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            found.add(target)
+            found.update(f"{target}.{alias.name}" for alias in node.names)
+    return {module for module in found if module.split(".")[0] == "openprogram"}
+
+
+def _runtime_nodes(tree: ast.AST):
+    """Every node but those under ``if TYPE_CHECKING:`` (never imported at run time)."""
+    pending = [tree]
+    while pending:
+        node = pending.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and getattr(child.test, "id", None) == "TYPE_CHECKING":
+                pending.extend(child.orelse)
+                continue
+            pending.append(child)
+
+
+def _graph() -> dict[str, set[str]]:
+    paths = sorted(PACKAGE.rglob("*.py"))
+    modules = {_module_name(path) for path in paths}
+    graph: dict[str, set[str]] = {}
+    for path in paths:
+        # ``from .x import name`` names a module only when that module exists.
+        graph[_module_name(path)] = {m for m in _imports(path) if m in modules} - {_module_name(path)}
+    return graph
+
+
+GRAPH = _graph()
+
+
+def _in(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def _violations(source: str, target: str, allowed: set[str] = frozenset()) -> list[str]:
+    return sorted(
+        f"{module} -> {imported}"
+        for module, imports in GRAPH.items()
+        if _in(module, source) and module not in allowed
+        for imported in imports
+        if _in(imported, target)
+    )
+
+
+def test_the_graph_sees_the_package():
+    assert len(GRAPH) > 40
+    assert "openprogram.recordings.recorder" in GRAPH["openprogram.providers.recording"]
+
+
+def test_nothing_outside_the_cli_imports_the_cli():
+    offenders = [
+        f"{module} -> {imported}"
+        for module, imports in GRAPH.items()
+        if not _in(module, "openprogram.cli") and module != "openprogram.__main__"
+        for imported in imports
+        if _in(imported, "openprogram.cli")
+    ]
+    assert offenders == []
+
+
+@pytest.mark.parametrize(
+    ("source", "target"),
+    [
+        ("openprogram.providers", "openprogram.agent"),
+        ("openprogram.providers", "openprogram.tools"),
+        ("openprogram.providers", "openprogram.config"),
+        ("openprogram.providers", "openprogram.testing"),
+        ("openprogram.providers.vendors", "openprogram.recordings"),
+        ("openprogram.recordings", "openprogram.providers.vendors"),
+        ("openprogram.recordings", "openprogram.agent"),
+        ("openprogram.recordings", "openprogram.testing"),
+        ("openprogram.agent", "openprogram.recordings"),
+    ],
+)
+def test_imports_point_one_way(source, target):
+    assert _violations(source, target) == []
+
+
+def test_the_provider_layer_reaches_record_replay_only_through_its_seam():
+    assert _violations("openprogram.providers", "openprogram.recordings", RECORDING_SEAM) == []
+
+
+def test_the_runtime_reads_record_replay_settings_only_through_the_activation_plan():
+    imports = GRAPH["openprogram.providers.initialization"]
+    assert "openprogram.recordings.activation" in imports
+    assert not {m for m in imports if _in(m, "openprogram.config") or _in(m, "openprogram.state")}
+    assert not {m for m in imports if _in(m, "openprogram.recordings.store")}
+
+
+def _circles() -> list[set[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[set[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for neighbour in GRAPH.get(node, ()):
+            if neighbour not in index:
+                visit(neighbour)
+                low[node] = min(low[node], low[neighbour])
+            elif neighbour in on_stack:
+                low[node] = min(low[node], index[neighbour])
+        if low[node] == index[node]:
+            component: set[str] = set()
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.add(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                found.append(component)
+
+    for node in sorted(GRAPH):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_no_import_circle_but_the_one_the_registry_forces():
+    assert _circles() == ALLOWED_CIRCLES

@@ -345,3 +345,21 @@ async def test_a_recording_over_the_memory_budget_rebuilds_snapshots_while_repla
         assert await collect(provider.stream(MODEL, context_of("b"))) == live[1]
         dumps = [list(call.event_dumps()) for call in provider.recording.calls]
         assert dumps == [[event.model_dump(mode="json") for event in events] for events in live]
+
+
+async def test_a_changed_model_is_reported_by_the_identity_field_that_changed(tmp_path):
+    path = tmp_path / "rec.jsonl"
+    await record(path, [faux_text("hi")], [(context_of("a"), None)])
+    other = MODEL.model_copy(update={"id": "bigger-model", "context_window": MODEL.context_window * 2})
+    with pytest.raises(ReplayMismatch) as caught:
+        await collect(ReplayProvider(path).stream(other, context_of("a")))
+    assert caught.value.field_path == "model.id"
+    assert (caught.value.recorded, caught.value.incoming) == (MODEL.id, "bigger-model")
+    moved = MODEL.model_copy(update={"api": "other-api", "context_window": 5})
+    with pytest.raises(ReplayMismatch) as caught:
+        await collect(ReplayProvider(path).stream(moved, context_of("a")))
+    assert caught.value.field_path == "model.api"
+    resized = MODEL.model_copy(update={"context_window": 5, "max_tokens": 7})
+    with pytest.raises(ReplayMismatch) as caught:
+        await collect(ReplayProvider(path).stream(resized, context_of("a")))
+    assert caught.value.field_path == "model.context_window"  # then the rest in sorted order

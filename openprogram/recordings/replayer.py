@@ -61,6 +61,31 @@ def _default_options_dump() -> dict[str, Any]:
     return remove_secret_values(StreamOptions().model_dump(mode="json"))
 
 
+#: The fields that say which model a request is for: a changed model is reported by the field
+#: that tells it (``model.id``), not by whichever of its numbers sorts first.
+MODEL_IDENTITY_FIELDS = ("id", "provider", "api")
+
+
+def first_request_difference(
+    recorded: dict[str, Any], incoming: dict[str, Any]
+) -> tuple[str, Any, Any] | None:
+    """The first difference between two requests' payloads: ``model`` (its identity fields
+    first, then the rest in sorted order), then ``context``, then ``options``."""
+    recorded_model, incoming_model = recorded["model"], incoming["model"]
+    if isinstance(recorded_model, dict) and isinstance(incoming_model, dict):
+        for field in MODEL_IDENTITY_FIELDS:
+            difference = find_first_difference(
+                recorded_model.get(field), incoming_model.get(field), f"model.{field}"
+            )
+            if difference is not None:
+                return difference
+    for name in ("model", "context", "options"):
+        difference = find_first_difference(recorded[name], incoming[name], name)
+        if difference is not None:
+            return difference
+    return None
+
+
 class ReplayProvider:
     """Serves recorded events offline. Holds only the parsed recording file."""
 
@@ -130,11 +155,9 @@ class ReplayProvider:
             recorded = dict(call.request)
             if recorded["options"] is None:
                 recorded["options"] = defaults if defaults is not None else _default_options_dump()
-            for name in ("model", "context", "options"):
-                difference = find_first_difference(recorded[name], incoming[name], name)
-                if difference is not None:
-                    path, recorded_value, incoming_value = difference
-                    raise ReplayMismatch(index, path, recorded_value, incoming_value)
+            difference = first_request_difference(recorded, incoming)
+            if difference is not None:
+                raise ReplayMismatch(index, *difference)
             self._call_count = index + 1
             return call
 

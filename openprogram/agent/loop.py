@@ -14,6 +14,7 @@ from typing import Any
 
 import jsonschema
 
+from ..providers.lanes import lane, lane_segment
 from ..providers.stream import stream_simple
 from ..providers.types import (
     AssistantMessage,
@@ -174,7 +175,10 @@ async def _run_one_tool(
     await events.put(
         ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments)
     )
-    result = await _execute(call, tool, tools_by_name, signal, events)
+    # Each execution in its own lane: a tool that asks the model itself (a sub-agent) makes
+    # its calls there, so replay matches them whatever order concurrent tools run in.
+    with lane(lane_segment(call.id)):
+        result = await _execute(call, tool, tools_by_name, signal, events)
     await events.put(
         ToolExecutionEndEvent(
             tool_call_id=call.id, tool_name=call.name, result=result, is_error=result.is_error

@@ -27,6 +27,8 @@ _EXPORTS: dict[str, str] = {
     "ProviderRuntimeInitializationError": "initialization",
     "register_builtins": "register",
     "get_model": "models",
+    "lane": "lanes",
+    "current_lane": "lanes",
     # faux
     "FauxProvider": "faux",
     "FauxResponse": "faux",

@@ -302,17 +302,28 @@ class ReplayMismatch(AssertionError):
         recorded: Any,
         incoming: Any,
         event_index: int | None = None,
+        *,
+        where: str | None = None,
     ) -> None:
         self.call_index = call_index
         self.field_path = field_path
         self.recorded = recorded
         self.incoming = incoming
         self.event_index = event_index
+        #: Which lane and session the call was compared against, when the recording has a
+        #: choice of them (``"lane 'c1', session 2 of 3"``); None otherwise.
+        self.where = where
+        at = f"call {call_index} ({where})" if where else f"call {call_index}"
         super().__init__(
-            f"replay mismatch at call {call_index}, field {field_path}:\n"
+            f"replay mismatch at {at}, field {field_path}:\n"
             f"recorded {short_repr(recorded)}, incoming {short_repr(incoming)}"
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
         arguments = (self.call_index, self.field_path, self.recorded, self.incoming, self.event_index)
-        return (type(self), arguments, self.__dict__)
+        return (_rebuild_mismatch, (type(self), arguments, self.where), self.__dict__)
+
+
+def _rebuild_mismatch(kind: type, arguments: tuple[Any, ...], where: str | None) -> ReplayMismatch:
+    """Unpickle a :class:`ReplayMismatch` with its keyword-only ``where``."""
+    return kind(*arguments, where=where)

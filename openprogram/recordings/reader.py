@@ -58,6 +58,10 @@ class RecordedCall:
     outcome: str = "complete"
     event_count: int = 0
     end_line: int | None = None
+    #: The lane the call was made in (``""``: the root) and the session (the recording sink)
+    #: that wrote it (None: a file written before sessions, one implicit session).
+    lane: str = ""
+    session: str | None = None
     _events: list[AssistantMessageEvent] | None = field(default=None, repr=False)
 
     @property
@@ -348,8 +352,15 @@ class _Reader:
         options = row.get("options")
         if options is not None and type(options) is not dict:
             raise self.fail("the request's options must be a JSON object or null", number, index)
+        lane, session = row.get("lane", ""), row.get("session")
+        if type(lane) is not str or (lane and "" in lane.split("/")):
+            raise self.fail("the request's lane must be a path like \"a/b\" (no empty segment)", number, index)
+        if session is not None and type(session) is not str:
+            raise self.fail("the request's session must be a string", number, index)
         request = {"model": row["model"], "context": row["context"], "options": options}
-        call = RecordedCall(index, request, number, _events=[] if self.keep_events else None)
+        call = RecordedCall(
+            index, request, number, lane=lane, session=session, _events=[] if self.keep_events else None
+        )
         self.calls[index] = _CallState(call)
 
     def event_row(self, number: int, row: dict[str, Any], size: int) -> None:

@@ -19,6 +19,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+from ..providers.lanes import current_lane
 from ..providers.types import (
     TERMINAL_EVENT_TYPES,
     AssistantMessageEvent,
@@ -118,7 +119,7 @@ class RecordingProvider:
         # reads the environment, which costs more than redacting an event.
         redactor = current_redactor()
         payloads = request_payloads(model, context, options, redactor)
-        call = _CallRecorder(self._sink, self._sink.begin_call(payloads), redactor)
+        call = _CallRecorder(self._sink, self._sink.begin_call(payloads, current_lane()), redactor)
         try:
             inner = getattr(self._provider, method)(model, context, options)
             iterator = inner.__aiter__()

@@ -7,12 +7,15 @@ credential. It compares each incoming request with the recorded one and raises
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..providers.lanes import ROOT_LANE, current_lane
 from ..providers.types import (
     AssistantMessageEvent,
     Context,
@@ -44,10 +47,10 @@ class RecordedCallInterrupted(Exception):
         return (type(self), (self.call_index, self.outcome))
 
 
-
 # ============================================================================ the provider
 
 
+@functools.lru_cache(maxsize=1)
 def _default_options_dump() -> dict[str, Any]:
     """What ``options=None`` is compared as: the redacted default ``StreamOptions``.
 
@@ -56,7 +59,7 @@ def _default_options_dump() -> dict[str, Any]:
     ``null`` on the other (``find_first_difference``), so ``stream`` recordings
     (``StreamOptions``) replay through ``stream_simple`` (``SimpleStreamOptions`` adds
     ``reasoning`` and ``thinking_budgets``, both ``null`` by default) whenever the options
-    agree.
+    agree. Cached: it is the same for the whole process and is only ever compared.
     """
     return remove_secret_values(StreamOptions().model_dump(mode="json"))
 
@@ -86,8 +89,44 @@ def first_request_difference(
     return None
 
 
+@dataclass(eq=False)
+class _Session:
+    """The calls one recording sink wrote (lines without a session form one implicit
+    session), by lane, each lane in ``call_index`` order."""
+
+    key: str | None
+    number: int  # 1-based, in file order
+    lanes: dict[str, list[RecordedCall]] = field(default_factory=dict)
+
+    @property
+    def size(self) -> int:
+        return sum(len(calls) for calls in self.lanes.values())
+
+
+def _sessions_of(recording: Recording) -> list[_Session]:
+    sessions: dict[str | None, _Session] = {}
+    for call in recording.calls:
+        session = sessions.get(call.session)
+        if session is None:
+            session = sessions[call.session] = _Session(call.session, len(sessions) + 1)
+        session.lanes.setdefault(call.lane, []).append(call)
+    return list(sessions.values())
+
+
+def _lane_name(lane: str) -> str:
+    return "the root lane" if lane == ROOT_LANE else f"lane {lane!r}"
+
+
 class ReplayProvider:
-    """Serves recorded events offline. Holds only the parsed recording file."""
+    """Serves recorded events offline. Holds only the parsed recording file.
+
+    One cursor per lane: a call made in lane L is compared with the next unused recorded call
+    of lane L, so calls of different lanes (concurrent sub-agents) may arrive in any order
+    while each lane stays strict. A replay follows one session (what one recording sink wrote:
+    one command, one test run) at a time: its first call picks the first session whose first
+    call in that lane matches, and a lane used up may move on to the first session this replay
+    has not used whose first call matches. See ``docs/file-format.md``.
+    """
 
     requires_credentials = False
 
@@ -95,6 +134,13 @@ class ReplayProvider:
         self._recording = read_recording_file(recording_path)
         self._lock = threading.Lock()
         self._call_count = 0
+        self._sessions = _sessions_of(self._recording)
+        self._session: _Session | None = None
+        self._used: list[_Session] = []
+        self._cursors: dict[tuple[int, str], int] = {}
+        #: A file recorded before lanes existed (or by a sequential agent) has none: it keeps
+        #: one strict order, whatever lane the calls are made in now.
+        self._uses_lanes = any(call.lane != ROOT_LANE for call in self._recording.calls)
 
     @property
     def recording_path(self) -> Path:
@@ -120,10 +166,12 @@ class ReplayProvider:
         return self._replay(model, context, options)
 
     def assert_consumed(self) -> None:
-        """Raise :class:`ReplayMismatch` if recorded calls were left unused."""
-        total = len(self._recording.calls)
+        """Raise :class:`ReplayMismatch` if recorded calls were left unused, in any lane of the
+        sessions this replay followed (of every session when it made no call at all)."""
         with self._lock:
             used = self._call_count
+            followed = self._used or self._sessions
+            total = sum(session.size for session in followed)
         if used < total:
             raise ReplayMismatch(
                 used,
@@ -133,33 +181,88 @@ class ReplayProvider:
             )
 
     def _take(self, model: Model, context: Context, options: StreamOptions | None) -> RecordedCall:
-        """Match the request against the next recorded call and consume it, atomically; a
-        mismatch consumes nothing, so the same request may be retried."""
+        """Match the request against the next recorded call of its lane and consume it,
+        atomically; a mismatch consumes nothing, so the same request may be retried."""
         incoming = request_payloads(model, context, options)
-        defaults: dict[str, Any] | None = None  # built at most once per call, when needed
         if incoming["options"] is None:
-            incoming["options"] = defaults = _default_options_dump()
-        calls = self._recording.calls
+            incoming["options"] = _default_options_dump()
+        lane = current_lane() if self._uses_lanes else ROOT_LANE
         with self._lock:
-            index = self._call_count
-            if index >= len(calls):
-                raise ReplayMismatch(
-                    index,
-                    "call_index",
-                    f"{len(calls)} recorded call(s), the last is call {len(calls) - 1}"
-                    if calls
-                    else "no recorded calls",
-                    f"call {index}",
-                )
-            call = calls[index]
-            recorded = dict(call.request)
-            if recorded["options"] is None:
-                recorded["options"] = defaults if defaults is not None else _default_options_dump()
-            difference = first_request_difference(recorded, incoming)
-            if difference is not None:
-                raise ReplayMismatch(index, *difference)
-            self._call_count = index + 1
-            return call
+            session = self._session
+            if session is not None:
+                call = self._next(session, lane)
+                if call is not None:
+                    self._check(call, incoming, session, lane)
+                    return self._consume(session, lane, call)
+            candidates = [s for s in self._sessions if s not in self._used]
+            for candidate in candidates:
+                call = self._next(candidate, lane)
+                if call is not None and self._differs(call, incoming) is None:
+                    return self._consume(candidate, lane, call)
+            # Nothing matches: report against the call that would have come next.
+            for candidate in candidates:
+                call = self._next(candidate, lane)
+                if call is not None:
+                    self._check(call, incoming, candidate, lane)
+            raise self._exhausted(lane)
+
+    def _next(self, session: _Session, lane: str) -> RecordedCall | None:
+        calls = session.lanes.get(lane)
+        position = self._cursors.get((session.number, lane), 0)
+        return calls[position] if calls is not None and position < len(calls) else None
+
+    def _consume(self, session: _Session, lane: str, call: RecordedCall) -> RecordedCall:
+        if session is not self._session:
+            self._session = session
+            self._used.append(session)
+        key = (session.number, lane)
+        self._cursors[key] = self._cursors.get(key, 0) + 1
+        self._call_count += 1
+        return call
+
+    def _differs(self, call: RecordedCall, incoming: dict[str, Any]) -> tuple[str, Any, Any] | None:
+        recorded = call.request
+        if recorded["options"] is None:
+            recorded = {**recorded, "options": _default_options_dump()}
+        return first_request_difference(recorded, incoming)
+
+    def _check(self, call: RecordedCall, incoming: dict[str, Any], session: _Session, lane: str) -> None:
+        difference = self._differs(call, incoming)
+        if difference is not None:
+            raise ReplayMismatch(call.call_index, *difference, where=self._where(session, lane))
+
+    def _where(self, session: _Session | None, lane: str) -> str | None:
+        """Which lane and session a mismatch was compared against, when there is a choice."""
+        parts = []
+        if lane != ROOT_LANE or any(set(s.lanes) != {ROOT_LANE} for s in self._sessions):
+            parts.append(_lane_name(lane))
+        if session is not None and len(self._sessions) > 1:
+            parts.append(f"session {session.number} of {len(self._sessions)}")
+        return ", ".join(parts) or None
+
+    def _exhausted(self, lane: str) -> ReplayMismatch:
+        """A call with no recorded call left for it in its lane, in any session it may use."""
+        calls = self._recording.calls
+        if not any(lane in session.lanes for session in self._sessions):
+            recorded = (
+                f"no recorded call in {_lane_name(lane)}" if calls else "no recorded calls"
+            )
+            return ReplayMismatch(self._call_count, "call_index", recorded, f"a call in {_lane_name(lane)}")
+        if lane == ROOT_LANE and len(self._sessions) == 1 and set(self._sessions[0].lanes) == {ROOT_LANE}:
+            return ReplayMismatch(
+                self._call_count,
+                "call_index",
+                f"{len(calls)} recorded call(s), the last is call {len(calls) - 1}",
+                f"call {self._call_count}",
+            )
+        used = sum(len(s.lanes.get(lane, ())) for s in self._used)
+        return ReplayMismatch(
+            self._call_count,
+            "call_index",
+            f"no recorded call left in {_lane_name(lane)} ({used} used)",
+            f"call {used} of {_lane_name(lane)}",
+            where=self._where(self._session, lane),
+        )
 
     async def _replay(
         self, model: Model, context: Context, options: StreamOptions | None

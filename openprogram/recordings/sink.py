@@ -64,6 +64,9 @@ class RecordingSink:
         self._unchecked_bytes = 0  # appended by us since the last fstat (see write_line)
         self._unchecked_lines = 0
         self._broken: RecordingFileError | None = None
+        #: This sink's session: every request line it writes carries it, so a replay can tell
+        #: the calls of one command (one test run) from those of another in the same file.
+        self._session = uuid.uuid4().hex[:16]
         self._open()
 
     # ---------------------------------------------------------------- public
@@ -71,6 +74,10 @@ class RecordingSink:
     @property
     def path(self) -> Path:
         return self._path
+
+    @property
+    def session(self) -> str:
+        return self._session
 
     def close(self) -> None:
         with self._lock:
@@ -92,13 +99,15 @@ class RecordingSink:
         except Exception:  # noqa: BLE001
             pass
 
-    def begin_call(self, payloads: dict[str, Any]) -> int:
-        """Write the request line of a new call and return its ``call_index``.
+    def begin_call(self, payloads: dict[str, Any], lane: str = "") -> int:
+        """Write the request line of a new call made in ``lane`` and return its
+        ``call_index``.
 
         The payload is encoded before the locks are taken; only the index is spliced in
         inside them, so a large context does not lengthen the critical section.
         """
-        body = orjson.dumps(payloads)  # b'{"model":...}'
+        where = {"session": self._session, "lane": lane} if lane else {"session": self._session}
+        body = orjson.dumps(where)[:-1] + b"," + orjson.dumps(payloads)[1:]  # b'{"session":...,"model":...}'
         fd = self._acquire()
         try:
             size = self._sync()

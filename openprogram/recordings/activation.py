@@ -84,7 +84,7 @@ class ActivationPlan:
         return self.mode == BLOCKED
 
     def blocked_by(self, problem: str, reason: str, *fixes: str) -> ActivationPlan:
-        """This plan, blocked: ``recordings off`` is always offered last."""
+        """This plan, blocked: ``recordings off`` is always among the fixes (last unless given)."""
         return dataclasses.replace(
             self,
             mode=BLOCKED,

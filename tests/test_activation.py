@@ -224,3 +224,22 @@ def test_runtime_config_set_and_status_agree_on_a_usable_replay(isolated_home, f
     assert (runtime_plan.mode, runtime_plan.path) == (plan.mode, plan.path)
     code, status = _status_json()
     assert code == 0 and status["blocked"] is False and status["path"] == str(plan.path)
+
+
+def test_the_runtime_reads_a_replay_file_once(isolated_home, fresh_registry, monkeypatch):
+    """The plan checks the settings and that the file exists; the replay provider reads it."""
+    from openprogram.recordings import reader, replayer
+
+    make_recording(folder_of(isolated_home) / "good.jsonl", prompts=("a", "b"))
+    write_config(isolated_home, _settings("replay", "good"))
+    reads = []
+    original = reader.read_recording_file
+
+    def counting(path):
+        reads.append(Path(path).name)
+        return original(path)
+
+    monkeypatch.setattr(reader, "read_recording_file", counting)
+    monkeypatch.setattr(replayer, "read_recording_file", counting)
+    mode, _, _ = _runtime_plan(fresh_registry)
+    assert (mode, reads) == ("replay", ["good.jsonl"])

@@ -3,7 +3,8 @@
 ``initialize_provider_runtime()`` runs before the first real provider lookup. It registers the
 built-in providers (all at once or none), takes the activation plan of the ``record_replay``
 configuration (:mod:`openprogram.recordings.activation`, the one reader of those settings),
-builds the recording sink or the replay provider, and installs the registry transform. Two kinds of failure are kept apart on purpose:
+builds the recording sink or the replay provider, and installs the registry transform. Two
+kinds of failure are kept apart on purpose:
 
 - Built-in registration failing is a broken installation: the runtime stays FAILED and every
   caller, now and later, gets a fresh :class:`ProviderRuntimeInitializationError` with the same
@@ -177,9 +178,10 @@ def _activate_record_replay() -> RuntimeSnapshot:
 
 def _install_for(plan: ActivationPlan) -> None:
     """Build the recording sink or the replay provider of ``plan`` and install its transform."""
+    from ..recordings.activation import RECORD
     from .api_registry import configure_provider_transform
 
-    if plan.mode == "record":
+    if plan.mode == RECORD:
         from ..recordings.recorder import RecordingProvider
         from ..recordings.sink import RecordingSink
 

@@ -1,5 +1,5 @@
-"""The state directory and ``config.json``: where they live, how they are read, and how they
-are changed without ever leaving a half-written file behind.
+"""Changing ``config.json``: validation of every key, and changes that never leave a
+half-written file behind. Where the file lives and how it is read is :mod:`openprogram.state`.
 
 Every change is one transaction: take an exclusive lock, read, change, validate the whole
 result, write a temporary file (0600) and rename it over the old one. A change that fails
@@ -12,7 +12,6 @@ import contextlib
 import copy
 import fcntl
 import os
-import re
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,84 +19,42 @@ from typing import Any
 
 import orjson
 
-CONFIG_FILE_NAME = "config.json"
+from .state import (
+    CONFIG_FILE_NAME,
+    NAME_PATTERN,
+    ConfigError,
+    active_profile,
+    config_path,
+    ensure_private_dir,
+    home_dir,
+    load_config,
+    state_dir,
+)
+
 LOCK_FILE_NAME = ".config.lock"
-NAME_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 
-
-class ConfigError(Exception):
-    """A configuration problem a user can fix; the message says where and how."""
-
-
-# ----------------------------------------------------------------------------- locations
-
-
-def home_dir() -> Path:
-    """``$OPENPROGRAM_HOME``, default ``~/.openprogram``."""
-    configured = os.environ.get("OPENPROGRAM_HOME", "").strip()
-    return Path(configured).expanduser() if configured else Path.home() / ".openprogram"
-
-
-def active_profile() -> str | None:
-    profile = os.environ.get("OPENPROGRAM_PROFILE", "").strip()
-    return profile or None
-
-
-def state_dir(profile: str | None = None) -> Path:
-    """The folder of the given (or active) profile: the home itself, or ``profiles/NAME``."""
-    profile = profile if profile is not None else active_profile()
-    if profile is None:
-        return home_dir()
-    if not NAME_PATTERN.match(profile):
-        raise ConfigError(
-            f"invalid profile name '{profile}': use letters, digits, '.', '_' or '-' "
-            "(at most 64 characters, starting with a letter or digit)"
-        )
-    return home_dir() / "profiles" / profile
-
-
-def config_path(profile: str | None = None) -> Path:
-    return state_dir(profile) / CONFIG_FILE_NAME
-
-
-def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and missing parents) as 0700; refuse a symlink in its place."""
-    if path.is_symlink():
-        raise ConfigError(f"{path} is a symbolic link; refusing to use it as a state folder")
-    missing = []
-    probe = path
-    while not probe.exists():
-        missing.append(probe)
-        probe = probe.parent
-    for folder in reversed(missing):
-        with contextlib.suppress(FileExistsError):
-            folder.mkdir(mode=0o700)
-    return path
-
-
-# ----------------------------------------------------------------------------- reading
-
-
-def load_config(profile: str | None = None) -> dict[str, Any]:
-    """The configuration as a dict; a missing file is an empty configuration."""
-    path = config_path(profile)
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        return {}
-    except OSError as error:
-        raise ConfigError(f"cannot read {path}: {error.strerror or error}") from None
-    if not raw.strip():
-        return {}
-    try:
-        value = orjson.loads(raw)
-    except orjson.JSONDecodeError as error:
-        raise ConfigError(
-            f"{path} is not valid JSON ({error}); fix it or remove it to start afresh"
-        ) from None
-    if not isinstance(value, dict):
-        raise ConfigError(f"{path} must hold a JSON object, not {type(value).__name__}")
-    return value
+#: Re-exported from :mod:`openprogram.state`, where reading lives, so that
+#: ``from openprogram.config import load_config, ConfigError`` keeps working.
+__all__ = [
+    "CONFIG_FILE_NAME",
+    "LOCK_FILE_NAME",
+    "NAME_PATTERN",
+    "ConfigError",
+    "active_profile",
+    "config_path",
+    "config_transaction",
+    "ensure_private_dir",
+    "get_value",
+    "home_dir",
+    "load_config",
+    "parse_cli_value",
+    "register_key",
+    "set_value",
+    "state_dir",
+    "unset_value",
+    "validate_value",
+    "write_config_atomically",
+]
 
 
 # ----------------------------------------------------------------------------- dotted keys
@@ -211,12 +168,15 @@ def _record_replay_file(value: Any) -> Any:
 
 
 def _check_record_replay(before: dict[str, Any], after: dict[str, Any]) -> None:
-    """When a change touches ``record_replay``, the result must be usable as it stands."""
+    """When a change touches ``record_replay``, the result must be usable as it stands: its
+    activation plan (the one the runtime and ``recordings status`` use) must not block."""
     if before.get("record_replay") == after.get("record_replay"):
         return
-    from .recordings.store import check_record_replay
+    from .recordings.activation import plan_activation
 
-    check_record_replay(after)
+    plan = plan_activation(after)
+    if plan.blocked:
+        raise ConfigError(f"{plan.reason} (provider calls would be blocked at the next start)")
 
 
 KEY_VALIDATORS: dict[str, Validator] = {

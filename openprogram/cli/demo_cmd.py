@@ -47,7 +47,7 @@ async def run_agent(prompt: str, indent: str = "    ") -> str:
     from openprogram.providers.types import UserMessage
     from openprogram.tools import builtin_tools
 
-    from .render import TextRenderer
+    from .run_render import TextRenderer
 
     renderer = TextRenderer(indent=indent)
     context = AgentContext(system_prompt="You are a careful calculator.", tools=builtin_tools(["calculator"]))

@@ -2,9 +2,11 @@
 
 These commands manage files and configuration directly and never initialise the provider
 runtime, so they work whatever the configuration holds: they are how a user recovers from a
-record/replay setting that blocks every provider call. They also start fast: this module
-imports only the standard library at load time, and pydantic (through the strict reader) only
-when a command has to read a recording.
+record/replay setting that blocks every provider call. ``status`` prints the activation plan
+(:mod:`openprogram.recordings.activation`), the same one the runtime acts on. They also start
+fast: at load time this module imports only the standard library and the light state, store
+and activation modules, and pydantic (through the strict reader) only when a command has to
+read a recording.
 
 Every change is all-or-nothing: configuration changes go through one locked transaction, and a
 file created for that change is removed again if the transaction fails.
@@ -18,18 +20,15 @@ import os
 import stat
 import sys
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import EXIT_FAILURE, EXIT_USAGE, CliError
+from openprogram.recordings.activation import CMD, FIX_OFF
 
-CMD = "openprogram recordings"
-FIX_OFF = f"{CMD} off"
-FIX_RECORD = f"{CMD} record --name NAME"
-FIX_REPLAY = f"{CMD} replay ID"
+from .errors import EXIT_FAILURE, EXIT_USAGE, CliError
+from .recordings_render import NEXT_START
+
 FIX_LIST = f"{CMD} list"
-NEXT_START = "takes effect at the next start"
 MUTATING_VERBS = frozenset({"record", "replay", "off", "delete", "prune"})
 
 
@@ -125,201 +124,19 @@ def _check_id_argument(recording_id: str) -> str:
 # ============================================================================ status
 
 
-@dataclass
-class Diagnosis:
-    """What the configuration would do at the next start, and if it would block provider
-    calls, why (``problem`` is a stable code, ``reason`` the exact message) and what fixes it."""
-
-    mode: str
-    selector: Any
-    path: Path | None = None
-    managed_id: str | None = None
-    usable: bool | None = None  # None when off: no file is used
-    problem: str | None = None
-    reason: str | None = None
-    fixes: list[str] = field(default_factory=list)
-    calls: int | None = None
-    events: int | None = None
-
-    @property
-    def blocked(self) -> bool:
-        return self.problem is not None
-
-    def fail(self, problem: str, reason: str, *fixes: str) -> Diagnosis:
-        self.usable = False if self.mode in ("record", "replay") else None
-        self.problem, self.reason = problem, reason
-        self.fixes = list(dict.fromkeys([*fixes, FIX_OFF]))
-        return self
-
-    def to_json(self, config_file: Path) -> dict[str, Any]:
-        return {
-            "schema_version": 1,
-            "config_path": str(config_file),
-            "mode": self.mode,
-            "selector": self.selector if isinstance(self.selector, str) else None,
-            "managed_id": self.managed_id,
-            "path": None if self.path is None else str(self.path),
-            "file_usable": self.usable,
-            "blocked": self.blocked,
-            "problem": self.problem,
-            "reason": self.reason,
-            "fix": self.fixes,
-            "calls": self.calls,
-            "events": self.events,
-        }
-
-
-def diagnose(config: dict[str, Any]) -> Diagnosis:
-    """Check the ``record_replay`` settings the way the runtime activates them, without
-    initialising it and without changing any file."""
-    from openprogram.recordings.store import (
-        VALID_MODES,
-        SelectorError,
-        is_managed_id,
-        managed_id_of,
-        record_replay_settings,
-        resolve_selector,
-    )
-
-    mode, selector = record_replay_settings(config)
-    diagnosis = Diagnosis(mode=mode, selector=selector)
-    if mode not in VALID_MODES:
-        return diagnosis.fail(
-            "unknown_mode",
-            f"unknown record_replay.mode '{mode}' (expected one of {', '.join(VALID_MODES)})",
-            FIX_OFF,
-            FIX_RECORD,
-            FIX_REPLAY,
-        )
-    if mode == "off":
-        if isinstance(selector, str) and selector.strip():
-            with contextlib.suppress(SelectorError):
-                diagnosis.path = resolve_selector(selector, mode="replay")
-                diagnosis.managed_id = managed_id_of(diagnosis.path)
-        return diagnosis
-    if not isinstance(selector, str) or not selector.strip():
-        return diagnosis.fail(
-            "empty_selector",
-            f"record_replay.mode is {mode} but record_replay.file is empty",
-            FIX_RECORD,
-            FIX_REPLAY,
-        )
-    if mode == "record" and not is_managed_id(selector):
-        return diagnosis.fail(
-            "path_selector_in_record_mode",
-            f"record mode needs a managed recording ID, not a path ('{selector}')",
-            FIX_RECORD,
-            f"{CMD} replay {selector}",
-        )
-    try:
-        path = resolve_selector(selector, mode=mode)
-    except SelectorError as error:
-        return diagnosis.fail("invalid_id", str(error), FIX_RECORD, FIX_REPLAY)
-    diagnosis.path, diagnosis.managed_id = path, managed_id_of(path)
-    if mode == "record":
-        return _check_record_target(diagnosis, path)
-    return _check_replay_file(diagnosis, path)
-
-
-def _check_replay_file(diagnosis: Diagnosis, path: Path) -> Diagnosis:
-    from openprogram.recordings.format import RecordingFileError
-
-    if not os.path.lexists(path):
-        return diagnosis.fail(
-            "missing_file",
-            f"recording file {path}: does not exist",
-            f"{FIX_LIST}, then {FIX_REPLAY}",
-            FIX_RECORD,
-        )
-    from .recordings_render import read_recording
-
-    try:
-        recording = read_recording(path)
-    except RecordingFileError as error:
-        return diagnosis.fail(_file_problem(error.reason), str(error), *_file_fixes(error.reason, path))
-    diagnosis.usable = True
-    diagnosis.calls, diagnosis.events = len(recording.calls), recording.event_count
-    return diagnosis
-
-
-def _check_record_target(diagnosis: Diagnosis, path: Path) -> Diagnosis:
-    """Record mode creates the file at the next start, or appends to it after checking its
-    header: ask the sink itself (the one place that knows), but only when the file exists
-    and is not empty, so that nothing is created or written here."""
-    from openprogram.recordings.format import RecordingFileError
-
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        diagnosis.usable = True
-        return diagnosis
-    except OSError as error:
-        return diagnosis.fail(
-            "unreadable_file", f"recording file {path}: cannot inspect: {error.strerror}", FIX_RECORD
-        )
-    if stat.S_ISREG(info.st_mode) and info.st_size == 0:
-        diagnosis.usable = True
-        return diagnosis
-    try:
-        from openprogram.recordings.sink import RecordingSink
-
-        RecordingSink(path).close()
-    except RecordingFileError as error:
-        return diagnosis.fail(_file_problem(error.reason), str(error), *_file_fixes(error.reason, path))
-    diagnosis.usable = True
-    return diagnosis
-
-
-def _file_problem(reason: str) -> str:
-    if "format_version" in reason:
-        return "wrong_version"
-    if reason.startswith(("cannot read", "cannot open", "cannot inspect")):
-        return "unreadable_file"
-    if "symbolic link" in reason:
-        return "symlink"
-    if "not a regular file" in reason or "is a folder" in reason:
-        return "not_a_file"
-    return "corrupt_file"
-
-
-def _file_fixes(reason: str, path: Path) -> list[str]:
-    if reason.startswith(("cannot read", "cannot open")):
-        return [f"chmod 600 {path}", FIX_RECORD]
-    return [FIX_RECORD, f"{FIX_LIST}, then {FIX_REPLAY}"]
-
-
 def run_status(args: argparse.Namespace) -> int:
-    from openprogram import config
+    """Print the activation plan: the same one the runtime and ``config set`` act on."""
+    from openprogram import state
+    from openprogram.recordings.activation import load_activation_plan
 
-    diagnosis = diagnose(config.load_config())
+    from . import recordings_render as render
+
+    plan = load_activation_plan()
     if args.json:
-        _print_json(diagnosis.to_json(config.config_path()))
+        _print_json(render.status_json(plan, state.config_path()))
     else:
-        print(_render_status(diagnosis, config.config_path()))
-    return EXIT_FAILURE if diagnosis.blocked else 0
-
-
-def _render_status(diagnosis: Diagnosis, config_file: Path) -> str:
-    selector = diagnosis.selector if isinstance(diagnosis.selector, str) else "(none)"
-    lines = [
-        f"config    {config_file}",
-        f"mode      {diagnosis.mode}",
-        f"selector  {selector}" + ("  (kept while off)" if diagnosis.mode == "off" and diagnosis.selector else ""),
-        f"path      {diagnosis.path if diagnosis.path is not None else '-'}",
-    ]
-    if diagnosis.blocked:
-        lines.append(f"problem   {diagnosis.reason}")
-        lines.append("provider calls are BLOCKED at the next start until this is fixed; fix with one of:")
-        lines.extend(f"  {fix}" for fix in diagnosis.fixes)
-    elif diagnosis.mode == "off":
-        lines.append("file      not used (record/replay is off)")
-    elif diagnosis.mode == "record":
-        exists = diagnosis.path is not None and os.path.lexists(diagnosis.path)
-        lines.append("file      usable: " + ("appending to it" if exists else "created at the next start"))
-    else:
-        lines.append(f"file      usable: {diagnosis.calls} calls, {diagnosis.events} events")
-    lines.append(f"(the configuration {NEXT_START}; a running process keeps what it started with)")
-    return "\n".join(lines)
+        print(render.render_status(plan, state.config_path()))
+    return EXIT_FAILURE if plan.blocked else 0
 
 
 # ============================================================================ record / replay / off
@@ -404,7 +221,7 @@ def run_replay(args: argparse.Namespace) -> int:
     if not os.path.lexists(path):
         hint = f"; see '{FIX_LIST}'" if is_managed_id(selector) else ""
         raise CliError(f"recording file {path}: does not exist{hint}; nothing was changed")
-    from .recordings_render import read_recording
+    from openprogram.recordings.inspection import read_recording
 
     try:
         recording = read_recording(path)
@@ -447,6 +264,7 @@ def _set_record_replay(current: dict[str, Any], *, mode: str, file: str | None =
 
 def run_list(args: argparse.Namespace) -> int:
     from openprogram import config
+    from openprogram.recordings import inspection
     from openprogram.recordings.store import record_replay_settings, recordings_dir
 
     from . import recordings_render as render
@@ -456,14 +274,14 @@ def run_list(args: argparse.Namespace) -> int:
     active = _active_path(current)
     folder = recordings_dir()
     infos = [
-        render.inspect_recording(path, recording_id, managed=recording_id is not None, active=_same(path, active))
+        inspection.inspect_recording(path, recording_id, managed=recording_id is not None, active=_same(path, active))
         for path, recording_id in _folder_entries(folder)
     ]
     if active is not None and not any(info.active for info in infos):
-        infos.append(render.inspect_recording(active, None, managed=False, active=True))
+        infos.append(inspection.inspect_recording(active, None, managed=False, active=True))
     now = render.now()
     if args.json:
-        _print_json(render.list_json(folder, mode, selector, infos, now))
+        _print_json(inspection.list_json(folder, mode, selector, infos, now))
     elif not infos:
         print(f"no recordings in {folder}")
     else:
@@ -493,6 +311,7 @@ def _folder_entries(folder: Path) -> list[tuple[Path, str | None]]:
 
 def run_show(args: argparse.Namespace) -> int:
     from openprogram import config
+    from openprogram.recordings import inspection
     from openprogram.recordings.format import RecordingFileError
     from openprogram.recordings.store import is_managed_id, managed_id_of
 
@@ -503,7 +322,7 @@ def run_show(args: argparse.Namespace) -> int:
         _check_id_argument(selector)
     path = _resolve_for_reading(selector)
     try:
-        recording = render.read_recording(path)
+        recording = inspection.read_recording(path)
     except RecordingFileError as error:
         raise CliError(str(error)) from None
     active = _same(path, _active_path(config.load_config()))
@@ -516,14 +335,14 @@ def run_show(args: argparse.Namespace) -> int:
     if args.content:
         _warn_content()
     info = path.stat()
-    report = render.ShowReport(
+    report = inspection.ShowReport(
         path=path,
         id=managed_id_of(path),
         active=active,
         size=info.st_size,
         mtime=info.st_mtime,
         header=recording.header,
-        calls=[render.summarize_call(call) for call in recording.calls],
+        calls=[inspection.summarize_call(call) for call in recording.calls],
     )
     now = render.now()
     if args.json:
@@ -553,13 +372,14 @@ def run_diff(args: argparse.Namespace) -> int:
     from openprogram.config import ConfigError
     from openprogram.recordings.comparison import diff_recordings
     from openprogram.recordings.format import RecordingFileError
+    from openprogram.recordings.inspection import read_recording
 
     from . import recordings_render as render
 
     recordings = []
     for selector in (args.a, args.b):
         try:
-            recordings.append(render.read_recording(_resolve_for_reading(selector)))
+            recordings.append(read_recording(_resolve_for_reading(selector)))
         except RecordingFileError as error:
             raise CliError(str(error), EXIT_USAGE) from None
         except (CliError, ConfigError) as error:

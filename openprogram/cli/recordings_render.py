@@ -1,211 +1,72 @@
-"""What ``openprogram recordings list|show`` know about a recording file, and how they print it.
+"""How ``openprogram recordings status|list|show|diff`` print for people.
 
-Everything here is metadata: sizes, ages, counts, apis, models, outcomes, token usage. Request
-and response content (prompts, outputs, tool arguments and results) never reaches these
-summaries, so the default output of ``list`` and ``show`` cannot leak it; only ``show
---content`` prints content, and it does not go through this module's summaries.
-
-The JSON shapes built here are the documented, stable ``--json`` schemas (docs/recordings-cli.md):
-fields are only ever added, never renamed or removed, and ``schema_version`` changes if that
-promise ever has to be broken.
+What is printed comes from :mod:`openprogram.recordings.activation` (status) and
+:mod:`openprogram.recordings.inspection` (list, show), which read the files; this module only
+formats. Like them it never prints request or response content.
 """
 
 from __future__ import annotations
 
 import os
-import stat
 import time
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-SCHEMA_VERSION = 1
+from openprogram.recordings.inspection import SCHEMA_VERSION, RecordingInfo, ShowReport
 
-#: ``state`` values of a listed recording.
-VALID, INVALID, RECORDING, SYMLINK = "valid", "invalid", "recording", "symlink"
+if TYPE_CHECKING:
+    from openprogram.recordings.activation import ActivationPlan
 
-
-@dataclass
-class RecordingInfo:
-    """One row of ``list``: a file in (or, for an explicit replay path, outside) the managed
-    folder, whatever state it is in."""
-
-    path: Path
-    id: str | None
-    managed: bool
-    active: bool = False
-    state: str = VALID
-    reason: str | None = None
-    size: int | None = None
-    mtime: float | None = None
-    calls: int | None = None
-    events: int | None = None
-
-    def to_json(self, now: float) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "path": str(self.path),
-            "managed": self.managed,
-            "active": self.active,
-            "state": self.state,
-            "reason": self.reason,
-            "size_bytes": self.size,
-            "modified_at": iso_time(self.mtime),
-            "age_seconds": None if self.mtime is None else round(max(0.0, now - self.mtime), 3),
-            "calls": self.calls,
-            "events": self.events,
-        }
+NEXT_START = "takes effect at the next start"
 
 
-def inspect_recording(path: Path, recording_id: str | None, *, managed: bool, active: bool) -> RecordingInfo:
-    """Describe one file without ever raising: a file that cannot be read or parsed is an
-    ``invalid`` row with the reason, so one bad file never stops a listing."""
-    from openprogram.recordings.writer_lock import is_being_recorded
-
-    info = RecordingInfo(path=path, id=recording_id, managed=managed, active=active)
-    try:
-        status = os.lstat(path)
-    except OSError as error:
-        info.state, info.reason = INVALID, f"cannot inspect: {error.strerror or error}"
-        return info
-    info.size, info.mtime = status.st_size, status.st_mtime
-    if stat.S_ISLNK(status.st_mode):
-        info.state = SYMLINK
-        info.reason = f"is a symbolic link to {os.readlink(path)}; managed recordings are regular files"
-        return info
-    if not stat.S_ISREG(status.st_mode):
-        info.state, info.reason = INVALID, "is not a regular file"
-        return info
-    live = _safely(is_being_recorded, path, default=False)
-    try:
-        recording = read_recording(path)
-    except Exception as error:  # noqa: BLE001 - a listing reports every failure, never stops
-        if live:
-            info.state = RECORDING
-        else:
-            info.state, info.reason = INVALID, failure_reason(error)
-        return info
-    info.state = RECORDING if live else VALID
-    info.calls, info.events = len(recording.calls), recording.event_count
-    return info
+# ----------------------------------------------------------------------------- status
 
 
-def read_recording(path: Path):
-    """The one strict reader (imported here, lazily: it brings pydantic with it)."""
-    from openprogram.recordings.reader import read_recording_file
+def status_json(plan: ActivationPlan, config_file: Path) -> dict[str, Any]:
+    """The stable ``recordings status --json`` schema, from the activation plan."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "config_path": str(config_file),
+        "mode": plan.configured_mode,
+        "selector": plan.selector if isinstance(plan.selector, str) else None,
+        "managed_id": plan.managed_id,
+        "path": None if plan.path is None else str(plan.path),
+        "file_usable": plan.file_usable,
+        "blocked": plan.blocked,
+        "problem": plan.problem,
+        "reason": plan.reason,
+        "fix": list(plan.fixes),
+        "calls": plan.calls,
+        "events": plan.events,
+    }
 
-    return read_recording_file(path)
 
-
-def failure_reason(error: BaseException) -> str:
-    """The reason of a reader failure, without the path (the row already shows it)."""
-    reason = getattr(error, "reason", None)
-    if reason is None:
-        return f"cannot be read: {type(error).__name__}: {error}"
-    line, call = getattr(error, "line_number", None), getattr(error, "call_index", None)
-    where = (f"line {line}" if line is not None else "") + (
-        f"{', ' if line is not None else ''}call {call}" if call is not None else ""
-    )
-    return f"{where}: {reason}" if where else reason
-
-
-def _safely(function, *args, default):
-    try:
-        return function(*args)
-    except OSError:
-        return default
+def render_status(plan: ActivationPlan, config_file: Path) -> str:
+    mode = plan.configured_mode
+    selector = plan.selector if isinstance(plan.selector, str) else "(none)"
+    lines = [
+        f"config    {config_file}",
+        f"mode      {mode}",
+        f"selector  {selector}" + ("  (kept while off)" if mode == "off" and plan.selector else ""),
+        f"path      {plan.path if plan.path is not None else '-'}",
+    ]
+    if plan.blocked:
+        lines.append(f"problem   {plan.reason}")
+        lines.append("provider calls are BLOCKED at the next start until this is fixed; fix with one of:")
+        lines.extend(f"  {fix}" for fix in plan.fixes)
+    elif mode == "off":
+        lines.append("file      not used (record/replay is off)")
+    elif mode == "record":
+        exists = plan.path is not None and os.path.lexists(plan.path)
+        lines.append("file      usable: " + ("appending to it" if exists else "created at the next start"))
+    else:
+        lines.append(f"file      usable: {plan.calls} calls, {plan.events} events")
+    lines.append(f"(the configuration {NEXT_START}; a running process keeps what it started with)")
+    return "\n".join(lines)
 
 
 # ----------------------------------------------------------------------------- show
-
-
-@dataclass
-class CallSummary:
-    """One call of ``show``: who was asked and how it went; never what was said."""
-
-    call_index: int
-    api: str | None
-    provider: str | None
-    model: str | None
-    event_count: int
-    outcome: str
-    usage: dict[str, int] | None
-    error_message: str | None
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "call_index": self.call_index,
-            "api": self.api,
-            "provider": self.provider,
-            "model": self.model,
-            "event_count": self.event_count,
-            "outcome": self.outcome,
-            "usage": self.usage,
-            "error_message": self.error_message,
-        }
-
-
-USAGE_FIELDS = ("input", "output", "cache_read", "cache_write", "total_tokens")
-
-
-def summarize_call(call: Any) -> CallSummary:
-    """Metadata of a :class:`RecordedCall`: the model fields of its request and the usage and
-    error message of the message its terminal event carries (terminal events are stored in
-    full, so no partial snapshot is rebuilt)."""
-    from openprogram.recordings.comparison import final_message
-
-    model = call.model
-    message = final_message(call)
-    usage = None
-    error_message = None
-    if isinstance(message, dict):
-        raw_usage = message.get("usage")
-        if isinstance(raw_usage, dict):
-            usage = {name: raw_usage.get(name, 0) for name in USAGE_FIELDS}
-        error_message = message.get("error_message")
-    return CallSummary(
-        call_index=call.call_index,
-        api=_text(model.get("api")),
-        provider=_text(model.get("provider")),
-        model=_text(model.get("id")),
-        event_count=call.event_count,
-        outcome=call.outcome,
-        usage=usage,
-        error_message=error_message if isinstance(error_message, str) else None,
-    )
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-@dataclass
-class ShowReport:
-    path: Path
-    id: str | None
-    active: bool
-    size: int
-    mtime: float
-    header: dict[str, Any]
-    calls: list[CallSummary] = field(default_factory=list)
-
-    def to_json(self, now: float) -> dict[str, Any]:
-        return {
-            "schema_version": SCHEMA_VERSION,
-            "id": self.id,
-            "path": str(self.path),
-            "active": self.active,
-            "size_bytes": self.size,
-            "modified_at": iso_time(self.mtime),
-            "age_seconds": round(max(0.0, now - self.mtime), 3),
-            "format_version": self.header.get("format_version"),
-            "created_at": _text(self.header.get("created_at")),
-            "openprogram_version": _text(self.header.get("openprogram_version")),
-            "call_count": len(self.calls),
-            "event_count": sum(call.event_count for call in self.calls),
-            "calls": [call.to_json() for call in self.calls],
-        }
 
 
 def render_show(report: ShowReport, now: float) -> str:
@@ -251,16 +112,6 @@ def one_line(text: str, limit: int = 200) -> str:
 
 
 # ----------------------------------------------------------------------------- list
-
-
-def list_json(folder: Path, mode: str, selector: Any, infos: list[RecordingInfo], now: float) -> dict[str, Any]:
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "folder": str(folder),
-        "mode": mode,
-        "selector": selector if isinstance(selector, str) else None,
-        "recordings": [info.to_json(now) for info in infos],
-    }
 
 
 def render_list(infos: list[RecordingInfo], now: float) -> str:
@@ -326,13 +177,6 @@ def human_age(seconds: float) -> str:
         if seconds >= length:
             return f"{seconds // length}{unit}"
     return f"{seconds}s"
-
-
-def iso_time(timestamp: float | None) -> str | None:
-    if timestamp is None:
-        return None
-    moment = datetime.fromtimestamp(timestamp, UTC)
-    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 def now() -> float:

@@ -103,7 +103,7 @@ async def _run(args: argparse.Namespace, model, tools, max_turns: int) -> int:
     from openprogram.providers.types import UserMessage
     from openprogram.recordings.format import RecordingFileError
 
-    from .render import JsonRenderer, TextRenderer
+    from .run_render import JsonRenderer, TextRenderer
 
     context = AgentContext(system_prompt=args.system, tools=tools)
     config = AgentLoopConfig(model=model, max_turns=max_turns)

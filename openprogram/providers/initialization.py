@@ -1,9 +1,10 @@
 """The provider runtime lifecycle: NEW -> INITIALIZING -> READY or FAILED, once per process.
 
 ``initialize_provider_runtime()`` runs before the first real provider lookup. It registers the
-built-in providers (all at once or none), takes one snapshot of the ``record_replay``
-configuration, builds the recording sink or the replay provider, and installs the registry
-transform. Two kinds of failure are kept apart on purpose:
+built-in providers (all at once or none), takes the activation plan of the ``record_replay``
+configuration (:mod:`openprogram.recordings.activation`, the one reader of those settings),
+builds the recording sink or the replay provider, and installs the registry transform. Two
+kinds of failure are kept apart on purpose:
 
 - Built-in registration failing is a broken installation: the runtime stays FAILED and every
   caller, now and later, gets a fresh :class:`ProviderRuntimeInitializationError` with the same
@@ -18,8 +19,11 @@ from __future__ import annotations
 
 import logging
 import threading
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..recordings.activation import ActivationPlan
 
 logger = logging.getLogger("openprogram.providers")
 
@@ -74,6 +78,9 @@ class RuntimeSnapshot:
     selector: str | None = None
     path: str | None = None
     diagnosis: str | None = None
+    #: The :class:`~openprogram.recordings.activation.ActivationPlan` it came from (None when
+    #: the configuration could not even be read).
+    plan: ActivationPlan | None = field(default=None, compare=False)
 
 
 _condition = threading.Condition()
@@ -145,24 +152,40 @@ def _register_builtins() -> None:
 
 
 def _activate_record_replay() -> RuntimeSnapshot:
-    """Read the configuration once and install the transform it asks for."""
-    from ..config import load_config
-    from ..recordings.store import VALID_MODES, record_replay_settings, resolve_selector
+    """Read the configuration once, as the activation plan, and install what it asks for.
+
+    The plan checks the settings and that the file exists; the file itself is read once, by
+    the sink or the replay provider built here, and a failure there blocks with the plan's
+    own mapping, so the diagnosis is the one ``recordings status`` prints."""
+    from ..recordings.activation import RECORD, REPLAY, load_activation_plan
+    from ..recordings.format import RecordingFileError
+
+    plan = load_activation_plan(check_file=False)
+    if plan.mode in (RECORD, REPLAY):
+        try:
+            _install_for(plan)
+        except RecordingFileError as error:
+            plan = plan.blocked_by_file(error)
+    if plan.blocked:
+        return _block_plan(plan)
+    return RuntimeSnapshot(
+        mode=plan.mode,
+        selector=plan.selector,
+        path=None if plan.path is None else str(plan.path),
+        plan=plan,
+    )
+
+
+def _install_for(plan: ActivationPlan) -> None:
+    """Build the recording sink or the replay provider of ``plan`` and install its transform."""
+    from ..recordings.activation import RECORD
     from .api_registry import configure_provider_transform
 
-    mode, selector = record_replay_settings(load_config())
-    if mode not in VALID_MODES:
-        raise ValueError(
-            f"unknown record_replay.mode '{mode}' (expected one of {', '.join(VALID_MODES)})"
-        )
-    if mode == "off":
-        return RuntimeSnapshot(mode="off", selector=selector)
-    path = resolve_selector(selector, mode=mode)
-    if mode == "record":
+    if plan.mode == RECORD:
         from ..recordings.recorder import RecordingProvider
         from ..recordings.sink import RecordingSink
 
-        sink = RecordingSink(path)
+        sink = RecordingSink(plan.path)
 
         def record_transform(api: str, original: Any) -> Any:
             return RecordingProvider(original, sink)
@@ -171,20 +194,29 @@ def _activate_record_replay() -> RuntimeSnapshot:
     else:
         from ..recordings.replayer import ReplayProvider
 
-        replay = ReplayProvider(path)
+        replay = ReplayProvider(plan.path)
 
         def replay_transform(api: str, original: Any) -> Any:
             return replay
 
         configure_provider_transform(replay_transform)
-    return RuntimeSnapshot(mode=mode, selector=selector, path=str(path))
+
+
+def _block_plan(plan: ActivationPlan) -> RuntimeSnapshot:
+    """Fail closed with the plan's reason."""
+    return _install_blocked(plan.reason or plan.problem or "blocked", plan)
 
 
 def _block(error: BaseException) -> RuntimeSnapshot:
+    """Fail closed for an unexpected failure (an unreadable configuration file, say)."""
+    return _install_blocked(str(error) or type(error).__name__, None)
+
+
+def _install_blocked(cause: str, plan: ActivationPlan | None) -> RuntimeSnapshot:
     """Install the fail-closed provider for every api and describe why."""
     from .api_registry import configure_provider_transform
 
-    cause = _redacted(str(error) or type(error).__name__)
+    cause = _redacted(cause)
     diagnosis = f"record/replay could not be activated: {cause}; {RECOVERY_HINT}"
     logger.error("record/replay activation failed: %s", cause)
     blocked = BlockedProvider(diagnosis)
@@ -198,7 +230,7 @@ def _block(error: BaseException) -> RuntimeSnapshot:
         # Application code installed its own transform before the first lookup; it stays
         # in charge and the diagnosis is still logged above.
         logger.error("a provider transform was already installed; record/replay stays inactive")
-    return RuntimeSnapshot(mode="blocked", diagnosis=diagnosis)
+    return RuntimeSnapshot(mode="blocked", diagnosis=diagnosis, plan=plan)
 
 
 def _redacted(text: str) -> str:

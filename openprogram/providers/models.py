@@ -92,7 +92,7 @@ def custom_model(entry: dict[str, Any]) -> Model:
 
 def configured_models() -> list[Model]:
     """Custom models from the configuration of the current profile."""
-    from ..config import load_config
+    from ..state import load_config
 
     entries = load_config().get("models") or []
     return [custom_model(entry) for entry in entries if isinstance(entry, dict)]

@@ -31,11 +31,18 @@ PARTIAL_EVENT_TYPES = frozenset(
 )
 
 
+#: What went wrong with a recording file, for code that must act on it (the activation plan
+#: turns it into a problem code) without reading the English message.
+FILE_ERROR_KINDS = frozenset({"corrupt", "wrong_version", "unreadable", "symlink", "not_a_file", "missing"})
+
+
 class RecordingFileError(Exception):
     """A recording file that cannot be read or written, naming where and why.
 
     The message is ``recording file PATH[ at line N][ for call C]: REASON``; it never quotes
-    the content of a line, which may hold prompts and outputs.
+    the content of a line, which may hold prompts and outputs. ``kind`` (one of
+    :data:`FILE_ERROR_KINDS`) says what kind of failure it is, so that nobody has to search
+    the message to find out.
     """
 
     def __init__(
@@ -44,17 +51,21 @@ class RecordingFileError(Exception):
         reason: str,
         line_number: int | None = None,
         call_index: int | None = None,
+        kind: str = "corrupt",
     ) -> None:
+        if kind not in FILE_ERROR_KINDS:
+            raise ValueError(f"unknown recording file error kind {kind!r}")
         self.path = str(path)
         self.reason = reason
         self.line_number = line_number
         self.call_index = call_index
+        self.kind = kind
         where = f" at line {line_number}" if line_number is not None else ""
         call = f" for call {call_index}" if call_index is not None else ""
         super().__init__(f"recording file {self.path}{where}{call}: {reason}")
 
     def __reduce__(self):  # keep the fields across pickling (multiprocessing, xdist)
-        return (type(self), (self.path, self.reason, self.line_number, self.call_index))
+        return (type(self), (self.path, self.reason, self.line_number, self.call_index, self.kind))
 
 
 def encode_line(row: dict[str, Any]) -> bytes:

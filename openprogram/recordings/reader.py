@@ -249,16 +249,20 @@ class _Reader:
         self.kept_chars = 0
         self.keep_events = True
 
-    def fail(self, reason: str, line: int | None = None, call: int | None = None) -> RecordingFileError:
-        return RecordingFileError(self.path, reason, line, call)
+    def fail(
+        self, reason: str, line: int | None = None, call: int | None = None, kind: str = "corrupt"
+    ) -> RecordingFileError:
+        return RecordingFileError(self.path, reason, line, call, kind)
 
     def read(self) -> Recording:
         try:
             data = self.path.read_bytes()
         except IsADirectoryError:
-            raise self.fail("is a folder, not a file") from None
+            raise self.fail("is a folder, not a file", kind="not_a_file") from None
+        except FileNotFoundError as error:
+            raise self.fail(f"cannot read: {error.strerror or error}", kind="missing") from None
         except OSError as error:
-            raise self.fail(f"cannot read: {error.strerror or error}") from None
+            raise self.fail(f"cannot read: {error.strerror or error}", kind="unreadable") from None
         if not data:
             raise self.fail("the file is empty")
         lines = data.split(b"\n")
@@ -311,12 +315,15 @@ class _Reader:
             raise self.fail("the first line must be the header", number)
         version = row.get("format_version")
         if not is_plain_int(version):
-            raise self.fail(f"format_version must be an integer, not {_short(version)}", number)
+            raise self.fail(
+                f"format_version must be an integer, not {_short(version)}", number, kind="wrong_version"
+            )
         if version != RECORDING_FORMAT_VERSION:
             raise self.fail(
                 f"format_version {version} is not supported (this program reads "
                 f"{RECORDING_FORMAT_VERSION})",
                 number,
+                kind="wrong_version",
             )
         self.header, self.header_line = row, number
 

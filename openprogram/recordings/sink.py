@@ -174,11 +174,15 @@ class RecordingSink:
         except FileNotFoundError:
             info = None
         except OSError as error:
-            raise RecordingFileError(path, f"cannot inspect the file: {error.strerror}") from None
+            raise RecordingFileError(
+                path, f"cannot inspect the file: {error.strerror}", kind="unreadable"
+            ) from None
         if info is not None and stat.S_ISLNK(info.st_mode):
-            raise RecordingFileError(path, "is a symbolic link; refusing to record through it")
+            raise RecordingFileError(
+                path, "is a symbolic link; refusing to record through it", kind="symlink"
+            )
         if info is not None and not stat.S_ISREG(info.st_mode):
-            raise RecordingFileError(path, "is not a regular file")
+            raise RecordingFileError(path, "is not a regular file", kind="not_a_file")
         _make_private_parents(path.parent)
         # Read-write so that catching up reads this very file (``pread``), even if the path
         # is replaced meanwhile; every write still goes to the end (O_APPEND).
@@ -186,7 +190,9 @@ class RecordingSink:
         try:
             fd = os.open(path, flags, 0o600)
         except OSError as error:
-            raise RecordingFileError(path, f"cannot open for writing: {error.strerror}") from None
+            raise RecordingFileError(
+                path, f"cannot open for writing: {error.strerror}", kind="unreadable"
+            ) from None
         self._fd, self._pid, self._generation = fd, os.getpid(), _fork_generation
         # Marks the file as being recorded (for ``recordings delete``/``prune``) until the
         # descriptor closes, however this process ends.
@@ -235,6 +241,7 @@ class RecordingSink:
                 f"has format_version {version!r}, this program writes "
                 f"{RECORDING_FORMAT_VERSION}; refusing to append",
                 1,
+                kind="wrong_version",
             )
 
     # ---------------------------------------------------------------- writing

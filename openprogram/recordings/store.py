@@ -12,7 +12,7 @@ import os
 import re
 from pathlib import Path
 
-from ..config import ConfigError, ensure_private_dir, state_dir
+from ..state import ConfigError, ensure_private_dir, state_dir
 
 RECORDINGS_FOLDER = "recordings"
 RECORDING_SUFFIX = ".jsonl"
@@ -87,22 +87,3 @@ def record_replay_settings(config: dict) -> tuple[str, str | None]:
     mode = subtree.get("mode", "off")
     selector = subtree.get("file")
     return (mode if isinstance(mode, str) else repr(mode)), selector
-
-
-def check_record_replay(config: dict) -> None:
-    """Raise :class:`SelectorError` unless the ``record_replay`` settings would activate:
-    a known mode, a usable selector, and for replay a file the strict reader accepts."""
-    mode, selector = record_replay_settings(config)
-    if mode not in VALID_MODES:
-        raise SelectorError(f"record_replay.mode must be one of {', '.join(VALID_MODES)}, not '{mode}'")
-    if mode == "off":
-        return
-    path = resolve_selector(selector, mode=mode)
-    if mode == "replay":
-        from .format import RecordingFileError
-        from .reader import read_recording_file
-
-        try:
-            read_recording_file(path)
-        except RecordingFileError as error:
-            raise SelectorError(str(error)) from None

@@ -1,0 +1,222 @@
+"""What the ``record_replay`` settings will do at the next start: one answer, in one place.
+
+:func:`plan_activation` turns a configuration dict into an :class:`ActivationPlan`: off,
+record into a file, replay a file, or blocked (with a stable problem code, the exact reason
+and the commands that fix it). Three places need that answer and all take it from here:
+
+- the provider runtime builds the recording sink or the replay provider from the plan, or
+  installs the fail-closed provider when it is blocked;
+- ``config set`` (the whole-configuration check) refuses a ``record_replay`` change whose
+  plan is blocked;
+- ``openprogram recordings status`` prints the plan.
+
+Planning reads files strictly but never creates or writes anything. It is light to import
+(the strict reader and the sink, which bring pydantic, are imported only when a file has to
+be read). ``docs/recordings-cli.md`` documents the problem codes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..state import load_config
+from .store import (
+    VALID_MODES,
+    SelectorError,
+    is_managed_id,
+    managed_id_of,
+    record_replay_settings,
+    resolve_selector,
+)
+
+if TYPE_CHECKING:
+    from .format import RecordingFileError
+
+OFF, RECORD, REPLAY, BLOCKED = "off", "record", "replay", "blocked"
+
+CMD = "openprogram recordings"
+FIX_OFF = f"{CMD} off"
+FIX_RECORD = f"{CMD} record --name NAME"
+FIX_REPLAY = f"{CMD} replay ID"
+FIX_LIST_THEN_REPLAY = f"{CMD} list, then {FIX_REPLAY}"
+
+#: The problem code of each :class:`~.format.RecordingFileError` kind.
+PROBLEM_OF_KIND = {
+    "corrupt": "corrupt_file",
+    "wrong_version": "wrong_version",
+    "unreadable": "unreadable_file",
+    "missing": "missing_file",
+    "symlink": "symlink",
+    "not_a_file": "not_a_file",
+}
+
+
+@dataclass(frozen=True)
+class ActivationPlan:
+    """What the next start does with record/replay.
+
+    ``mode`` is what happens (off, record, replay or blocked); ``configured_mode`` is what
+    the configuration says (which may be a mode that does not exist). ``file_usable`` is None
+    when no file is used or none was checked, else whether the file works. A blocked plan has
+    a stable ``problem`` code, the exact ``reason`` and the ``fixes`` (commands, ``recordings
+    off`` always among them). ``calls``/``events`` count a checked replay file.
+    """
+
+    mode: str
+    configured_mode: str
+    selector: Any = None
+    path: Path | None = None
+    managed_id: str | None = None
+    file_usable: bool | None = None
+    problem: str | None = None
+    reason: str | None = None
+    fixes: tuple[str, ...] = ()
+    calls: int | None = None
+    events: int | None = None
+
+    @property
+    def blocked(self) -> bool:
+        return self.mode == BLOCKED
+
+    def blocked_by(self, problem: str, reason: str, *fixes: str) -> ActivationPlan:
+        """This plan, blocked: ``recordings off`` is always among the fixes (last unless given)."""
+        return dataclasses.replace(
+            self,
+            mode=BLOCKED,
+            file_usable=False if self.configured_mode in (RECORD, REPLAY) else None,
+            problem=problem,
+            reason=reason,
+            fixes=tuple(dict.fromkeys([*fixes, FIX_OFF])),
+        )
+
+    def blocked_by_file(self, error: RecordingFileError) -> ActivationPlan:
+        """This plan, blocked by what opening or reading its file raised (by the error's
+        ``kind``, never by its wording). The runtime uses it for a file that fails when it
+        opens it, so it reports exactly what ``recordings status`` would."""
+        if error.kind in ("unreadable", "missing"):
+            fixes = [f"chmod 600 {self.path}", FIX_RECORD]
+        else:
+            fixes = [FIX_RECORD, FIX_LIST_THEN_REPLAY]
+        return self.blocked_by(PROBLEM_OF_KIND.get(error.kind, "corrupt_file"), str(error), *fixes)
+
+
+def plan_activation(
+    config: dict[str, Any], profile: str | None = None, *, check_file: bool = True
+) -> ActivationPlan:
+    """The plan for ``config`` (of ``profile``, for managed IDs).
+
+    With ``check_file`` (the default) a replay file is read by the strict reader and an
+    existing record target has its header checked by the sink itself. Without it, only the
+    settings and the file's existence are checked: for a caller that opens the file right
+    away and reports its failure through :meth:`ActivationPlan.blocked_by_file`, so that the
+    file is read once, not twice.
+    """
+    mode, selector = record_replay_settings(config)
+    plan = ActivationPlan(mode=mode, configured_mode=mode, selector=selector)
+    if mode not in VALID_MODES:
+        return plan.blocked_by(
+            "unknown_mode",
+            f"unknown record_replay.mode '{mode}' (expected one of {', '.join(VALID_MODES)})",
+            FIX_OFF,
+            FIX_RECORD,
+            FIX_REPLAY,
+        )
+    if mode == OFF:
+        return _off_plan(plan, selector, profile)
+    if not isinstance(selector, str) or not selector.strip():
+        return plan.blocked_by(
+            "empty_selector",
+            f"record_replay.mode is {mode} but record_replay.file is empty",
+            FIX_RECORD,
+            FIX_REPLAY,
+        )
+    if mode == RECORD and not is_managed_id(selector):
+        return plan.blocked_by(
+            "path_selector_in_record_mode",
+            f"record mode needs a managed recording ID, not a path ('{selector}')",
+            FIX_RECORD,
+            f"{CMD} replay {selector}",
+        )
+    try:
+        path = resolve_selector(selector, mode=mode, profile=profile)
+    except SelectorError as error:
+        return plan.blocked_by("invalid_id", str(error), FIX_RECORD, FIX_REPLAY)
+    plan = dataclasses.replace(plan, path=path, managed_id=managed_id_of(path, profile))
+    if mode == RECORD:
+        return _check_record_target(plan, check_file)
+    return _check_replay_file(plan, check_file)
+
+
+def load_activation_plan(profile: str | None = None, *, check_file: bool = True) -> ActivationPlan:
+    """The plan for the saved configuration of ``profile`` (the active one by default).
+
+    Raises :class:`~openprogram.state.ConfigError` when the configuration file itself cannot
+    be read."""
+    return plan_activation(load_config(profile), profile, check_file=check_file)
+
+
+def _off_plan(plan: ActivationPlan, selector: Any, profile: str | None) -> ActivationPlan:
+    """Off keeps the last selector; show which file it names, if it names one."""
+    if not isinstance(selector, str) or not selector.strip():
+        return plan
+    try:
+        path = resolve_selector(selector, mode=REPLAY, profile=profile)
+    except SelectorError:
+        return plan
+    return dataclasses.replace(plan, path=path, managed_id=managed_id_of(path, profile))
+
+
+def _check_replay_file(plan: ActivationPlan, check_file: bool) -> ActivationPlan:
+    from .format import RecordingFileError
+
+    assert plan.path is not None
+    if not os.path.lexists(plan.path):
+        return plan.blocked_by(
+            "missing_file",
+            f"recording file {plan.path}: does not exist",
+            FIX_LIST_THEN_REPLAY,
+            FIX_RECORD,
+        )
+    if not check_file:
+        return plan
+    from .reader import read_recording_file
+
+    try:
+        recording = read_recording_file(plan.path)
+    except RecordingFileError as error:
+        return plan.blocked_by_file(error)
+    return dataclasses.replace(
+        plan, file_usable=True, calls=len(recording.calls), events=recording.event_count
+    )
+
+
+def _check_record_target(plan: ActivationPlan, check_file: bool) -> ActivationPlan:
+    """Record mode creates the file at the next start, or appends to it after checking its
+    header: ask the sink itself (the one place that knows), but only when the file exists
+    and is not empty, so that nothing is created or written here."""
+    from .format import RecordingFileError
+
+    assert plan.path is not None
+    if not check_file:
+        return plan
+    try:
+        info = os.lstat(plan.path)
+    except FileNotFoundError:
+        return dataclasses.replace(plan, file_usable=True)
+    except OSError as error:
+        return plan.blocked_by(
+            "unreadable_file", f"recording file {plan.path}: cannot inspect: {error.strerror}", FIX_RECORD
+        )
+    if not (stat.S_ISREG(info.st_mode) and info.st_size == 0):
+        from .sink import RecordingSink
+
+        try:
+            RecordingSink(plan.path).close()
+        except RecordingFileError as error:
+            return plan.blocked_by_file(error)
+    return dataclasses.replace(plan, file_usable=True)

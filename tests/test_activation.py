@@ -1,0 +1,245 @@
+"""The activation plan: one answer to "what will the record_replay settings do at the next
+start", and the runtime, ``config set`` and ``recordings status`` all acting on it."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import pickle
+from pathlib import Path
+
+import pytest
+
+from openprogram.recordings.activation import (
+    FIX_OFF,
+    ActivationPlan,
+    load_activation_plan,
+    plan_activation,
+)
+from openprogram.recordings.format import RecordingFileError
+from tests.test_recordings_cli import CORRUPT, FUTURE, folder_of, make_recording, write_config
+
+
+def _snapshot(folder: Path) -> dict[str, tuple[int, float, int]]:
+    """Every entry under ``folder`` with its size, mtime and mode: planning must change none."""
+    entries = {}
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            path = Path(root) / name
+            info = path.lstat()
+            entries[str(path)] = (info.st_size, info.st_mtime, info.st_mode)
+    return entries
+
+
+def _settings(mode, file=None):
+    return {"record_replay": {"mode": mode} | ({} if file is None else {"file": file})}
+
+
+# ============================================================================ each problem
+
+
+PROBLEMS = [
+    pytest.param(_settings("rewind", "x"), None, "unknown_mode", "unknown record_replay.mode 'rewind'", id="unknown-mode"),
+    pytest.param({"record_replay": "replay"}, None, "unknown_mode", "unknown record_replay.mode '<invalid: str>'", id="not-an-object"),
+    pytest.param(_settings("replay", ""), None, "empty_selector", "record_replay.mode is replay but record_replay.file is empty", id="empty-selector"),
+    pytest.param(_settings("record"), None, "empty_selector", "record_replay.mode is record but record_replay.file is empty", id="no-record-selector"),
+    pytest.param(_settings("replay", 42), None, "empty_selector", "record_replay.file is empty", id="selector-not-text"),
+    pytest.param(_settings("record", "/tmp/x.jsonl"), None, "path_selector_in_record_mode", "record mode needs a managed recording ID, not a path ('/tmp/x.jsonl')", id="record-path"),
+    pytest.param(_settings("replay", "-bad"), None, "invalid_id", "invalid recording ID '-bad'", id="invalid-id"),
+    pytest.param(_settings("replay", "missing-one"), None, "missing_file", "missing-one.jsonl: does not exist", id="missing-file"),
+    pytest.param(_settings("replay", "corrupt"), CORRUPT, "corrupt_file", "corrupt.jsonl at line 2", id="corrupt-file"),
+    pytest.param(_settings("replay", "future"), FUTURE, "wrong_version", "format_version 2 is not supported", id="wrong-version"),
+    pytest.param(_settings("record", "future"), FUTURE, "wrong_version", "future.jsonl at line 1: has format_version 2", id="record-into-wrong-version"),
+    pytest.param(_settings("record", "garbage"), "not a header\n", "corrupt_file", "does not start with a recording header", id="record-into-garbage"),
+]
+
+
+@pytest.mark.parametrize(("config", "content", "problem", "reason"), PROBLEMS)
+def test_each_problem_has_its_code_reason_and_fixes_and_planning_touches_nothing(
+    isolated_home, config, content, problem, reason
+):
+    if content is not None:
+        (folder_of(isolated_home) / f"{config['record_replay']['file']}.jsonl").write_text(content)
+    before = _snapshot(isolated_home)
+
+    plan = plan_activation(config)
+
+    assert plan.mode == "blocked" and plan.blocked
+    assert plan.problem == problem
+    assert reason in plan.reason
+    assert FIX_OFF in plan.fixes and len(set(plan.fixes)) == len(plan.fixes)
+    assert plan.file_usable is (None if problem == "unknown_mode" else False)
+    assert _snapshot(isolated_home) == before
+
+
+def test_a_symlinked_record_target_is_refused_as_a_symlink(isolated_home):
+    real = make_recording(isolated_home / "elsewhere.jsonl")
+    (folder_of(isolated_home) / "linked.jsonl").symlink_to(real)
+    plan = plan_activation(_settings("record", "linked"))
+    assert (plan.problem, plan.file_usable) == ("symlink", False)
+    assert "is a symbolic link" in plan.reason
+
+
+def test_a_folder_is_not_a_file_in_either_mode(isolated_home):
+    (folder_of(isolated_home) / "folder.jsonl").mkdir()
+    for mode in ("record", "replay"):
+        plan = plan_activation(_settings(mode, "folder"))
+        assert plan.problem == "not_a_file", mode
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads files whatever their mode")
+def test_an_unreadable_replay_file_offers_chmod(isolated_home):
+    path = make_recording(folder_of(isolated_home) / "locked.jsonl")
+    path.chmod(0)
+    plan = plan_activation(_settings("replay", "locked"))
+    assert plan.problem == "unreadable_file" and "cannot read" in plan.reason
+    assert plan.fixes[0] == f"chmod 600 {path}"
+
+
+def test_usable_plans(isolated_home):
+    folder = folder_of(isolated_home)
+    good = make_recording(folder / "good.jsonl", prompts=("a", "b"))
+
+    replay = plan_activation(_settings("replay", "good"))
+    assert (replay.mode, replay.path, replay.managed_id, replay.file_usable) == ("replay", good, "good", True)
+    assert replay.calls == 2 and replay.events > 0 and replay.problem is None and replay.fixes == ()
+
+    new = plan_activation(_settings("record", "newone"))
+    assert (new.mode, new.path, new.file_usable) == ("record", folder / "newone.jsonl", True)
+    assert not (folder / "newone.jsonl").exists()
+
+    appending = plan_activation(_settings("record", "good"))
+    assert (appending.mode, appending.file_usable) == ("record", True)
+
+    off = plan_activation(_settings("off", "good"))
+    assert (off.mode, off.path, off.managed_id, off.file_usable) == ("off", good, "good", None)
+    assert plan_activation({}) == ActivationPlan(mode="off", configured_mode="off")
+
+
+def test_without_a_file_check_only_the_settings_and_existence_are_checked(isolated_home):
+    (folder_of(isolated_home) / "corrupt.jsonl").write_text(CORRUPT)
+    unchecked = plan_activation(_settings("replay", "corrupt"), check_file=False)
+    assert unchecked.mode == "replay" and unchecked.file_usable is None
+    missing = plan_activation(_settings("replay", "gone"), check_file=False)
+    assert missing.problem == "missing_file"
+
+
+def test_managed_ids_resolve_in_the_given_profile(isolated_home):
+    plan = plan_activation(_settings("record", "r1"), profile="work")
+    assert plan.path == isolated_home / "profiles" / "work" / "recordings" / "r1.jsonl"
+    assert not (isolated_home / "profiles").exists()
+
+
+# ============================================================================ the error kind
+
+
+def test_recording_file_errors_carry_their_kind_across_pickling():
+    error = RecordingFileError("/x.jsonl", "format_version 2 is not supported", 1, None, "wrong_version")
+    copy = pickle.loads(pickle.dumps(error))
+    assert (copy.kind, str(copy)) == ("wrong_version", str(error))
+    assert RecordingFileError("/x.jsonl", "bad").kind == "corrupt"
+    with pytest.raises(ValueError, match="unknown recording file error kind"):
+        RecordingFileError("/x.jsonl", "bad", kind="weird")
+
+
+def test_a_missing_file_read_anyway_is_reported_as_missing(tmp_path):
+    from openprogram.recordings.reader import read_recording_file
+
+    with pytest.raises(RecordingFileError) as caught:
+        read_recording_file(tmp_path / "none.jsonl")
+    assert caught.value.kind == "missing"
+    plan = plan_activation(_settings("replay", str(tmp_path / "x.jsonl")), check_file=False)
+    assert plan.blocked_by_file(caught.value).problem == "missing_file"
+
+
+# ============================================================================ one plan, three users
+
+
+def _runtime_plan(fresh_registry) -> tuple[str, ActivationPlan | None, str | None]:
+    """What the runtime activates for the saved configuration (on a fresh registry)."""
+    from openprogram.providers import initialization
+
+    try:
+        snapshot = initialization._activate_record_replay()
+    except Exception as error:  # the runtime's own fallback for the unexpected
+        snapshot = initialization._block(error)
+    return snapshot.mode, snapshot.plan, snapshot.diagnosis
+
+
+def _status_json() -> tuple[int, dict]:
+    from openprogram.cli.main import main
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        code = main(["recordings", "status", "--json"])
+    return code, json.loads(out.getvalue())
+
+
+def _config_set_refusal(home: Path, config: dict) -> str | None:
+    """Write ``config`` through the validated transaction (starting from off): the refusal."""
+    from openprogram import config as config_module
+
+    write_config(home, {})
+    try:
+        with config_module.config_transaction() as current:
+            current.update(config)
+    except config_module.ConfigError as error:
+        return str(error)
+    return None
+
+
+@pytest.mark.parametrize(("config", "content", "problem", "reason"), PROBLEMS)
+def test_runtime_config_set_and_status_agree_on_every_blocked_plan(
+    isolated_home, fresh_registry, config, content, problem, reason
+):
+    if content is not None:
+        (folder_of(isolated_home) / f"{config['record_replay']['file']}.jsonl").write_text(content)
+    plan = plan_activation(config)
+
+    refusal = _config_set_refusal(isolated_home, config)
+    assert refusal is not None and plan.reason in refusal
+    assert json.loads((isolated_home / "config.json").read_text()) == {}  # nothing was written
+
+    write_config(isolated_home, config)
+    assert load_activation_plan() == plan
+
+    mode, runtime_plan, diagnosis = _runtime_plan(fresh_registry)
+    assert mode == "blocked" and runtime_plan == plan
+    assert diagnosis.startswith(f"record/replay could not be activated: {plan.reason}")
+
+    code, status = _status_json()
+    assert code == 1
+    assert (status["problem"], status["reason"], status["fix"]) == (plan.problem, plan.reason, list(plan.fixes))
+
+
+def test_runtime_config_set_and_status_agree_on_a_usable_replay(isolated_home, fresh_registry):
+    make_recording(folder_of(isolated_home) / "good.jsonl", prompts=("a",))
+    config = _settings("replay", "good")
+    plan = plan_activation(config)
+    assert _config_set_refusal(isolated_home, config) is None
+    mode, runtime_plan, diagnosis = _runtime_plan(fresh_registry)
+    assert (mode, diagnosis) == ("replay", None)
+    assert (runtime_plan.mode, runtime_plan.path) == (plan.mode, plan.path)
+    code, status = _status_json()
+    assert code == 0 and status["blocked"] is False and status["path"] == str(plan.path)
+
+
+def test_the_runtime_reads_a_replay_file_once(isolated_home, fresh_registry, monkeypatch):
+    """The plan checks the settings and that the file exists; the replay provider reads it."""
+    from openprogram.recordings import reader, replayer
+
+    make_recording(folder_of(isolated_home) / "good.jsonl", prompts=("a", "b"))
+    write_config(isolated_home, _settings("replay", "good"))
+    reads = []
+    original = reader.read_recording_file
+
+    def counting(path):
+        reads.append(Path(path).name)
+        return original(path)
+
+    monkeypatch.setattr(reader, "read_recording_file", counting)
+    monkeypatch.setattr(replayer, "read_recording_file", counting)
+    mode, _, _ = _runtime_plan(fresh_registry)
+    assert (mode, reads) == ("replay", ["good.jsonl"])

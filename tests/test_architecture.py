@@ -179,3 +179,13 @@ def _circles() -> list[set[str]]:
 
 def test_no_import_circle_but_the_one_the_registry_forces():
     assert _circles() == ALLOWED_CIRCLES
+
+
+def test_the_state_folder_basics_import_nothing_of_openprogram_and_the_store_only_them():
+    assert GRAPH["openprogram.state"] == set()
+    assert GRAPH["openprogram.recordings.store"] == {"openprogram.state"}
+
+
+def test_only_the_cli_changes_the_configuration():
+    importers = sorted(module for module, imports in GRAPH.items() if "openprogram.config" in imports)
+    assert importers and all(_in(module, "openprogram.cli") for module in importers), importers

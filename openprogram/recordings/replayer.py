@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import os
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,6 +27,7 @@ from .differences import ReplayMismatch, find_first_difference
 from .format import request_payloads
 from .reader import RecordedCall, Recording, read_recording_file
 from .redaction import remove_secret_values
+from .volatile import RequestFilter
 
 __all__ = ["RecordedCallInterrupted", "ReplayProvider"]
 
@@ -130,7 +131,15 @@ class ReplayProvider:
 
     requires_credentials = False
 
-    def __init__(self, recording_path: str | os.PathLike[str]) -> None:
+    def __init__(
+        self,
+        recording_path: str | os.PathLike[str],
+        *,
+        ignore: Iterable[str] = (),
+        normalize: Iterable[Sequence[str]] = (),
+    ) -> None:
+        self._filter = RequestFilter(ignore, normalize)  # first: a bad pattern reads no file
+        self._filtered: dict[int, dict[str, Any]] = {}  # call_index -> filtered recorded request
         self._recording = read_recording_file(recording_path)
         self._lock = threading.Lock()
         self._call_count = 0
@@ -186,6 +195,8 @@ class ReplayProvider:
         incoming = request_payloads(model, context, options)
         if incoming["options"] is None:
             incoming["options"] = _default_options_dump()
+        if self._filter:
+            incoming = self._filter.apply(incoming)
         lane = current_lane() if self._uses_lanes else ROOT_LANE
         with self._lock:
             session = self._session
@@ -221,10 +232,16 @@ class ReplayProvider:
         return call
 
     def _differs(self, call: RecordedCall, incoming: dict[str, Any]) -> tuple[str, Any, Any] | None:
-        recorded = call.request
-        if recorded["options"] is None:
-            recorded = {**recorded, "options": _default_options_dump()}
-        return first_request_difference(recorded, incoming)
+        recorded = self._filtered.get(call.call_index) if self._filter else call.request
+        if recorded is None:  # filtered once per recorded call, when first compared
+            recorded = self._filtered[call.call_index] = self._filter.apply(self._with_options(call.request))
+        return first_request_difference(self._with_options(recorded), incoming)
+
+    @staticmethod
+    def _with_options(request: dict[str, Any]) -> dict[str, Any]:
+        if request["options"] is None:
+            return {**request, "options": _default_options_dump()}
+        return request
 
     def _check(self, call: RecordedCall, incoming: dict[str, Any], session: _Session, lane: str) -> None:
         difference = self._differs(call, incoming)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -62,20 +62,32 @@ class RecordingScope:
 
 
 @contextlib.contextmanager
-def use_recording(path: str | os.PathLike[str], mode: ScopedMode = "replay") -> Iterator[RecordingScope]:
+def use_recording(
+    path: str | os.PathLike[str],
+    mode: ScopedMode = "replay",
+    *,
+    ignore: Iterable[str] = (),
+    normalize: Iterable[Sequence[str]] = (),
+) -> Iterator[RecordingScope]:
     """Route every provider lookup made inside the block to a recording.
 
     ``mode="replay"`` serves the recorded events offline (the file is validated strictly
     first) and never touches a vendor provider or a credential; ``mode="record"`` wraps the
-    real providers and appends every call to ``path``.
+    real providers and appends every call to ``path``. ``ignore`` (field path patterns) and
+    ``normalize`` (``(regex, replacement)`` pairs) make replay overlook volatile values in
+    requests (see :mod:`.volatile`); they are checked in every mode, so a typo fails at once.
     """
     if mode not in ("record", "replay"):
         raise ValueError(f"use_recording mode must be 'record' or 'replay', not {mode!r}")
+    from .volatile import RequestFilter
+
+    ignore, normalize = tuple(ignore), tuple(normalize)
+    RequestFilter(ignore, normalize)  # raises ValueError for a bad pattern or regex
     scope = RecordingScope(Path(path), mode)
     if mode == "replay":
         from .replayer import ReplayProvider
 
-        scope.replay_provider = ReplayProvider(path)
+        scope.replay_provider = ReplayProvider(path, ignore=ignore, normalize=normalize)
     else:
         from .sink import RecordingSink
 

@@ -34,6 +34,7 @@ import pytest
 
 MODES = ("replay", "record", "rewrite", "off")
 MARKER = "llm_recording"
+NORMALIZE_SEPARATOR = " => "
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -53,13 +54,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="keep the new recording of a test that failed while recording",
     )
     parser.addini("llm_record_mode", "default for --llm-record-mode", default="replay")
+    parser.addini(
+        "llm_recording_ignore",
+        "request field patterns replay does not compare, one a line (context.system_prompt, "
+        "context.messages[*].content, options.metadata.*)",
+        type="linelist",
+        default=[],
+    )
+    parser.addini(
+        "llm_recording_normalize",
+        f"'REGEX{NORMALIZE_SEPARATOR}REPLACEMENT' rules applied to both requests before replay "
+        "compares them, one a line",
+        type="linelist",
+        default=[],
+    )
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(name=None): route this test's provider calls to a recording "
-        "(<test folder>/recordings/<module>/<name or test name>.jsonl)",
+        f"{MARKER}(name=None, ignore=(), normalize=()): route this test's provider calls to a "
+        "recording (<test folder>/recordings/<module>/<name or test name>.jsonl); ignore and "
+        "normalize make replay overlook volatile values in requests",
     )
 
 
@@ -70,12 +86,41 @@ def record_mode(config: pytest.Config) -> str:
     return mode
 
 
+def volatile_settings(item: pytest.Item) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
+    """``(ignore, normalize)`` for a test: the ini options, then the marker's keywords."""
+    config = item.config
+    ignore = list(config.getini("llm_recording_ignore"))
+    normalize: list[tuple[str, str]] = []
+    for line in config.getini("llm_recording_normalize"):
+        regex, separator, replacement = line.partition(NORMALIZE_SEPARATOR)
+        if not separator:
+            raise pytest.UsageError(
+                f"llm_recording_normalize: {line!r} must read 'REGEX{NORMALIZE_SEPARATOR}REPLACEMENT'"
+            )
+        normalize.append((regex, replacement))
+    marker = item.get_closest_marker(MARKER)
+    if marker is not None:
+        ignore.extend(marker.kwargs.get("ignore", ()))
+        normalize.extend(tuple(rule) for rule in marker.kwargs.get("normalize", ()))
+    return tuple(ignore), tuple(normalize)
+
+
 class LlmRecording:
     """What the ``llm_recording`` fixture gives a test: where its recording is, the mode in
     force, and (while the test runs) the active scope."""
 
-    def __init__(self, path: Path, mode: str, nodeid: str, legacy_path: Path | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        mode: str,
+        nodeid: str,
+        legacy_path: Path | None = None,
+        ignore: tuple[str, ...] = (),
+        normalize: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         self.path = path
+        self.ignore = ignore
+        self.normalize = normalize
         self.legacy_path = legacy_path
         self.mode = mode
         self.nodeid = nodeid
@@ -144,8 +189,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 def llm_recording(request: pytest.FixtureRequest) -> LlmRecording:
     """The test's recording. Routing happens while the test function runs."""
     node = request.node
+    ignore, normalize = volatile_settings(node)
     handle = LlmRecording(
-        recording_path(node), record_mode(request.config), node.nodeid, legacy_recording_path(node)
+        recording_path(node),
+        record_mode(request.config),
+        node.nodeid,
+        legacy_recording_path(node),
+        ignore=ignore,
+        normalize=normalize,
     )
     request.node._openprogram_recording = handle
     return handle
@@ -231,7 +282,11 @@ def _session(handle: LlmRecording, keep_failed: bool):
             )
         with contextlib.ExitStack() as stack:
             try:
-                scope = stack.enter_context(use_recording(handle.path, "replay"))
+                scope = stack.enter_context(
+                    use_recording(handle.path, "replay", ignore=handle.ignore, normalize=handle.normalize)
+                )
+            except ValueError as error:  # a bad ignore pattern or normalize regex
+                pytest.fail(f"llm_recording: {error}", pytrace=False)
             except RecordingFileError as error:
                 pytest.fail(
                     f"{error}\nRe-record it with:\n"
@@ -249,7 +304,7 @@ def _session(handle: LlmRecording, keep_failed: bool):
         pending.unlink()
     succeeded = False
     try:
-        with use_recording(pending, "record") as scope:
+        with use_recording(pending, "record", ignore=handle.ignore, normalize=handle.normalize) as scope:
             handle.scope = scope
             yield
         succeeded = True

@@ -217,3 +217,34 @@ def test_a_corrupt_recording_fails_the_test_with_the_reason_and_the_rerecord_com
         "*pytest 'test_agent_suite.py::test_agent' --llm-record-mode=rewrite*",
     ])
     assert "Traceback" not in result.stdout.str() and "reader.py" not in result.stdout.str()
+
+
+def test_a_volatile_system_prompt_replays_with_a_marker_normalize_rule_and_fails_without(pytester):
+    pytester.makeini("""
+[pytest]
+llm_recording_ignore =
+    options.metadata.*
+""")
+    pytester.makepyfile(test_agent_suite="""
+import asyncio, os, pytest
+from openprogram.providers.stream import complete
+from openprogram.providers.types import Context, Model, UserMessage
+ECHO = Model(id="echo", api="faux", provider="faux")
+NOW = os.environ["NOW"]
+
+def ask():
+    context = Context(system_prompt=f"The time is {NOW}.", messages=[UserMessage(content="hi")])
+    return asyncio.run(complete(ECHO, context)).content[0].text
+
+@pytest.mark.llm_recording(normalize=[(r"\\d\\d:\\d\\d:\\d\\d", "<time>")])
+def test_normalized():
+    assert ask() == "echo: hi"
+
+@pytest.mark.llm_recording
+def test_plain():
+    assert ask() == "echo: hi"
+""")
+    run_inner(pytester, "--llm-record-mode=record", NOW="02:30:58").assert_outcomes(passed=2)
+    later = run_inner(pytester, NOW="09:15:00", EXPECT_OFFLINE="1")
+    later.assert_outcomes(passed=1, failed=1)
+    later.stdout.fnmatch_lines(["*test_plain*", "*field context.system_prompt*"])

@@ -16,13 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from openprogram.providers.faux import (
-    FauxProvider,
-    FauxResponse,
-    FauxText,
-    FauxThinking,
-    FauxToolCall,
-)
+from openprogram.providers import faux
 from openprogram.providers.recording import RecordingProvider
 from openprogram.providers.types import (
     AssistantMessage,
@@ -120,8 +114,13 @@ def test_a_patch_growing_a_literal_field_is_left_to_validation():
 
 
 def _record(path, words_per_chunk: int) -> None:
-    blocks = (FauxThinking("let me think about it " * 5), FauxText("the answer is forty two " * 8), FauxToolCall("f", {"q": 1}))
-    provider = RecordingProvider(FauxProvider([FauxResponse(blocks=blocks)], words_per_chunk=words_per_chunk, timestamp=1), path)
+    blocks = (
+        faux.FauxThinking("let me think about it " * 5),
+        faux.FauxText("the answer is forty two " * 8),
+        faux.FauxToolCall("f", {"q": 1}),
+    )
+    answer = faux.FauxResponse(blocks=blocks)
+    provider = RecordingProvider(faux.FauxProvider([answer], words_per_chunk=words_per_chunk, timestamp=1), path)
 
     async def go() -> None:
         async for _ in provider.stream(MODEL, Context(messages=[UserMessage(content="q", timestamp=1)])):

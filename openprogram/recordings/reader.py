@@ -5,12 +5,11 @@ event parsed into its class, every ``partial_patch`` applied), so a replay never
 because of the file. Events are kept compactly, as the file stores them; full ``partial``
 snapshots are rebuilt while iterating, so a 20,000-delta answer never has all its snapshots in
 memory at once. Small recordings keep the event objects validated at open, so replaying them
-costs no second validation.
+costs no second validation. Its speed shortcuts live in :mod:`.reader_fast`.
 """
 
 from __future__ import annotations
 
-import gc
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -31,6 +30,7 @@ from .format import (
     is_plain_int,
 )
 from .patches import PatchError, apply_patch
+from .reader_fast import appended_snapshot, collector_paused
 
 __all__ = ["RecordedCall", "Recording", "read_recording_file"]
 
@@ -131,34 +131,8 @@ def _restore(row: dict[str, Any], previous: Any) -> tuple[dict[str, Any], Any]:
 
 def read_recording_file(path: str | os.PathLike[str]) -> Recording:
     """Parse and validate a whole recording file, or raise :class:`RecordingFileError`."""
-    # Reading allocates many objects and frees none, the worst case for the cyclic garbage
-    # collector (each collection rescans everything kept so far); it creates no cycles, so
-    # the collector is paused meanwhile.
-    collecting = gc.isenabled()
-    gc.disable()
-    try:
-        recording = _Reader(Path(path)).read()
-    finally:
-        if collecting:
-            gc.enable()
-    _promote_to_oldest_generation()
-    return recording
-
-
-def _promote_to_oldest_generation() -> None:
-    """Move the objects just read straight to the collector's oldest generation.
-
-    A replay keeps them to the end, yet the collector would scan them all at its next young
-    collection and again at the next middle one before they reach the oldest (on the
-    benchmark's recording that costs more than the whole replay). ``freeze`` then
-    ``unfreeze`` moves every tracked object there in constant time, without a scan. Skipped
-    when the program froze objects itself (a pre-fork server): ``unfreeze`` would undo that.
-    Other young objects of the process are promoted too; that only defers collecting any
-    cycle among them to the next full collection.
-    """
-    if gc.get_freeze_count() == 0:
-        gc.freeze()
-        gc.unfreeze()
+    with collector_paused():  # what is read is kept: no collector rescans meanwhile
+        return _Reader(Path(path)).read()
 
 
 class _CallState:
@@ -192,52 +166,6 @@ class _CallState:
         root["content"] = content
         self.previous_partial, self.pending = root, []
         return root
-
-
-_setattr = object.__setattr__
-
-
-def _appended_snapshot(previous: Any, patch: list[Any]) -> tuple[Any, tuple[int, str, str]] | None:
-    """The next snapshot when ``patch`` is one ``append`` to a string field of a content block
-    (nearly every streamed event): the previous validated snapshot with that block replaced.
-    Blocks and usage are immutable values, so the unchanged ones are shared, as the live
-    provider shares them. None for any other patch (the general path: dict patch, full
-    validation). Written out in one piece: this runs for nearly every event of a file."""
-    if len(patch) != 1:
-        return None
-    op = patch[0]
-    if type(op) is not list or len(op) != 3 or op[0] != "append":
-        return None
-    path, suffix = op[1], op[2]
-    if type(path) is not list or len(path) != 3 or path[0] != "content" or type(suffix) is not str:
-        return None
-    index, field = path[1], path[2]
-    message = previous.__dict__
-    content = message["content"]
-    if type(index) is not int or not 0 <= index < len(content) or type(field) is not str:
-        return None
-    block = content[index]
-    values = block.__dict__
-    text = values.get(field)
-    kind = type(block)
-    if type(text) is not str or field not in kind.__pydantic_fields__:
-        return None
-    grown = kind.__new__(kind)  # an immutable value: never assigned to, so its set is shared
-    _setattr(grown, "__dict__", {**values, field: text + suffix})
-    _setattr(grown, "__pydantic_fields_set__", block.__pydantic_fields_set__)
-    extra = block.__pydantic_extra__
-    _setattr(grown, "__pydantic_extra__", None if extra is None else dict(extra))
-    _setattr(grown, "__pydantic_private__", None)
-    blocks = content.copy()
-    blocks[index] = grown
-    cls = type(previous)
-    snapshot = cls.__new__(cls)
-    _setattr(snapshot, "__dict__", {**message, "content": blocks})
-    _setattr(snapshot, "__pydantic_fields_set__", set(previous.__pydantic_fields_set__))
-    extra = previous.__pydantic_extra__
-    _setattr(snapshot, "__pydantic_extra__", None if extra is None else dict(extra))
-    _setattr(snapshot, "__pydantic_private__", None)
-    return snapshot, (index, field, suffix)
 
 
 class _Reader:
@@ -403,7 +331,7 @@ class _Reader:
                 )
             fast = None
             if state.previous_object is not None and type(patch) is list:
-                fast = _appended_snapshot(state.previous_object, patch)
+                fast = appended_snapshot(state.previous_object, patch)
             dump = stored.copy()
             del dump["partial_patch"]
             if fast is not None:

@@ -1,0 +1,184 @@
+"""The strict reader's shortcuts (``recordings/reader_fast.py``) held to its plain way.
+
+``appended_snapshot`` must build exactly the snapshot that applying the patch to a dict and
+validating it builds, and decline every patch it cannot (a malformed one included, so a bad
+file is still rejected). The reader with the shortcut switched off must read the same events.
+``collector_paused`` must leave the collector as it found it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from openprogram.providers import faux
+from openprogram.providers.recording import RecordingProvider
+from openprogram.providers.types import (
+    AssistantMessage,
+    Context,
+    Model,
+    TextContent,
+    ThinkingContent,
+    ToolCall,
+    Usage,
+    UserMessage,
+)
+from openprogram.recordings import reader, reader_fast
+from openprogram.recordings.patches import PatchError, apply_patch
+from openprogram.recordings.reader_fast import appended_snapshot, collector_paused
+
+MODEL = Model(id="m", api="faux", provider="faux")
+_TEXT = st.text(max_size=8)
+
+blocks = st.one_of(
+    st.builds(TextContent, text=_TEXT, text_signature=st.none() | _TEXT),
+    st.builds(ThinkingContent, thinking=_TEXT, thinking_signature=st.none() | _TEXT, redacted=st.booleans()),
+    st.builds(ToolCall, id=_TEXT, name=_TEXT, arguments=st.dictionaries(_TEXT, st.integers(), max_size=2)),
+)
+messages = st.builds(
+    AssistantMessage,
+    content=st.lists(blocks, max_size=3),
+    api=st.just("faux"),
+    provider=st.just("faux"),
+    model=st.just("m"),
+    usage=st.builds(Usage, input=st.integers(0, 9), output=st.integers(0, 9)),
+    timestamp=st.integers(0, 10),
+)
+_FIELDS = st.sampled_from(
+    ["text", "thinking", "id", "name", "text_signature", "thinking_signature", "type", "redacted", "arguments", "nope"]
+)
+appends = st.builds(
+    lambda index, field, suffix: ["append", ["content", index, field], suffix],
+    st.integers(-1, 3) | st.booleans(),
+    _FIELDS,
+    _TEXT | st.integers(0, 3) | st.none(),
+)
+other_ops = st.one_of(
+    st.builds(lambda suffix: ["append", ["content", 0], suffix], _TEXT),
+    st.builds(lambda suffix: ["append", ["usage"], suffix], _TEXT),
+    st.builds(lambda value: ["set", ["content", 0, "text"], value], _TEXT),
+    st.just(["append", ["content", 0, "text"]]),
+    st.just("append"),
+)
+patches = st.lists(appends | other_ops, min_size=0, max_size=2)
+
+
+def plain_snapshot(previous: AssistantMessage, patch: list) -> AssistantMessage | None:
+    """The reader's plain way: the patch applied to the dict, the result validated; None
+    when the file would be rejected."""
+    try:
+        return AssistantMessage.model_validate(apply_patch(previous.model_dump(mode="json"), patch))
+    except (PatchError, ValidationError):
+        return None
+
+
+@settings(max_examples=400, deadline=None)
+@given(messages, patches)
+def test_a_hand_built_snapshot_is_the_validated_one(previous, patch):
+    before = previous.model_dump(mode="json")
+    built = appended_snapshot(previous, patch)
+    expected = plain_snapshot(previous, patch)
+    assert previous.model_dump(mode="json") == before  # the previous snapshot is not changed
+    if built is None:
+        return  # declined: the reader takes the plain way
+    snapshot, (index, field, suffix) = built
+    assert expected is not None  # never accepts what the plain way rejects
+    assert snapshot == expected
+    assert snapshot.model_dump(mode="json") == expected.model_dump(mode="json")
+    assert snapshot.model_fields_set == expected.model_fields_set
+    assert patch == [["append", ["content", index, field], suffix]]
+
+
+@settings(max_examples=200, deadline=None)
+@given(messages.filter(lambda message: message.content), st.data())
+def test_every_text_growth_takes_the_shortcut(previous, data):
+    """The shortcut is really taken for what streaming writes: one append to a string."""
+    index = data.draw(st.integers(0, len(previous.content) - 1))
+    block = previous.content[index]
+    field = {"text": "text", "thinking": "thinking", "toolCall": "name"}[block.type]
+    patch = [["append", ["content", index, field], data.draw(_TEXT)]]
+    built = appended_snapshot(previous, patch)
+    assert built is not None
+    assert built[0] == plain_snapshot(previous, patch)
+
+
+def test_a_patch_growing_a_literal_field_is_left_to_validation():
+    previous = AssistantMessage(content=[TextContent(text="a")], api="faux", provider="faux", model="m")
+    assert appended_snapshot(previous, [["append", ["content", 0, "type"], "x"]]) is None
+    assert plain_snapshot(previous, [["append", ["content", 0, "type"], "x"]]) is None
+
+
+def _record(path, words_per_chunk: int) -> None:
+    blocks = (
+        faux.FauxThinking("let me think about it " * 5),
+        faux.FauxText("the answer is forty two " * 8),
+        faux.FauxToolCall("f", {"q": 1}),
+    )
+    answer = faux.FauxResponse(blocks=blocks)
+    provider = RecordingProvider(faux.FauxProvider([answer], words_per_chunk=words_per_chunk, timestamp=1), path)
+
+    async def go() -> None:
+        async for _ in provider.stream(MODEL, Context(messages=[UserMessage(content="q", timestamp=1)])):
+            pass
+
+    asyncio.run(go())
+    provider.sink.close()
+
+
+@pytest.mark.parametrize("words_per_chunk", [1, 3])
+def test_the_reader_reads_the_same_events_without_the_shortcut(tmp_path, monkeypatch, words_per_chunk):
+    path = tmp_path / "r.jsonl"
+    _record(path, words_per_chunk)
+    taken = []
+
+    def counted(previous, patch):
+        built = appended_snapshot(previous, patch)
+        taken.append(built is not None)
+        return built
+
+    monkeypatch.setattr(reader, "appended_snapshot", counted)
+    fast = [event.model_dump(mode="json") for event in reader.read_recording_file(path).calls[0].events()]
+    assert sum(taken) > 20  # the shortcut was taken for the text growth
+    monkeypatch.setattr(reader, "appended_snapshot", lambda previous, patch: None)
+    plain = [event.model_dump(mode="json") for event in reader.read_recording_file(path).calls[0].events()]
+    assert fast == plain
+
+
+def test_collector_paused_restores_the_collector_and_promotes_what_was_made():
+    assert gc.isenabled()
+    with collector_paused():
+        assert not gc.isenabled()
+        made = [[index] for index in range(10)]
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    oldest = {id(item) for item in gc.get_objects(generation=2)}
+    assert all(id(item) in oldest for item in made)
+
+
+def test_collector_paused_leaves_a_disabled_collector_off_and_skips_promotion_on_error(monkeypatch):
+    promoted = []
+    monkeypatch.setattr(reader_fast, "promote_to_oldest_generation", lambda: promoted.append(True))
+    gc.disable()
+    try:
+        with collector_paused():
+            pass
+        assert not gc.isenabled() and promoted == [True]
+    finally:
+        gc.enable()
+    with pytest.raises(ValueError), collector_paused():
+        raise ValueError("a bad file")
+    assert gc.isenabled() and promoted == [True]  # a failed read promotes nothing
+
+
+def test_promotion_keeps_what_the_program_froze_frozen():
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        reader_fast.promote_to_oldest_generation()
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.unfreeze()

@@ -8,6 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
+
+# Property tests explore the same examples on every run (a test that fails one run in fifty is
+# a bug, not bad luck); HYPOTHESIS_PROFILE=explore searches anew, to look for new failures.
+settings.register_profile("deterministic", derandomize=True, database=None, deadline=None)
+settings.register_profile("explore", deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 

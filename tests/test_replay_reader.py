@@ -1,4 +1,4 @@
-"""The strict reader: every rule of contract section 4, each rejection naming its line and
+"""The strict reader: every rule of the file format (docs/file-format.md), each rejection naming its line and
 call, and a fuzzer showing that a damaged file raises RecordingFileError and nothing else."""
 
 from __future__ import annotations

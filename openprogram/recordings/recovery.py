@@ -1,0 +1,167 @@
+"""Repairing a recording whose writer died: ``openprogram recordings recover``.
+
+A writer killed mid-call (Ctrl-C twice, an OOM kill, a CI timeout) leaves a file the strict
+reader refuses: the last line may be torn (no newline: the write in flight), and the calls that
+were streaming have no ``call_end``. Every call before the crash is still whole, so recovery
+does the two repairs a crash can need, and nothing else:
+
+* a torn last line is dropped;
+* every call without a ``call_end`` is closed with ``outcome`` ``abandoned`` and the count of
+  its events present (replay then serves those events and raises ``RecordedCallInterrupted``,
+  as for any interrupted call).
+
+The repaired text must then pass the strict reader; any other defect is refused with the
+reader's message (which names the line), because guessing would put words in the model's
+mouth. The file is replaced atomically, keeping its mode. See ``docs/file-format.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import orjson
+
+from .format import RecordingFileError, encode_line, is_plain_int
+
+__all__ = ["RecoveryPlan", "apply_recovery", "plan_recovery"]
+
+
+@dataclass
+class RecoveryPlan:
+    """What :func:`apply_recovery` would change; ``needed`` is False for a sound file."""
+
+    path: Path
+    torn_line: int | None = None  # the number of the dropped last line
+    abandoned: dict[int, int] = field(default_factory=dict)  # call_index -> events present
+    repaired: bytes = b""
+    mode: int = 0o600
+
+    @property
+    def needed(self) -> bool:
+        return self.torn_line is not None or bool(self.abandoned)
+
+    def describe(self) -> list[str]:
+        lines = []
+        if self.torn_line is not None:
+            lines.append(f"drop the torn last line {self.torn_line}")
+        for call_index, events in sorted(self.abandoned.items()):
+            lines.append(f"close call {call_index} as abandoned after its {events} event(s)")
+        return lines
+
+
+def plan_recovery(path: str | os.PathLike[str]) -> RecoveryPlan:
+    """Work out the repair of ``path`` and check the result with the strict reader; raise
+    :class:`RecordingFileError` for a file recovery must not touch or cannot repair."""
+    path = Path(path)
+    data, mode = _read_regular_file(path)
+    plan = RecoveryPlan(path=path, mode=mode)
+    lines = data.split(b"\n")
+    complete, tail = lines[:-1], lines[-1]
+    if tail:  # no newline after the last line: the write in flight when the writer died
+        plan.torn_line = len(complete) + 1
+    requests: set[int] = set()
+    ended: set[int] = set()
+    events: dict[int, int] = {}
+    for number, line in enumerate(complete, 1):
+        if not line.strip():
+            continue
+        try:
+            row = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            raise RecordingFileError(
+                path, "is not valid JSON; only a torn last line can be recovered", number
+            ) from None
+        if not isinstance(row, dict) or not is_plain_int(row.get("call_index")):
+            continue  # the header, or a defect the strict reader will name below
+        index = row["call_index"]
+        kind = row.get("type")
+        if kind == "request":
+            requests.add(index)
+        elif kind == "call_end":
+            ended.add(index)
+        elif kind == "event":
+            events[index] = events.get(index, 0) + 1
+    plan.abandoned = {index: events.get(index, 0) for index in sorted(requests - ended)}
+    repaired = b"".join(line + b"\n" for line in complete)
+    for index, count in plan.abandoned.items():
+        repaired += encode_line(
+            {"type": "call_end", "call_index": index, "event_count": count, "outcome": "abandoned"}
+        )
+    plan.repaired = repaired
+    _check_strictly(plan)
+    return plan
+
+
+def apply_recovery(plan: RecoveryPlan) -> None:
+    """Replace the file with the repaired text, atomically, keeping its mode."""
+    if not plan.needed:
+        return
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{plan.path.name}.", suffix=".recover", dir=plan.path.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(plan.repaired)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(temporary, plan.mode)
+        os.replace(temporary, plan.path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+
+
+def _read_regular_file(path: Path) -> tuple[bytes, int]:
+    """The file's bytes and mode; a symlink, a FIFO or a device is refused without blocking."""
+    try:
+        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as error:
+        if os.path.islink(path):
+            raise RecordingFileError(
+                path, "is a symbolic link; recover the file it points to", kind="symlink"
+            ) from None
+        kind = "missing" if isinstance(error, FileNotFoundError) else "unreadable"
+        raise RecordingFileError(path, f"cannot read: {error.strerror}", kind=kind) from None
+    try:
+        info = os.fstat(descriptor)
+        if not stat.S_ISREG(info.st_mode):
+            raise RecordingFileError(path, "is not a regular file", kind="not_a_file")
+        chunks, remaining = [], info.st_size
+        while remaining > 0:
+            chunk = os.read(descriptor, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        return b"".join(chunks), stat.S_IMODE(info.st_mode)
+    finally:
+        os.close(descriptor)
+
+
+def _check_strictly(plan: RecoveryPlan) -> None:
+    """Run the strict reader on the repaired text (in a private temporary file beside the
+    recording); its error, naming the line, is the refusal."""
+    from .reader import read_recording_file
+
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{plan.path.name}.", suffix=".check", dir=plan.path.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(plan.repaired)
+        try:
+            read_recording_file(temporary)
+        except RecordingFileError as error:
+            raise RecordingFileError(
+                plan.path,
+                f"{error.reason}; recovery repairs only a torn last line and calls left without "
+                "a call_end",
+                error.line_number,
+                error.call_index,
+                kind=error.kind,
+            ) from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)

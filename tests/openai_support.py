@@ -56,11 +56,13 @@ def closed_port_url() -> str:
     return url + "/v1"
 
 
-async def abort_on_first_delta(provider: Any, model: Model, context: Context, server: VendorServer) -> list:
+async def abort_on_first_delta(
+    provider: Any, model: Model, context: Context, server: VendorServer, api_key: str | None = None
+) -> list:
     """Stream until the first text delta, set the signal there, and collect the rest."""
     signal = asyncio.Event()
     events = []
-    async for event in provider.stream(model, context, StreamOptions(signal=signal)):
+    async for event in provider.stream(model, context, StreamOptions(api_key=api_key, signal=signal)):
         events.append(event)
         if event.type == "text_delta":
             signal.set()
@@ -70,7 +72,12 @@ async def abort_on_first_delta(provider: Any, model: Model, context: Context, se
 
 
 async def abort_while_waiting(
-    provider: Any, model: Model, context: Context, server: VendorServer, text_before_hold: str
+    provider: Any,
+    model: Model,
+    context: Context,
+    server: VendorServer,
+    text_before_hold: str,
+    api_key: str | None = None,
 ) -> list:
     """Abort a read that is waiting on the network: once the text sent before the server's
     hold has arrived, a task sets the signal as soon as the server is holding, while this
@@ -85,7 +92,7 @@ async def abort_while_waiting(
 
     events = []
     try:
-        async for event in provider.stream(model, context, StreamOptions(signal=signal)):
+        async for event in provider.stream(model, context, StreamOptions(api_key=api_key, signal=signal)):
             events.append(event)
             if event.type == "text_delta" and event.partial.content[event.content_index].text == text_before_hold:
                 trigger = asyncio.get_running_loop().create_task(fire_when_held())

@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 
+from openprogram.providers.scoped import use_recording
 from openprogram.providers.types import (
     Context,
     Model,
@@ -34,10 +35,12 @@ from openprogram.providers.vendors.openai_completions import OpenAICompletionsPr
 from openprogram.providers.vendors.openai_responses import OpenAIResponsesProvider
 from tests.event_checks import final_message
 from tests.openai_support import (
+    TIMESTAMP,
     abort_on_first_delta,
     abort_while_waiting,
     closed_port_url,
     error_response,
+    outline,
 )
 from tests.transcripts import anthropic_streams as anthropic_t
 from tests.transcripts import google_streams as google_t
@@ -47,8 +50,6 @@ from tests.transcripts.agent_session import run_echo_session
 from tests.transcripts.event_summary import collect, summarize
 from tests.vendor_server import ScriptedResponse, VendorServer
 
-#: Every assistant message carries this timestamp (providers take it as an argument).
-TIMESTAMP = 1_700_000_000_000
 HELLO = Context(messages=[UserMessage(content="Say hello", timestamp=1)])
 
 
@@ -123,7 +124,6 @@ class VendorCase:
     agent_answer: list
     agent_follow_up: Callable[[dict], Any]  # picks the echoed call and result from request 2
     agent_follow_up_expected: Any
-    extra: dict[str, Any] = field(default_factory=dict)
 
     def model(self, server_url: str, **overrides: Any) -> Model:
         return Model(**{**self.model_fields, "base_url": server_url + self.base_path, **overrides})
@@ -135,28 +135,27 @@ class VendorCase:
         return StreamOptions(api_key=self.key, **fields)
 
 
-def text_rows(index: int, *deltas: str) -> list[tuple]:
+def block_rows(kind: str, index: int, *deltas: str, end: Any = None) -> list[tuple]:
+    """The outline of one content block: start, deltas, and an end showing the joined deltas
+    (or ``end``)."""
     return [
-        ("text_start", index),
-        *[("text_delta", index, d) for d in deltas],
-        ("text_end", index, "".join(deltas)),
+        (f"{kind}_start", index),
+        *[(f"{kind}_delta", index, d) for d in deltas],
+        (f"{kind}_end", index, "".join(deltas) if end is None else end),
     ]
+
+
+def text_rows(index: int, *deltas: str) -> list[tuple]:
+    return block_rows("text", index, *deltas)
 
 
 def thinking_rows(index: int, *deltas: str) -> list[tuple]:
-    return [
-        ("thinking_start", index),
-        *[("thinking_delta", index, d) for d in deltas],
-        ("thinking_end", index, "".join(deltas)),
-    ]
+    return block_rows("thinking", index, *deltas)
 
 
 def tool_rows(index: int, call: tuple, *deltas: str) -> list[tuple]:
-    return [
-        ("toolcall_start", index),
-        *[("toolcall_delta", index, d) for d in deltas],
-        ("toolcall_end", index, call),
-    ]
+    """``call`` is ``(id, name, arguments)``."""
+    return block_rows("toolcall", index, *deltas, end=call)
 
 
 def answer(*rows: tuple | list, reason: str = "stop") -> list[tuple]:
@@ -170,6 +169,21 @@ def interrupted(*rows: tuple | list, reason: str = "error") -> list[tuple]:
     return [*answer(*rows)[:-1], ("error", reason)]
 
 
+def open_text(*deltas: str) -> tuple[list[tuple], list]:
+    """The outline and content of a stream that failed inside its first text block."""
+    return interrupted(("text_start", 0), *[("text_delta", 0, d) for d in deltas]), [
+        TextContent(text="".join(deltas))
+    ]
+
+
+def plain_text(
+    chunks: list[bytes], deltas: list[str], counts: tuple, signature: str | None = None
+) -> Scenario:
+    """A plain text answer in one block."""
+    content = [TextContent(text="".join(deltas), text_signature=signature)]
+    return Scenario(chunks, answer(text_rows(0, *deltas)), content, counts)
+
+
 #: The partial arguments of ``{"city":"Paris","unit":"c"}`` streamed in these pieces.
 OPENAI_PIECES = ['{"', "city", '":"', "Par", 'is",', '"unit', '":"c"}']
 OPENAI_PARTIALS = [
@@ -181,6 +195,49 @@ OPENAI_PARTIALS = [
     {"city": "Paris"},
     {"city": "Paris", "unit": "c"},
 ]
+
+
+def openai_one_tool_call(chunks: list[bytes], call_id: str) -> Scenario:
+    """``get_weather`` for Paris in Celsius, its arguments streamed in :data:`OPENAI_PIECES`."""
+    call = ToolCall(id=call_id, name="get_weather", arguments={"city": "Paris", "unit": "c"})
+    return Scenario(
+        chunks,
+        answer(
+            tool_rows(0, (call.id, call.name, call.arguments), *OPENAI_PIECES), reason="toolUse"
+        ),
+        content=[call],
+        counts=(80, 20, 0, 0, 100),
+        partial_arguments=OPENAI_PARTIALS,
+    )
+
+
+def openai_several_tool_calls(
+    chunks: list[bytes], first: list[tuple], paris: str, rome: str
+) -> Scenario:
+    """A first block, then the weather in Paris and in Rome, each call's arguments in two pieces."""
+    return Scenario(
+        chunks,
+        answer(
+            first,
+            tool_rows(1, (paris, "get_weather", {"city": "Paris"}), '{"city": ', '"Paris"}'),
+            tool_rows(2, (rome, "get_weather", {"city": "Rome"}), '{"ci', 'ty": "Rome"}'),
+            reason="toolUse",
+        ),
+        counts=(90, 40, 0, 0, 130),
+    )
+
+
+#: What the two vendors reached through the ``openai`` SDK have in common.
+OPENAI_SDK: dict[str, Any] = dict(
+    label="openai",
+    key_env="OPENAI_API_KEY",
+    base_path="/v1",
+    remote_base_url="http://vendor.invalid/v1",
+    auth=lambda key: ("authorization", f"Bearer {key}"),
+    http_error=error_response,
+    http_message=lambda status, text: f"openai: HTTP {status}: {text}",
+    refused_starts="openai: connection failed (",
+)
 
 
 # --------------------------------------------------------------------------- openai-completions
@@ -202,10 +259,9 @@ def _completions_thinking(field_name: str) -> Scenario:
 
 
 COMPLETIONS = VendorCase(
+    **OPENAI_SDK,
     api="openai-completions",
-    label="openai",
     key="sk-test-completions-0123456789",
-    key_env="OPENAI_API_KEY",
     make_provider=OpenAICompletionsProvider,
     model_fields=dict(
         id="gpt-4o-mini",
@@ -214,19 +270,9 @@ COMPLETIONS = VendorCase(
         input=["text", "image"],
         cost=ModelCost(input=0.15, output=0.6, cache_read=0.075),
     ),
-    base_path="/v1",
-    remote_base_url="http://vendor.invalid/v1",
     path="/v1/chat/completions",
-    auth=lambda key: ("authorization", f"Bearer {key}"),
-    http_error=error_response,
-    http_message=lambda status, text: f"openai: HTTP {status}: {text}",
     # prompt_tokens 19 include 6 cached ones, which are priced apart
-    plain=Scenario(
-        c.PLAIN_TEXT,
-        answer(text_rows(0, "Hello", " world", "!")),
-        [TextContent(text="Hello world!")],
-        (13, 10, 6, 0, 29),
-    ),
+    plain=plain_text(c.PLAIN_TEXT, ["Hello", " world", "!"], (13, 10, 6, 0, 29)),
     scenarios={
         # Interleaved reasoning (as DeepSeek and Kimi stream it between answers) makes several blocks.
         "several_text_blocks": Scenario(
@@ -245,43 +291,9 @@ COMPLETIONS = VendorCase(
         ),
         "thinking": _completions_thinking("reasoning_content"),
         "thinking_in_the_reasoning_field": _completions_thinking("reasoning"),
-        "one_tool_call": Scenario(
-            c.ONE_TOOL_CALL,
-            answer(
-                tool_rows(
-                    0,
-                    (
-                        "call_DdmO9pD3xa9XTPNJ32zg2hcA",
-                        "get_weather",
-                        {"city": "Paris", "unit": "c"},
-                    ),
-                    *OPENAI_PIECES,
-                ),
-                reason="toolUse",
-            ),
-            content=[
-                ToolCall(
-                    id="call_DdmO9pD3xa9XTPNJ32zg2hcA",
-                    name="get_weather",
-                    arguments={"city": "Paris", "unit": "c"},
-                )
-            ],
-            counts=(80, 20, 0, 0, 100),
-            partial_arguments=OPENAI_PARTIALS,
-        ),
-        "several_tool_calls": Scenario(
-            c.SEVERAL_TOOL_CALLS,
-            answer(
-                text_rows(0, "Checking both."),
-                tool_rows(
-                    1, ("call_paris", "get_weather", {"city": "Paris"}), '{"city": ', '"Paris"}'
-                ),
-                tool_rows(
-                    2, ("call_rome", "get_weather", {"city": "Rome"}), '{"ci', 'ty": "Rome"}'
-                ),
-                reason="toolUse",
-            ),
-            counts=(90, 40, 0, 0, 130),
+        "one_tool_call": openai_one_tool_call(c.ONE_TOOL_CALL, "call_DdmO9pD3xa9XTPNJ32zg2hcA"),
+        "several_tool_calls": openai_several_tool_calls(
+            c.SEVERAL_TOOL_CALLS, text_rows(0, "Checking both."), "call_paris", "call_rome"
         ),
         # the usage arrives in a chunk of its own after the finish reason, and emits nothing
         "usage_only_final": Scenario(
@@ -298,19 +310,16 @@ COMPLETIONS = VendorCase(
     },
     hold_after=3,
     text_before_hold="Hello world",
-    refused_starts="openai: connection failed (",
     break_off=Failure(
         c.PLAIN_TEXT,
-        interrupted(("text_start", 0), ("text_delta", 0, "Hello"), ("text_delta", 0, " world")),
-        [TextContent(text="Hello world")],
+        *open_text("Hello", " world"),
         starts="openai: connection failed (",
         contains=("Connection error",),
         break_after=3,
     ),
     cut_off=Failure(
         c.sse_frames(c.ROLE, c.chunk('{"content":"Hel"}'), done=True),
-        interrupted(("text_start", 0), ("text_delta", 0, "Hel")),
-        [TextContent(text="Hel")],
+        *open_text("Hel"),
         starts="openai: ",
         contains=("finish_reason",),
     ),
@@ -321,8 +330,7 @@ COMPLETIONS = VendorCase(
             '{"id":"chatcmpl-B9M","choices":[{"index":0,"delta":{"content":',
             done=True,
         ),
-        interrupted(("text_start", 0), ("text_delta", 0, "Hi")),
-        [TextContent(text="Hi")],
+        *open_text("Hi"),
         starts="openai: JSONDecodeError: ",
     ),
     stream_error=Failure(
@@ -331,8 +339,7 @@ COMPLETIONS = VendorCase(
             c.chunk('{"content":"Hi"}'),
             '{"error":{"message":"The server is overloaded.","type":"server_error","param":null,"code":null}}',
         ),
-        interrupted(("text_start", 0), ("text_delta", 0, "Hi")),
-        [TextContent(text="Hi")],
+        *open_text("Hi"),
         exact="openai: APIError: The server is overloaded.",
     ),
     replace_hook=lambda body: {
@@ -383,10 +390,9 @@ def _responses_stream_error() -> list[bytes]:
 
 
 RESPONSES = VendorCase(
+    **OPENAI_SDK,
     api="openai-responses",
-    label="openai",
     key="sk-test-responses-0123456789",
-    key_env="OPENAI_API_KEY",
     make_provider=OpenAIResponsesProvider,
     model_fields=dict(
         id="gpt-5-mini",
@@ -396,19 +402,9 @@ RESPONSES = VendorCase(
         input=["text", "image"],
         cost=ModelCost(input=0.25, output=2.0, cache_read=0.025),
     ),
-    base_path="/v1",
-    remote_base_url="http://vendor.invalid/v1",
     path="/v1/responses",
-    auth=lambda key: ("authorization", f"Bearer {key}"),
-    http_error=error_response,
-    http_message=lambda status, text: f"openai: HTTP {status}: {text}",
     # 37 input tokens include 5 cached ones, priced apart
-    plain=Scenario(
-        r.PLAIN_TEXT,
-        answer(text_rows(0, "Hi", " there", "!")),
-        [TextContent(text="Hi there!", text_signature="msg_01")],
-        (32, 11, 5, 0, 48),
-    ),
+    plain=plain_text(r.PLAIN_TEXT, ["Hi", " there", "!"], (32, 11, 5, 0, 48), signature="msg_01"),
     scenarios={
         "several_text_blocks": Scenario(
             r.SEVERAL_TEXT_BLOCKS,
@@ -429,51 +425,19 @@ RESPONSES = VendorCase(
             counts=(30, 120, 0, 0, 150),
             check=_reasoning_item_kept,
         ),
-        "one_tool_call": Scenario(
-            r.ONE_TOOL_CALL,
-            answer(
-                tool_rows(
-                    0,
-                    ("call_weather1|fc_01", "get_weather", {"city": "Paris", "unit": "c"}),
-                    *OPENAI_PIECES,
-                ),
-                reason="toolUse",
-            ),
-            content=[
-                ToolCall(
-                    id="call_weather1|fc_01",
-                    name="get_weather",
-                    arguments={"city": "Paris", "unit": "c"},
-                )
-            ],
-            counts=(80, 20, 0, 0, 100),
-            partial_arguments=OPENAI_PARTIALS,
-        ),
-        "several_tool_calls": Scenario(
+        "one_tool_call": openai_one_tool_call(r.ONE_TOOL_CALL, "call_weather1|fc_01"),
+        "several_tool_calls": openai_several_tool_calls(
             r.SEVERAL_TOOL_CALLS,
-            answer(
-                thinking_rows(0, "Two cities."),
-                tool_rows(
-                    1,
-                    ("call_paris|fc_01", "get_weather", {"city": "Paris"}),
-                    '{"city": ',
-                    '"Paris"}',
-                ),
-                tool_rows(
-                    2, ("call_rome|fc_02", "get_weather", {"city": "Rome"}), '{"ci', 'ty": "Rome"}'
-                ),
-                reason="toolUse",
-            ),
-            counts=(90, 40, 0, 0, 130),
+            thinking_rows(0, "Two cities."),
+            "call_paris|fc_01",
+            "call_rome|fc_02",
         ),
     },
     hold_after=6,  # created, in_progress, item added, part added, two deltas
     text_before_hold="Hi there",
-    refused_starts="openai: connection failed (",
     break_off=Failure(
         r.PLAIN_TEXT,
-        interrupted(("text_start", 0), ("text_delta", 0, "Hi"), ("text_delta", 0, " there")),
-        [TextContent(text="Hi there")],
+        *open_text("Hi", " there"),
         starts="openai: connection failed (",
         break_after=6,
     ),
@@ -486,14 +450,12 @@ RESPONSES = VendorCase(
     ),
     malformed=Failure(
         [*r.PLAIN_TEXT[:5], b'event: response.output_text.delta\ndata: {"type":"response.out\n\n'],
-        interrupted(("text_start", 0), ("text_delta", 0, "Hi")),
-        [TextContent(text="Hi")],
+        *open_text("Hi"),
         starts="openai: JSONDecodeError: ",
     ),
     stream_error=Failure(
         _responses_stream_error(),
-        interrupted(("text_start", 0), ("text_delta", 0, "Hi")),
-        [TextContent(text="Hi")],
+        *open_text("Hi"),
         exact="openai: OpenAIStreamError: The server had an error while processing your request. (code server_error)",
     ),
     replace_hook=lambda body: {
@@ -564,12 +526,7 @@ ANTHROPIC = VendorCase(
     http_message=lambda status, text: (
         f"anthropic: HTTP {status}: {ANTHROPIC_KINDS[status]}: {text}"
     ),
-    plain=Scenario(
-        a.PLAIN_TEXT,
-        answer(text_rows(0, "Hello", ", world", "!")),
-        [TextContent(text="Hello, world!")],
-        (25, 15, 100, 40, 180),
-    ),
+    plain=plain_text(a.PLAIN_TEXT, ["Hello", ", world", "!"], (25, 15, 100, 40, 180)),
     scenarios={
         "several_text_blocks": Scenario(
             a.SEVERAL_TEXT_BLOCKS,
@@ -654,8 +611,7 @@ ANTHROPIC = VendorCase(
     refused_starts="anthropic: connection failed (APIConnectionError)",
     break_off=Failure(
         a.BREAKS_OFF,
-        interrupted(("text_start", 0), ("text_delta", 0, "Partial ")),
-        [TextContent(text="Partial ")],
+        *open_text("Partial "),
         starts="anthropic: ",
         break_after=a.BREAK_AFTER,
     ),
@@ -667,8 +623,7 @@ ANTHROPIC = VendorCase(
     ),
     malformed=Failure(
         a.MALFORMED,
-        interrupted(("text_start", 0), ("text_delta", 0, "Hi")),
-        [TextContent(text="Hi")],
+        *open_text("Hi"),
         starts="anthropic: JSONDecodeError",
     ),
     stream_error=Failure(
@@ -751,12 +706,7 @@ GOOGLE = VendorCase(
     ),
     http_message=lambda status, text: f"google: HTTP {status}: {text}",
     # 120 prompt tokens of which 100 came from the cache
-    plain=Scenario(
-        g.PLAIN_TEXT,
-        answer(text_rows(0, "Hello", ", world", "!")),
-        [TextContent(text="Hello, world!")],
-        (20, 4, 100, 0, 124),
-    ),
+    plain=plain_text(g.PLAIN_TEXT, ["Hello", ", world", "!"], (20, 4, 100, 0, 124)),
     scenarios={
         # a function call separates two text blocks
         "several_text_blocks": Scenario(
@@ -825,21 +775,18 @@ GOOGLE = VendorCase(
     refused_starts="google: connection failed (ConnectError)",
     break_off=Failure(
         g.BREAKS_OFF,
-        interrupted(("text_start", 0), ("text_delta", 0, "Partial ")),
-        [TextContent(text="Partial ")],
+        *open_text("Partial "),
         starts="google: ",
         break_after=g.BREAK_AFTER,
     ),
     cut_off=Failure(
         g.NO_FINISH_REASON,
-        interrupted(("text_start", 0), ("text_delta", 0, "Cut")),
-        [TextContent(text="Cut")],
+        *open_text("Cut"),
         exact="google: connection failed (ConnectionError): the stream ended without a finish reason",
     ),
     malformed=Failure(
         g.MALFORMED,
-        interrupted(("text_start", 0), ("text_delta", 0, "Hi")),
-        [TextContent(text="Hi")],
+        *open_text("Hi"),
         starts="google: ",
     ),
     stream_error=None,  # Gemini has no error frame inside a stream; see the SAFETY stop instead
@@ -928,10 +875,6 @@ def assert_usage(message: Any, model: Model, counts: tuple[int, int, int, int, i
     ) == counts
     for part in ("input", "output", "cache_read", "cache_write", "total"):
         assert getattr(usage.cost, part) == pytest.approx(getattr(expected.cost, part)), part
-
-
-def outline(events: list) -> list[tuple]:
-    return summarize(events, error_message=False)
 
 
 def scenario_params() -> list:
@@ -1168,3 +1111,40 @@ def test_every_vendor_is_covered():
     assert sorted(case.api for case in CASES) == sorted(
         m.__name__.rpartition(".")[2].replace("_", "-") for m in modules
     )
+
+
+@pytest.mark.parametrize("case", [COMPLETIONS, RESPONSES], ids=lambda case: case.api)
+async def test_openai_sdk_vendors_need_no_key_on_a_local_server(server, case):
+    """Ollama, vLLM and the like take any key: without one the SDK gets a placeholder."""
+    model = Model(**{**case.model_fields, "provider": "ollama", "base_url": f"{server.url}/v1"})
+    server.queue(ScriptedResponse(chunks=case.plain.chunks))
+    events = await collect(case.provider().stream(model, HELLO, StreamOptions()))
+    assert outline(events)[-1] == ("done", "stop")
+    assert server.requests[0].headers["authorization"] == "Bearer not-needed"
+    assert server.requests[0].path == case.path
+
+
+@every_vendor
+async def test_session_recorded_against_the_vendor_replays_offline(
+    server, case, fresh_registry, tmp_path
+):
+    """Record the two-turn session through the vendor's wire, then replay it with no server
+    traffic and no key: the same assistant turns come back, and the key is not in the file."""
+    fresh_registry.register_api_provider(case.api, case.provider())
+    server.queue(*(ScriptedResponse(chunks=turn) for turn in case.agent_turns))
+    path = tmp_path / "session.jsonl"
+    model = case.model(server.url)
+    with use_recording(path, "record"):
+        recorded, _ = await run_echo_session(model, case.key)
+    text = path.read_text(encoding="utf-8")
+    assert case.key[-10:] not in text
+    with use_recording(path, "replay") as scope:
+        replayed, received = await run_echo_session(model, None)
+    scope.assert_consumed()
+    assert received == [{"value": "hi"}]
+    assert len(server.requests) == 2  # both from the recording run
+    turns = [
+        [m for m in events[-1].messages if m.role == "assistant"] for events in (recorded, replayed)
+    ]
+    assert len(turns[0]) == 2 and turns[0][-1].content == case.agent_answer
+    assert turns[1] == turns[0]

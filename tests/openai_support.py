@@ -1,5 +1,6 @@
-"""Test support shared by the two OpenAI provider test modules: collecting events, an outline
-of an event stream that tests compare exactly, and the scripted failure responses."""
+"""Test support shared by the vendor provider tests: collecting events, an outline of an event
+stream that tests compare exactly, OpenAI's scripted error response, a port where nothing
+listens, and the two ways of aborting a stream."""
 
 from __future__ import annotations
 
@@ -13,9 +14,8 @@ from openprogram.providers.types import (
     StreamOptions,
 )
 from tests.event_checks import assert_well_formed
-from tests.transcripts.agent_session import run_echo_session
 from tests.transcripts.event_summary import collect, summarize
-from tests.vendor_server import ScriptedResponse, VendorServer, sse
+from tests.vendor_server import ScriptedResponse, VendorServer
 
 #: Every assistant message in these tests carries this timestamp (providers take it as an
 #: argument), so final messages compare exactly.
@@ -32,11 +32,6 @@ def outline(events: list) -> list[tuple]:
     """What an event says, without its ``partial`` snapshot (error messages are asserted
     apart in these tests)."""
     return summarize(events, error_message=False)
-
-
-def sse_frames(*payloads: str, names: list[str] | None = None, done: bool = False) -> list[bytes]:
-    """Frames written exactly as given (the JSON text is not re-serialised), one chunk each."""
-    return sse(*payloads, event_names=names, done=done)
 
 
 def error_response(status: int, message: str, *, code: str = "error") -> ScriptedResponse:
@@ -56,11 +51,13 @@ def closed_port_url() -> str:
     return url + "/v1"
 
 
-async def abort_on_first_delta(provider: Any, model: Model, context: Context, server: VendorServer) -> list:
+async def abort_on_first_delta(
+    provider: Any, model: Model, context: Context, server: VendorServer, api_key: str | None = None
+) -> list:
     """Stream until the first text delta, set the signal there, and collect the rest."""
     signal = asyncio.Event()
     events = []
-    async for event in provider.stream(model, context, StreamOptions(signal=signal)):
+    async for event in provider.stream(model, context, StreamOptions(api_key=api_key, signal=signal)):
         events.append(event)
         if event.type == "text_delta":
             signal.set()
@@ -70,7 +67,12 @@ async def abort_on_first_delta(provider: Any, model: Model, context: Context, se
 
 
 async def abort_while_waiting(
-    provider: Any, model: Model, context: Context, server: VendorServer, text_before_hold: str
+    provider: Any,
+    model: Model,
+    context: Context,
+    server: VendorServer,
+    text_before_hold: str,
+    api_key: str | None = None,
 ) -> list:
     """Abort a read that is waiting on the network: once the text sent before the server's
     hold has arrived, a task sets the signal as soon as the server is holding, while this
@@ -85,7 +87,7 @@ async def abort_while_waiting(
 
     events = []
     try:
-        async for event in provider.stream(model, context, StreamOptions(signal=signal)):
+        async for event in provider.stream(model, context, StreamOptions(api_key=api_key, signal=signal)):
             events.append(event)
             if event.type == "text_delta" and event.partial.content[event.content_index].text == text_before_hold:
                 trigger = asyncio.get_running_loop().create_task(fire_when_held())
@@ -98,15 +100,6 @@ async def abort_while_waiting(
     return events
 
 
-# --------------------------------------------------------------------------- agent loop
-
-
-async def run_agent(model: Model) -> list:
-    """The shared two-turn agent session with the echo tool; its events."""
-    events, _ = await run_echo_session(model, api_key=None)
-    return events
-
-
 __all__ = [
     "TIMESTAMP",
     "WEATHER_SCHEMA",
@@ -116,6 +109,4 @@ __all__ = [
     "collect",
     "error_response",
     "outline",
-    "run_agent",
-    "sse_frames",
 ]

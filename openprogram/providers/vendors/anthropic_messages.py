@@ -4,7 +4,7 @@
 The SDK is imported inside the call, so importing this module stays cheap. The mapping has two
 halves: :func:`build_request_body` turns a :class:`Context` into the Messages body (system blocks
 with cache control, consecutive tool results merged into one user turn, images, tools, thinking),
-and :class:`_StreamMapper` turns the raw ``message_start`` / ``content_block_*`` /
+and :class:`StreamTranslator` turns the raw ``message_start`` / ``content_block_*`` /
 ``message_delta`` / ``message_stop`` events into our events through the shared assembler. The
 guard turns every failure (HTTP status, broken stream, abort, missing key) into the one terminal
 ``error`` event.
@@ -121,12 +121,12 @@ class AnthropicMessagesProvider(AssembledProvider):
                 extra_body=extra or None,
                 extra_headers=request_headers(model, options) or None,
             )
-            mapper = _StreamMapper(assembler)
+            translator = StreamTranslator(assembler)
             try:
                 # ``start`` once the vendor has accepted the request, as every vendor provider does.
                 yield assembler.start()
                 async for raw_event in response:
-                    for event in mapper.handle(raw_event):
+                    for event in translator.handle(raw_event):
                         yield event
                     if assembler.finished:
                         return
@@ -347,7 +347,7 @@ def convert_messages(
 # ----------------------------------------------------------------------------- response
 
 
-class _StreamMapper:
+class StreamTranslator:
     """Turns raw Messages stream events into assembler calls. Anthropic numbers content blocks
     itself (and may send block kinds we do not represent, such as server tool results), so its
     indexes are mapped onto ours."""
@@ -460,6 +460,7 @@ def _end_block(assembler: AssistantStreamAssembler, index: int) -> AssistantEven
 __all__ = [
     "ANTHROPIC_API",
     "AnthropicMessagesProvider",
+    "StreamTranslator",
     "build_request_body",
     "describe_anthropic_error",
 ]

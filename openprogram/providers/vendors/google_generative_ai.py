@@ -1,12 +1,12 @@
 """The ``google-generative-ai`` provider: the Gemini API's ``streamGenerateContent``, through the
 official ``google-genai`` SDK (``client.aio.models.generate_content_stream``).
 
-The SDK is imported inside the call. :func:`build_request` produces the SDK's own request shape
-(``model``, ``contents``, ``config`` as plain dicts), which is what ``options.on_payload`` sees and
-may replace; the SDK then converts it to the wire format. :class:`_ChunkMapper` turns response
-chunks into our events: Gemini streams text and thought text as parts that continue the current
-block, and sends each function call whole, so tool arguments are set at once rather than parsed
-from deltas.
+The SDK is imported inside the call. :func:`build_request_body` produces the body in the SDK's
+own request shape (``model``, ``contents``, ``config`` as plain dicts), which is what
+``options.on_payload`` sees and may replace; the SDK then converts it to the wire format.
+:class:`StreamTranslator` turns response chunks into our events: Gemini streams text and thought
+text as parts that continue the current block, and sends each function call whole, so tool
+arguments are set at once rather than parsed from deltas.
 
 Thought signatures are opaque bytes (base64 on the wire). A signature on a thought part is kept
 as ``thinking_signature``, one on a text part as ``text_signature``, and both are sent back on
@@ -118,7 +118,7 @@ class GoogleGenerativeAIProvider(AssembledProvider):
         options: StreamOptions | None,
     ) -> AsyncIterator[AssistantEvent]:
         api_key = api_key_for(model, options)
-        request = apply_payload_hook(options, build_request(model, context, options))
+        request = apply_payload_hook(options, build_request_body(model, context, options))
 
         from google import genai
 
@@ -129,22 +129,22 @@ class GoogleGenerativeAIProvider(AssembledProvider):
             response = await client.aio.models.generate_content_stream(
                 model=request["model"], contents=request["contents"], config=request.get("config")
             )
-            mapper = _ChunkMapper(assembler)
+            translator = StreamTranslator(assembler)
             try:
                 # The SDK sends the request at the first chunk; ``start`` waits for the vendor.
                 first = await anext(response, None)
                 yield assembler.start()
                 if first is not None:
-                    for event in mapper.handle(first):
+                    for event in translator.handle(first):
                         yield event
                 async for chunk in response:
-                    for event in mapper.handle(chunk):
+                    for event in translator.handle(chunk):
                         yield event
             finally:
                 aclose = getattr(response, "aclose", None)
                 if aclose is not None:
                     await aclose()
-            for event in mapper.finish():
+            for event in translator.finish():
                 yield event
         finally:
             await client.aio.aclose()
@@ -267,7 +267,7 @@ def _tool_config(choice: str | dict[str, Any]) -> dict[str, Any]:
     return {"function_calling_config": {"mode": mode}}
 
 
-def build_request(model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
+def build_request_body(model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
     """``{"model", "contents", "config"}`` in the SDK's (snake_case) form."""
     config: dict[str, Any] = {
         # Function declarations are answered by our agent loop, never by the SDK itself.
@@ -308,7 +308,7 @@ def _signature_text(signature: bytes | None) -> str | None:
     return base64.b64encode(signature).decode("ascii") if signature else None
 
 
-class _ChunkMapper:
+class StreamTranslator:
     """Turns ``GenerateContentResponse`` chunks into assembler calls. Text and thought parts
     continue the open block of their kind; any other part closes it."""
 
@@ -414,4 +414,4 @@ class _ChunkMapper:
         return events + [self.assembler.fail(f"{LABEL}: generation stopped with finish reason {reason}{detail}")]
 
 
-__all__ = ["GOOGLE_API", "GoogleGenerativeAIProvider", "build_request"]
+__all__ = ["GOOGLE_API", "GoogleGenerativeAIProvider", "StreamTranslator", "build_request_body"]

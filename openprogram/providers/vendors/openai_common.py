@@ -176,7 +176,7 @@ def as_plain_dict(value: Any) -> dict[str, Any]:
 
 class OpenAIProviderBase(AssembledProvider):
     """The request lifecycle of an OpenAI-SDK provider. Subclasses set :attr:`api` and supply
-    :meth:`build_body`, :meth:`open_stream` and :meth:`translate`."""
+    :meth:`build_request_body`, :meth:`open_stream` and :meth:`translate`."""
 
     api: str = ""
 
@@ -187,7 +187,7 @@ class OpenAIProviderBase(AssembledProvider):
 
     # ------------------------------------------------------------------ to override
 
-    def build_body(self, model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
+    def build_request_body(self, model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
         raise NotImplementedError
 
     async def open_stream(self, client: Any, body: dict[str, Any]) -> Any:
@@ -211,7 +211,7 @@ class OpenAIProviderBase(AssembledProvider):
         options: StreamOptions | None,
     ) -> AsyncIterator[AssistantEvent]:
         api_key = api_key_for(model, options)
-        body = apply_payload_hook(options, self.build_body(model, context, options))
+        body = apply_payload_hook(options, self.build_request_body(model, context, options))
         # The SDK client is not closed: it runs on the loop's shared HTTP pool. Closing the
         # stream (also on abort or error) releases the connection.
         stream = await self.open_stream(self._client(model, options, api_key), body)

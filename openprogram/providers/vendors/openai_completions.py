@@ -143,7 +143,7 @@ def convert_messages(model: Model, context: Context) -> list[dict[str, Any]]:
     return wire
 
 
-def build_body(model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
+def build_request_body(model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model.id,
         "messages": convert_messages(model, context),
@@ -186,7 +186,7 @@ def usage_from_chunk(usage: Any) -> Usage:
     )
 
 
-class _CompletionTranslator:
+class StreamTranslator:
     """Maps chunks onto the assembler. One block is "current" at a time: a delta of another
     kind (or a new tool call) closes it, as the vendor streams blocks one after another."""
 
@@ -197,7 +197,7 @@ class _CompletionTranslator:
         self.tools: dict[int, tuple[str, int]] = {}  # tool position -> (id, content index)
         self.finish_reason: str | None = None
 
-    def on_chunk(self, chunk: Any) -> Iterator[AssistantEvent]:
+    def handle(self, chunk: Any) -> Iterator[AssistantEvent]:
         usage = getattr(chunk, "usage", None) or _groq_usage(chunk)
         if usage:
             self.assembler.set_usage(usage_from_chunk(usage))
@@ -287,8 +287,8 @@ class OpenAICompletionsProvider(OpenAIProviderBase):
 
     api = API
 
-    def build_body(self, model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
-        return build_body(model, context, options)
+    def build_request_body(self, model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
+        return build_request_body(model, context, options)
 
     async def open_stream(self, client: Any, body: dict[str, Any]) -> Any:
         return await client.chat.completions.create(**sdk_arguments(body, ("model", "messages")))
@@ -296,12 +296,19 @@ class OpenAICompletionsProvider(OpenAIProviderBase):
     async def translate(
         self, assembler: AssistantStreamAssembler, stream: Any, model: Model
     ) -> AsyncIterator[AssistantEvent]:
-        translator = _CompletionTranslator(assembler)
+        translator = StreamTranslator(assembler)
         async for chunk in stream:
-            for event in translator.on_chunk(chunk):
+            for event in translator.handle(chunk):
                 yield event
         for event in translator.finish():
             yield event
 
 
-__all__ = ["API", "OpenAICompletionsProvider", "build_body", "convert_messages", "usage_from_chunk"]
+__all__ = [
+    "API",
+    "OpenAICompletionsProvider",
+    "StreamTranslator",
+    "build_request_body",
+    "convert_messages",
+    "usage_from_chunk",
+]

@@ -150,7 +150,7 @@ def convert_input(model: Model, context: Context) -> list[dict[str, Any]]:
     return items
 
 
-def build_body(model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
+def build_request_body(model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model.id,
         "input": convert_input(model, context),
@@ -197,7 +197,7 @@ def _failure_message(error: Any, fallback: str) -> str:
     return f"{text} (code {code})" if code else text
 
 
-class _ResponsesTranslator:
+class StreamTranslator:
     """Maps Responses stream events onto the assembler, keyed by output item id."""
 
     def __init__(self, assembler: AssistantStreamAssembler) -> None:
@@ -205,7 +205,7 @@ class _ResponsesTranslator:
         self.blocks: dict[str, int] = {}  # output item id -> content index
         self.arguments: dict[str, str] = {}  # function call item id -> arguments text so far
 
-    def on_event(self, event: Any) -> Iterator[AssistantEvent]:
+    def handle(self, event: Any) -> Iterator[AssistantEvent]:
         kind = getattr(event, "type", None)
         handler = getattr(self, "_on_" + (kind or "").replace(".", "_"), None)
         if handler is not None:
@@ -325,8 +325,8 @@ class OpenAIResponsesProvider(OpenAIProviderBase):
 
     api = API
 
-    def build_body(self, model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
-        return build_body(model, context, options)
+    def build_request_body(self, model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
+        return build_request_body(model, context, options)
 
     async def open_stream(self, client: Any, body: dict[str, Any]) -> Any:
         return await client.responses.create(**sdk_arguments(body, ("model", "input")))
@@ -334,10 +334,17 @@ class OpenAIResponsesProvider(OpenAIProviderBase):
     async def translate(
         self, assembler: AssistantStreamAssembler, stream: Any, model: Model
     ) -> AsyncIterator[AssistantEvent]:
-        translator = _ResponsesTranslator(assembler)
+        translator = StreamTranslator(assembler)
         async for event in stream:
-            for produced in translator.on_event(event):
+            for produced in translator.handle(event):
                 yield produced
 
 
-__all__ = ["API", "OpenAIResponsesProvider", "build_body", "convert_input", "split_tool_call_id"]
+__all__ = [
+    "API",
+    "OpenAIResponsesProvider",
+    "StreamTranslator",
+    "build_request_body",
+    "convert_input",
+    "split_tool_call_id",
+]

@@ -1,0 +1,133 @@
+"""Byte-exact Chat Completions SSE transcripts, written from the documented stream format:
+``chat.completion.chunk`` objects whose single choice carries a ``delta``, ``finish_reason`` on the
+last choice chunk, then (with ``stream_options.include_usage``) a chunk with empty ``choices`` and
+the ``usage``, then ``data: [DONE]``. Every chunk carries ``"usage":null`` until then, as OpenAI
+sends it. The JSON text is written as given, not re-serialised."""
+
+from __future__ import annotations
+
+from tests.vendor_server import sse
+
+
+def sse_frames(*payloads: str, done: bool = False) -> list[bytes]:
+    return sse(*payloads, done=done)
+
+
+_HEAD = (
+    '{"id":"chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG","object":"chat.completion.chunk",'
+    '"created":1741570283,"model":"gpt-4o-mini-2024-07-18","service_tier":"default",'
+    '"system_fingerprint":"fp_06737a9306",'
+)
+
+
+def chunk(delta: str, finish: str = "null") -> str:
+    """One choice chunk; ``delta`` and ``finish`` are JSON text, written as they are."""
+    return (
+        f'{_HEAD}"choices":[{{"index":0,"delta":{delta},"logprobs":null,'
+        f'"finish_reason":{finish}}}],"usage":null}}'
+    )
+
+
+def usage_chunk(prompt: int, completion: int, cached: int = 0) -> str:
+    return (
+        f'{_HEAD}"choices":[],"usage":{{"prompt_tokens":{prompt},"completion_tokens":{completion},'
+        f'"total_tokens":{prompt + completion},"prompt_tokens_details":{{"cached_tokens":{cached},'
+        f'"audio_tokens":0}},"completion_tokens_details":{{"reasoning_tokens":0,"audio_tokens":0,'
+        f'"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}}}}'
+    )
+
+
+ROLE = chunk('{"role":"assistant","content":"","refusal":null}')
+STOP = chunk("{}", '"stop"')
+TOOL_STOP = chunk("{}", '"tool_calls"')
+
+PLAIN_TEXT = sse_frames(
+    ROLE,
+    chunk('{"content":"Hello"}'),
+    chunk('{"content":" world"}'),
+    chunk('{"content":"!"}'),
+    STOP,
+    usage_chunk(19, 10, cached=6),
+    done=True,
+)
+
+# Interleaved reasoning (as DeepSeek and Kimi stream it between answers) makes several text blocks.
+SEVERAL_TEXT_BLOCKS = sse_frames(
+    ROLE,
+    chunk('{"content":"First part."}'),
+    chunk('{"reasoning_content":"Now the second."}'),
+    chunk('{"content":"Second"}'),
+    chunk('{"content":" part."}'),
+    STOP,
+    usage_chunk(12, 8),
+    done=True,
+)
+
+
+def thinking_then_text(field: str) -> list[bytes]:
+    return sse_frames(
+        chunk(f'{{"role":"assistant","content":null,"{field}":""}}'),
+        chunk(f'{{"content":null,"{field}":"The user"}}'),
+        chunk(f'{{"content":null,"{field}":" greets me."}}'),
+        chunk('{"content":"Hi there."}'),
+        STOP,
+        usage_chunk(9, 7),
+        done=True,
+    )
+
+
+ONE_TOOL_CALL = sse_frames(
+    chunk(
+        '{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_DdmO9pD3xa9XTPNJ32zg2hcA",'
+        '"type":"function","function":{"name":"get_weather","arguments":""}}],"refusal":null}'
+    ),
+    *[
+        chunk(f'{{"tool_calls":[{{"index":0,"function":{{"arguments":{piece}}}}}]}}')
+        for piece in [
+            '"{\\""',
+            '"city"',
+            '"\\":\\""',
+            '"Par"',
+            '"is\\","',
+            '"\\"unit"',
+            '"\\":\\"c\\"}"',
+        ]
+    ],
+    TOOL_STOP,
+    usage_chunk(80, 20),
+    done=True,
+)
+
+SEVERAL_TOOL_CALLS = sse_frames(
+    chunk('{"role":"assistant","content":"Checking both."}'),
+    chunk(
+        '{"tool_calls":[{"index":0,"id":"call_paris","type":"function",'
+        '"function":{"name":"get_weather","arguments":""}}]}'
+    ),
+    chunk('{"tool_calls":[{"index":0,"function":{"arguments":"{\\"city\\": "}}]}'),
+    chunk('{"tool_calls":[{"index":0,"function":{"arguments":"\\"Paris\\"}"}}]}'),
+    chunk(
+        '{"tool_calls":[{"index":1,"id":"call_rome","type":"function",'
+        '"function":{"name":"get_weather","arguments":""}}]}'
+    ),
+    chunk('{"tool_calls":[{"index":1,"function":{"arguments":"{\\"ci"}}]}'),
+    chunk('{"tool_calls":[{"index":1,"function":{"arguments":"ty\\": \\"Rome\\"}"}}]}'),
+    TOOL_STOP,
+    usage_chunk(90, 40),
+    done=True,
+)
+
+AGENT_TOOL_TURN = sse_frames(
+    chunk(
+        '{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_echo","type":"function",'
+        '"function":{"name":"echo","arguments":""}}]}'
+    ),
+    chunk('{"tool_calls":[{"index":0,"function":{"arguments":"{\\"value\\":"}}]}'),
+    chunk('{"tool_calls":[{"index":0,"function":{"arguments":"\\"hi\\"}"}}]}'),
+    TOOL_STOP,
+    usage_chunk(30, 10),
+    done=True,
+)
+AGENT_TEXT_TURN = sse_frames(
+    ROLE, chunk('{"content":"It said hi."}'), STOP, usage_chunk(50, 5), done=True
+)

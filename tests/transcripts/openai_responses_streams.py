@@ -1,0 +1,233 @@
+"""Byte-exact Responses API SSE transcripts, written from the documented semantic event stream:
+each frame names its event (``event: response.output_text.delta``) and carries the same ``type``
+in its JSON with an increasing ``sequence_number``; output items open with
+``response.output_item.added`` and close with ``response.output_item.done`` (the complete item,
+reasoning ``encrypted_content`` included); the stream ends with ``response.completed`` /
+``response.incomplete`` / ``response.failed`` and has no ``[DONE]`` sentinel."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from tests.vendor_server import sse
+
+RESP_ID = "resp_67c9fdcecf488190bdd9a0409de3a1ec07b8b0ad4e5eb654"
+ENCRYPTED = "gAAAAABoISJ1c2VkIHRvIGJlIGVuY3J5cHRlZA=="
+
+
+def response_body(status: str, usage: dict | None = None, error: dict | None = None) -> dict:
+    return {
+        "id": RESP_ID,
+        "object": "response",
+        "created_at": 1741290958,
+        "status": status,
+        "error": error,
+        "incomplete_details": {"reason": "max_output_tokens"} if status == "incomplete" else None,
+        "instructions": None,
+        "max_output_tokens": None,
+        "model": "gpt-5-mini-2025-08-07",
+        "output": [],
+        "parallel_tool_calls": True,
+        "previous_response_id": None,
+        "reasoning": {"effort": "medium", "summary": "auto"},
+        "store": False,
+        "temperature": 1.0,
+        "text": {"format": {"type": "text"}},
+        "tool_choice": "auto",
+        "tools": [],
+        "top_p": 1.0,
+        "truncation": "disabled",
+        "usage": usage,
+        "user": None,
+        "metadata": {},
+    }
+
+
+def usage(input_tokens: int, output_tokens: int, cached: int = 0, reasoning: int = 0) -> dict:
+    return {
+        "input_tokens": input_tokens,
+        "input_tokens_details": {"cached_tokens": cached},
+        "output_tokens": output_tokens,
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+        "total_tokens": input_tokens + output_tokens,
+    }
+
+
+class Transcript:
+    """Builds one stream: each event is serialised once, compactly, with its name and
+    sequence number, and the frames are then served byte for byte."""
+
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.output_index = -1
+        self.add("response.created", response=response_body("in_progress"))
+        self.add("response.in_progress", response=response_body("in_progress"))
+
+    def add(self, kind: str, **fields: Any) -> Transcript:
+        self.events.append({"type": kind, "sequence_number": len(self.events), **fields})
+        return self
+
+    def frames(self) -> list[bytes]:
+        payloads = [json.dumps(event, separators=(",", ":")) for event in self.events]
+        return sse(*payloads, event_names=[event["type"] for event in self.events])
+
+    # ---------------------------------------------------------------- items
+
+    def message(self, item_id: str, *deltas: str) -> Transcript:
+        self.output_index += 1
+        at = {"item_id": item_id, "output_index": self.output_index, "content_index": 0}
+        text = "".join(deltas)
+        self.add(
+            "response.output_item.added",
+            output_index=self.output_index,
+            item={
+                "id": item_id,
+                "type": "message",
+                "status": "in_progress",
+                "role": "assistant",
+                "content": [],
+            },
+        )
+        self.add(
+            "response.content_part.added",
+            **at,
+            part={"type": "output_text", "text": "", "annotations": []},
+        )
+        for delta in deltas:
+            self.add("response.output_text.delta", **at, delta=delta, logprobs=[])
+        self.add("response.output_text.done", **at, text=text, logprobs=[])
+        part = {"type": "output_text", "text": text, "annotations": [], "logprobs": []}
+        self.add("response.content_part.done", **at, part=part)
+        return self.add(
+            "response.output_item.done",
+            output_index=self.output_index,
+            item={
+                "id": item_id,
+                "type": "message",
+                "status": "completed",
+                "role": "assistant",
+                "content": [part],
+            },
+        )
+
+    def reasoning(self, item_id: str, *parts: list[str], encrypted: str = ENCRYPTED) -> Transcript:
+        self.output_index += 1
+        self.add(
+            "response.output_item.added",
+            output_index=self.output_index,
+            item={"id": item_id, "type": "reasoning", "summary": []},
+        )
+        for number, deltas in enumerate(parts):
+            at = {"item_id": item_id, "output_index": self.output_index, "summary_index": number}
+            text = "".join(deltas)
+            self.add(
+                "response.reasoning_summary_part.added",
+                **at,
+                part={"type": "summary_text", "text": ""},
+            )
+            for delta in deltas:
+                self.add("response.reasoning_summary_text.delta", **at, delta=delta)
+            self.add("response.reasoning_summary_text.done", **at, text=text)
+            self.add(
+                "response.reasoning_summary_part.done",
+                **at,
+                part={"type": "summary_text", "text": text},
+            )
+        return self.add(
+            "response.output_item.done",
+            output_index=self.output_index,
+            item=self.reasoning_item(item_id, parts, encrypted),
+        )
+
+    @staticmethod
+    def reasoning_item(item_id: str, parts, encrypted: str) -> dict:
+        summary = [{"type": "summary_text", "text": "".join(deltas)} for deltas in parts]
+        return {
+            "id": item_id,
+            "type": "reasoning",
+            "encrypted_content": encrypted,
+            "summary": summary,
+        }
+
+    def function_call(self, item_id: str, call_id: str, name: str, *deltas: str) -> Transcript:
+        self.output_index += 1
+        item = {
+            "id": item_id,
+            "type": "function_call",
+            "status": "in_progress",
+            "arguments": "",
+            "call_id": call_id,
+            "name": name,
+        }
+        self.add("response.output_item.added", output_index=self.output_index, item=item)
+        for delta in deltas:
+            self.add(
+                "response.function_call_arguments.delta",
+                item_id=item_id,
+                output_index=self.output_index,
+                delta=delta,
+            )
+        arguments = "".join(deltas)
+        self.add(
+            "response.function_call_arguments.done",
+            item_id=item_id,
+            output_index=self.output_index,
+            arguments=arguments,
+        )
+        return self.add(
+            "response.output_item.done",
+            output_index=self.output_index,
+            item={**item, "status": "completed", "arguments": arguments},
+        )
+
+    def completed(self, status: str = "completed", **usage_fields: int) -> list[bytes]:
+        self.add(f"response.{status}", response=response_body(status, usage(**usage_fields)))
+        return self.frames()
+
+
+PLAIN_TEXT = (
+    Transcript()
+    .message("msg_01", "Hi", " there", "!")
+    .completed(input_tokens=37, output_tokens=11, cached=5)
+)
+
+SEVERAL_TEXT_BLOCKS = (
+    Transcript()
+    .message("msg_01", "Looking it up.")
+    .message("msg_02", "Found", " it.")
+    .completed(input_tokens=20, output_tokens=9)
+)
+
+SUMMARY_PARTS = (["The user ", "says hi."], ["Answer ", "briefly."])
+THINKING_THEN_TEXT = (
+    Transcript()
+    .reasoning("rs_01", *SUMMARY_PARTS)
+    .message("msg_02", "Hello!")
+    .completed(input_tokens=30, output_tokens=120, reasoning=100)
+)
+
+ARGUMENT_PIECES = ['{"', "city", '":"', "Par", 'is",', '"unit', '":"c"}']
+ONE_TOOL_CALL = (
+    Transcript()
+    .function_call("fc_01", "call_weather1", "get_weather", *ARGUMENT_PIECES)
+    .completed(input_tokens=80, output_tokens=20)
+)
+
+SEVERAL_TOOL_CALLS = (
+    Transcript()
+    .reasoning("rs_01", ["Two cities."])
+    .function_call("fc_01", "call_paris", "get_weather", '{"city": ', '"Paris"}')
+    .function_call("fc_02", "call_rome", "get_weather", '{"ci', 'ty": "Rome"}')
+    .completed(input_tokens=90, output_tokens=40)
+)
+
+AGENT_TOOL_TURN = (
+    Transcript()
+    .reasoning("rs_01", ["Use echo."])
+    .function_call("fc_01", "call_echo", "echo", '{"value":', '"hi"}')
+    .completed(input_tokens=30, output_tokens=10)
+)
+AGENT_TEXT_TURN = (
+    Transcript().message("msg_02", "It said hi.").completed(input_tokens=50, output_tokens=5)
+)

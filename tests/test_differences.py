@@ -431,7 +431,7 @@ def test_near_equal_pairs_are_told_apart_by_both_walks():
 
 
 def test_the_public_walk_takes_the_shortcut(monkeypatch):
-    from openprogram.recordings import differences_fast
+    from openprogram.recordings import differences, differences_fast
 
     calls = []
 
@@ -440,6 +440,7 @@ def test_the_public_walk_takes_the_shortcut(monkeypatch):
         return fast_first_difference(recorded, incoming, path)
 
     monkeypatch.setattr(differences_fast, "fast_first_difference", spy)
+    monkeypatch.setattr(differences, "fast_first_difference", spy)
     assert find_first_difference({"a": 1}, {"a": 2}, "context") == ("context.a", 1, 2)
     assert calls[0] == "context"  # the public name enters the shortcut (which recurses)
 

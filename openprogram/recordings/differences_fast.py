@@ -2,9 +2,9 @@
 skipped by comparing their ``orjson`` encodings, lists in chunks.
 
 Replay compares whole contexts (thousands of messages) on every call, so the plain walk of
-:mod:`.differences` (one Python call per value) costs about as much as producing the payload.
+:mod:`.differences_plain` (one Python call per value) costs about as much as producing the payload.
 Everything here gives exactly the plain walk's answer (``docs/file-format.md`` states the
-rule; the tests hold this module to :func:`~.differences.plain_first_difference` on random
+rule; the tests hold this module to :func:`~.differences_plain.plain_first_difference` on random
 pairs); only the work differs:
 
 * A subtree is accepted as equal when its encodings are equal: that runs at C speed and,
@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from .differences import (
+from .differences_plain import (
     NON_DETERMINISTIC_FIELD_NAMES,
     SEQUENCES,
     Difference,
@@ -146,7 +146,7 @@ def _escalate(current: _Normalisation, a: Any, b: Any) -> _Normalisation:
 
 
 def fast_first_difference(recorded: Any, incoming: Any, path: str = "") -> Difference | None:
-    """:func:`~.differences.plain_first_difference`'s answer, equal subtrees skipped."""
+    """:func:`~.differences_plain.plain_first_difference`'s answer, equal subtrees skipped."""
     if recorded is incoming:
         return None
     if isinstance(recorded, dict) and isinstance(incoming, dict):

@@ -10,6 +10,9 @@ goes to ``<test folder>/recordings/<test module>/<test name>.jsonl``:
   passing test fail it.
 - ``record``: record recordings that are missing, replay the ones that exist.
 - ``rewrite``: record every recording anew.
+- ``update``: replay each test's calls while they match its recording; from the first call that
+  drifts, call the model live and record; then rewrite the recording with both (a test whose
+  requests did not drift keeps its file byte for byte).
 - ``off``: live calls, nothing recorded.
 
 A test that fails while recording keeps no new recording unless ``--llm-keep-failed``.
@@ -32,7 +35,7 @@ from typing import Any
 
 import pytest
 
-MODES = ("replay", "record", "rewrite", "off")
+MODES = ("replay", "record", "rewrite", "update", "off")
 MARKER = "llm_recording"
 NORMALIZE_SEPARATOR = " => "
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -45,7 +48,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         choices=MODES,
         default=None,
         help="replay (default: offline, never contacts a provider), record (record missing "
-        "recordings), rewrite (record all anew) or off (live, no recording)",
+        "recordings), rewrite (record all anew), update (replay up to the first drift, record "
+        "from there) or off (live, no recording)",
     )
     group.addoption(
         "--llm-keep-failed",
@@ -273,6 +277,23 @@ def _session(handle: LlmRecording, keep_failed: bool):
     from openprogram.recordings.scoped import use_recording
 
     exists = handle.path.exists()
+    if handle.mode == "update":
+        handle.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with contextlib.ExitStack() as stack:
+            try:
+                scope = stack.enter_context(
+                    use_recording(handle.path, "update", ignore=handle.ignore, normalize=handle.normalize)
+                )
+            except ValueError as error:
+                pytest.fail(f"llm_recording: {error}", pytrace=False)
+            except RecordingFileError as error:
+                pytest.fail(
+                    f"{error}\nRe-record it with:\n  pytest '{handle.nodeid}' --llm-record-mode=rewrite",
+                    pytrace=False,
+                )
+            handle.scope = scope
+            yield
+        return
     if handle.mode == "replay" or (handle.mode == "record" and exists):
         if not exists:
             pytest.fail(

@@ -248,3 +248,34 @@ def test_plain():
     later = run_inner(pytester, NOW="09:15:00", EXPECT_OFFLINE="1")
     later.assert_outcomes(passed=1, failed=1)
     later.stdout.fnmatch_lines(["*test_plain*", "*field context.system_prompt*"])
+
+
+def test_update_mode_records_only_the_drifted_call_and_keeps_an_unchanged_file(pytester):
+    pytester.makepyfile(test_agent_suite="""
+import asyncio, os, pytest
+from openprogram.providers.faux import DEFAULT_FAUX_PROVIDER
+from openprogram.providers.stream import complete
+from openprogram.providers.types import Context, Model, UserMessage
+ECHO = Model(id="echo", api="faux", provider="faux")
+
+@pytest.mark.llm_recording
+def test_agent():
+    prompts = ["one", "two", os.environ.get("THIRD", "three")]
+    for prompt in prompts:
+        message = asyncio.run(complete(ECHO, Context(messages=[UserMessage(content=prompt, timestamp=0)])))
+        assert message.content[0].text == f"echo: {prompt}"
+    print(f"LIVE CALLS: {len(DEFAULT_FAUX_PROVIDER.calls)}")
+""")
+    run_inner(pytester, "--llm-record-mode=record").assert_outcomes(passed=1)
+    path = recording_file(pytester)
+    updated = run_inner(pytester, "--llm-record-mode=update", "-s", THIRD="THREE")
+    updated.assert_outcomes(passed=1)
+    updated.stdout.fnmatch_lines(["*LIVE CALLS: 1*"])
+    contents = [json.loads(line)["context"]["messages"][0]["content"] for line in path.read_text().splitlines() if '"request"' in line]
+    assert contents == ["one", "two", "THREE"]
+    before = path.read_bytes()
+    again = run_inner(pytester, "--llm-record-mode=update", "-s", THIRD="THREE")
+    again.assert_outcomes(passed=1)
+    again.stdout.fnmatch_lines(["*LIVE CALLS: 0*"])
+    assert path.read_bytes() == before
+    run_inner(pytester, THIRD="THREE", EXPECT_OFFLINE="1").assert_outcomes(passed=1)

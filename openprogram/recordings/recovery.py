@@ -26,6 +26,7 @@ from pathlib import Path
 
 import orjson
 
+from .atomic import replace_atomically
 from .format import RecordingFileError, encode_line, is_plain_int
 
 __all__ = ["RecoveryPlan", "apply_recovery", "plan_recovery"]
@@ -99,20 +100,8 @@ def plan_recovery(path: str | os.PathLike[str]) -> RecoveryPlan:
 
 def apply_recovery(plan: RecoveryPlan) -> None:
     """Replace the file with the repaired text, atomically, keeping its mode."""
-    if not plan.needed:
-        return
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{plan.path.name}.", suffix=".recover", dir=plan.path.parent)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(plan.repaired)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, plan.mode)
-        os.replace(temporary, plan.path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-        raise
+    if plan.needed:
+        replace_atomically(plan.path, plan.repaired, plan.mode)
 
 
 def _read_regular_file(path: Path) -> tuple[bytes, int]:

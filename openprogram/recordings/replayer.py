@@ -189,7 +189,7 @@ class ReplayProvider:
                 f"{used} call(s) made",
             )
 
-    def _take(self, model: Model, context: Context, options: StreamOptions | None) -> RecordedCall:
+    def take(self, model: Model, context: Context, options: StreamOptions | None) -> RecordedCall:
         """Match the request against the next recorded call of its lane and consume it,
         atomically; a mismatch consumes nothing, so the same request may be retried."""
         incoming = request_payloads(model, context, options)
@@ -284,7 +284,11 @@ class ReplayProvider:
     async def _replay(
         self, model: Model, context: Context, options: StreamOptions | None
     ) -> AsyncIterator[AssistantMessageEvent]:
-        call = self._take(model, context, options)
+        async for event in self.serve(self.take(model, context, options)):
+            yield event
+
+    async def serve(self, call: RecordedCall) -> AsyncIterator[AssistantMessageEvent]:
+        """The recorded events of a call :meth:`take` handed out, as the live run saw them."""
         kept = call._events
         for event in kept if kept is not None else call.events():
             yield event

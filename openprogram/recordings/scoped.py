@@ -18,7 +18,8 @@ from typing import Any, Literal
 
 from ..providers.api_registry import _scoped_route
 
-ScopedMode = Literal["record", "replay"]
+ScopedMode = Literal["record", "replay", "update"]
+MODES = ("record", "replay", "update")
 
 
 class RecordingScope:
@@ -30,12 +31,16 @@ class RecordingScope:
         self.mode = mode
         self.replay_provider: Any = None
         self.sink: Any = None
+        self.update: Any = None  # the UpdateSession of mode "update"
         self._wrapped: dict[str, Any] = {}
         self._lock = threading.Lock()
 
     @property
     def call_count(self) -> int:
-        """Calls served so far (replay) or recorded into this file by this scope (record)."""
+        """Calls served so far (replay), recorded into this file by this scope (record), or
+        both (update: replayed plus recorded)."""
+        if self.update is not None:
+            return len(self.update.replayed) + self.update.live_calls
         if self.replay_provider is not None:
             return self.replay_provider.call_count
         return len(self._wrapped)
@@ -49,6 +54,8 @@ class RecordingScope:
         provider wrapped by a recorder that shares this scope's sink."""
         if self.replay_provider is not None:
             return self.replay_provider
+        if self.update is not None:
+            return self.update.provider_for(api, original)
         if original is None:
             return None
         from .recorder import RecordingProvider
@@ -73,12 +80,14 @@ def use_recording(
 
     ``mode="replay"`` serves the recorded events offline (the file is validated strictly
     first) and never touches a vendor provider or a credential; ``mode="record"`` wraps the
-    real providers and appends every call to ``path``. ``ignore`` (field path patterns) and
+    real providers and appends every call to ``path``; ``mode="update"`` replays the calls
+    that match and records from the first that drifts, then rewrites ``path`` with both when
+    the block ends without an exception (see :mod:`.updating`). ``ignore`` (field path patterns) and
     ``normalize`` (``(regex, replacement)`` pairs) make replay overlook volatile values in
     requests (see :mod:`.volatile`); they are checked in every mode, so a typo fails at once.
     """
-    if mode not in ("record", "replay"):
-        raise ValueError(f"use_recording mode must be 'record' or 'replay', not {mode!r}")
+    if mode not in MODES:
+        raise ValueError(f"use_recording mode must be one of {', '.join(MODES)}, not {mode!r}")
     from .volatile import RequestFilter
 
     ignore, normalize = tuple(ignore), tuple(normalize)
@@ -88,14 +97,22 @@ def use_recording(
         from .replayer import ReplayProvider
 
         scope.replay_provider = ReplayProvider(path, ignore=ignore, normalize=normalize)
+    elif mode == "update":
+        from .updating import UpdateSession
+
+        scope.update = UpdateSession(path, ignore=ignore, normalize=normalize)
     else:
         from .sink import RecordingSink
 
         scope.sink = RecordingSink(path)
     token = _scoped_route.set(scope.route)
+    succeeded = False
     try:
         yield scope
+        succeeded = True
     finally:
         _scoped_route.reset(token)
         if scope.sink is not None:
             scope.sink.close()
+        if scope.update is not None:
+            scope.update.finish(succeeded)

@@ -204,7 +204,7 @@ class RecordingSink:
             try:
                 size = os.fstat(fd).st_size
                 if size == 0:
-                    self._append(encode_line(_new_header()), 0, consumes_index=False)
+                    self._append(encode_line(new_header()), 0, consumes_index=False)
                 else:
                     self._check_header()
                     self._catch_up(size)
@@ -382,7 +382,7 @@ def _make_private_parents(folder: Path) -> None:
         os.chmod(directory, 0o700)
 
 
-def _new_header() -> dict[str, Any]:
+def new_header() -> dict[str, Any]:
     from .. import __version__
 
     return {

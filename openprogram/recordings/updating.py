@@ -1,0 +1,180 @@
+"""Mode ``update``: replay what still matches, record from the first call that drifts.
+
+When one prompt of a 40-call agent test changes, re-recording everything costs 40 live calls
+and 39 answers that may now differ from the reviewed ones. In ``update`` mode the calls that
+match are replayed; from the first call that does not match (or runs past the recording), that
+call and every later one go to the live provider and are recorded into a temporary file beside
+the recording. When the scope ends normally, the recording is replaced atomically by the
+replayed calls followed by the new ones (calls never reached are dropped, ``call_index``
+renumbered from 0, the file's mode kept); when nothing drifted, the file is left byte for byte
+as it was; when the scope ends with an exception, the new calls are thrown away.
+See ``docs/tutorial.md``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat
+import tempfile
+import threading
+from collections.abc import AsyncIterator, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..providers.types import AssistantMessageEvent, Context, Model, StreamOptions
+from .atomic import replace_atomically
+from .differences import ReplayMismatch
+from .format import encode_line
+from .reader import RecordedCall
+
+__all__ = ["UpdateSession"]
+
+
+class UpdateSession:
+    """One ``update`` scope over one recording file."""
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str],
+        *,
+        ignore: Iterable[str] = (),
+        normalize: Iterable[Sequence[str]] = (),
+    ) -> None:
+        from .replayer import ReplayProvider
+
+        self.path = Path(path)
+        self.replay = (
+            ReplayProvider(self.path, ignore=ignore, normalize=normalize)
+            if os.path.lexists(self.path)
+            else None
+        )
+        self.replayed: list[RecordedCall] = []
+        self.live_calls = 0
+        self._drifted = self.replay is None
+        self._lock = threading.Lock()
+        self._sink: Any = None
+        self._new_path: Path | None = None
+        self._recorders: dict[str, Any] = {}
+
+    @property
+    def drifted(self) -> bool:
+        return self._drifted
+
+    def provider_for(self, api: str, original: Any) -> Any:
+        """What the registry hands out for ``api`` inside the scope."""
+        return _UpdatingProvider(self, api, original)
+
+    def take_replayed(self, model: Model, context: Context, options: StreamOptions | None) -> RecordedCall | None:
+        """The recorded call this request replays, or None once the session has drifted (this
+        request drifting makes it so)."""
+        with self._lock:
+            if self._drifted:
+                return None
+            try:
+                call = self.replay.take(model, context, options)
+            except ReplayMismatch:
+                self._drifted = True
+                return None
+            self.replayed.append(call)
+            return call
+
+    def recorder_for(self, api: str, original: Any) -> Any:
+        from .recorder import RecordingProvider
+        from .sink import RecordingSink
+
+        with self._lock:
+            if self._sink is None:
+                descriptor, name = tempfile.mkstemp(
+                    prefix=f".{self.path.name}.", suffix=".update", dir=self.path.parent
+                )
+                os.close(descriptor)
+                os.unlink(name)  # the sink creates it (0600, header first) and refuses to overwrite
+                self._new_path = Path(name)
+                self._sink = RecordingSink(self._new_path)
+            recorder = self._recorders.get(api)
+            if recorder is None or recorder.wrapped_provider is not original:
+                recorder = self._recorders[api] = RecordingProvider(original, self._sink)
+            self.live_calls += 1
+            return recorder
+
+    def finish(self, succeeded: bool) -> None:
+        """Write the updated recording (see the module docstring), or throw the new calls away."""
+        try:
+            if self._sink is not None:
+                self._sink.close()
+            if not succeeded:
+                return
+            unused = self.replay is not None and self.replay.call_count < len(self.replay.recording.calls)
+            if not self._drifted and not unused:
+                return  # nothing changed: the file stays byte for byte as it was
+            self._write_updated()
+        finally:
+            if self._new_path is not None:
+                with contextlib.suppress(FileNotFoundError):
+                    self._new_path.unlink()
+
+    def _write_updated(self) -> None:
+        header, kept = _calls_of(self.path, {call.call_index for call in self.replayed}) if self.replay else (None, {})
+        new_header, new_calls = _calls_of(self._new_path, None) if self._new_path is not None else (None, {})
+        rows = [header or new_header or _fresh_header()]
+        order = [call.call_index for call in self.replayed]
+        renumbered = [kept[index] for index in order] + [new_calls[index] for index in sorted(new_calls)]
+        for number, call_rows in enumerate(renumbered):
+            rows.extend({**row, "call_index": number} for row in call_rows)
+        mode = stat.S_IMODE(os.stat(self.path).st_mode) if self.replay is not None else 0o600
+        replace_atomically(self.path, b"".join(encode_line(row) for row in rows), mode)
+
+
+class _UpdatingProvider:
+    """Replays while the session matches, then calls ``original`` through a recorder."""
+
+    def __init__(self, session: UpdateSession, api: str, original: Any) -> None:
+        self._session, self._api, self._original = session, api, original
+        self.requires_credentials = getattr(original, "requires_credentials", True)
+
+    def stream(self, model: Model, context: Context, options: StreamOptions | None = None) -> AsyncIterator[AssistantMessageEvent]:
+        return self._call("stream", model, context, options)
+
+    def stream_simple(self, model: Model, context: Context, options: Any = None) -> AsyncIterator[AssistantMessageEvent]:
+        return self._call("stream_simple", model, context, options)
+
+    async def _call(self, method: str, model: Model, context: Context, options: Any) -> AsyncIterator[AssistantMessageEvent]:
+        session = self._session
+        call = session.take_replayed(model, context, options)
+        if call is not None:
+            async for event in session.replay.serve(call):
+                yield event
+            return
+        if self._original is None:
+            raise LookupError(f"no provider registered for api '{self._api}' to record the drifted call")
+        recorder = session.recorder_for(self._api, self._original)
+        async for event in getattr(recorder, method)(model, context, options):
+            yield event
+
+
+def _calls_of(path: Path, wanted: set[int] | None) -> tuple[dict[str, Any] | None, dict[int, list[dict[str, Any]]]]:
+    """The header row and the rows of each call (only ``wanted`` ones, if given) of a file the
+    strict reader has accepted, in file order."""
+    header = None
+    calls: dict[int, list[dict[str, Any]]] = {}
+    with open(path, "rb") as handle:
+        for line in handle:
+            if not line.strip():
+                continue
+            row = orjson.loads(line)
+            if row.get("type") == "header":
+                header = row
+                continue
+            index = row["call_index"]
+            if wanted is None or index in wanted:
+                calls.setdefault(index, []).append(row)
+    return header, calls
+
+
+def _fresh_header() -> dict[str, Any]:
+    from .sink import new_header
+
+    return new_header()

@@ -1,0 +1,94 @@
+"""Mode ``update``: replay what matches, go live from the first drift, rewrite the file with
+both; leave it byte for byte alone when nothing drifted."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from openprogram.providers import api_registry
+from openprogram.providers.faux import FauxProvider
+from openprogram.providers.replay import read_recording_file
+from openprogram.providers.scoped import use_recording
+from openprogram.providers.stream import complete
+from openprogram.providers.types import Context, Model, UserMessage
+
+MODEL = Model(id="counted", api="update-test", provider="faux")
+
+
+@pytest.fixture
+def live(fresh_registry) -> FauxProvider:
+    """A provider that answers every prompt with 'live: PROMPT' and counts its calls."""
+    from openprogram.providers.faux import faux_text
+
+    def answer(model, context, options):
+        return faux_text(f"live: {context.messages[-1].content}")
+
+    provider = FauxProvider([answer] * 100)
+    api_registry.register_api_provider("update-test", provider)
+    return provider
+
+
+async def run(prompts: list[str]) -> list[str]:
+    answers = []
+    for prompt in prompts:
+        message = await complete(MODEL, Context(messages=[UserMessage(content=prompt, timestamp=0)]))
+        answers.append(message.content[0].text)
+    return answers
+
+
+def requests_in(path) -> list[str]:
+    return [call.context["messages"][0]["content"] for call in read_recording_file(path).calls]
+
+
+async def test_a_changed_third_prompt_makes_one_live_call(tmp_path, live):
+    path = tmp_path / "agent.jsonl"
+    with use_recording(path, "update"):  # no file yet: everything is live and recorded
+        assert await run(["one", "two", "three"]) == ["live: one", "live: two", "live: three"]
+    assert len(live.calls) == 3 and requests_in(path) == ["one", "two", "three"]
+    os.chmod(path, 0o640)
+
+    with use_recording(path, "update") as scope:
+        answers = await run(["one", "two", "THREE"])
+    assert len(live.calls) == 4  # exactly one live call: the drifted third
+    assert answers == ["live: one", "live: two", "live: THREE"]
+    assert scope.call_count == 3
+    assert requests_in(path) == ["one", "two", "THREE"]
+    assert [call.call_index for call in read_recording_file(path).calls] == [0, 1, 2]
+    assert oct(os.stat(path).st_mode & 0o777) == oct(0o640)
+
+    before = path.read_bytes()
+    with use_recording(path, "update"):
+        await run(["one", "two", "THREE"])
+    assert len(live.calls) == 4  # nothing drifted: no live call
+    assert path.read_bytes() == before
+
+
+async def test_calls_after_the_drift_go_live_and_unreached_calls_are_dropped(tmp_path, live):
+    path = tmp_path / "agent.jsonl"
+    with use_recording(path, "update"):
+        await run(["a", "b", "c", "d"])
+    with use_recording(path, "update"):
+        await run(["a", "B", "c"])  # drift at the second; "c" goes live too; "d" is never reached
+    assert len(live.calls) == 4 + 2
+    assert requests_in(path) == ["a", "B", "c"]
+    with use_recording(path, "replay") as scope:
+        assert await run(["a", "B", "c"]) == ["live: a", "live: B", "live: c"]
+        scope.assert_consumed()
+
+
+async def test_fewer_calls_drop_the_rest_and_an_exception_changes_nothing(tmp_path, live):
+    path = tmp_path / "agent.jsonl"
+    with use_recording(path, "update"):
+        await run(["a", "b"])
+    with use_recording(path, "update"):
+        await run(["a"])
+    assert requests_in(path) == ["a"] and len(live.calls) == 2
+
+    before = path.read_bytes()
+    with pytest.raises(RuntimeError), use_recording(path, "update"):
+        await run(["a", "new"])
+        raise RuntimeError("the test failed")
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["agent.jsonl"]  # no temporary left

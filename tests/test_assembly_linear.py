@@ -38,6 +38,14 @@ def feed_all(text: str, size: int) -> tuple[StreamingJsonObject, list[dict]]:
     return parser, [parser.feed(piece) for piece in chunk_fixed(text, size)]
 
 
+def assert_every_prefix_parsed_fully(text: str, size: int) -> tuple[StreamingJsonObject, list[dict]]:
+    """Feed ``text`` in ``size``-character pieces: each value equals the full parse of its prefix."""
+    parser, values = feed_all(text, size)
+    prefixes = [text[:end] for end in range(size, len(text), size)] + [text]
+    assert values == [parse_streaming_json(prefix) for prefix in prefixes]
+    return parser, values
+
+
 # ----------------------------------------------------------------------------- semantics
 
 
@@ -93,19 +101,23 @@ def test_an_unfinished_escape_is_held_back(fragment, settled, carry):
 @pytest.mark.parametrize("size", [1, 2, 3, 7, 8, 64])
 def test_every_prefix_matches_a_full_parse(size):
     text = file_arguments(600)
-    parser, values = feed_all(text, size)
-    prefixes = [text[:end] for end in range(size, len(text), size)] + [text]
-    assert values == [parse_streaming_json(prefix) for prefix in prefixes]
+    parser, values = assert_every_prefix_parsed_fully(text, size)
     assert values[-1] == orjson.loads(text)
     assert parser.text == text
 
 
-def test_earlier_values_never_change():
-    text = file_arguments(300)
-    _, values = feed_all(text, 5)
-    frozen = [orjson.dumps(value) for value in values]
+@pytest.mark.parametrize(
+    "text",
+    [file_arguments(300), orjson.dumps({"rows": [[i, "s", {"k": [i]}] for i in range(40)]}).decode()],
+)
+def test_earlier_values_never_change(text):
+    """Each value is its own: what was returned for one fragment is not changed by the next."""
+    parser = StreamingJsonObject()
+    values, frozen = [], []
+    for piece in chunk_fixed(text, 5):
+        values.append(parser.feed(piece))
+        frozen.append(orjson.dumps(values[-1]))
     assert [orjson.dumps(value) for value in values] == frozen
-    assert len({id(value) for value in values}) > len(values) // 2
 
 
 json_values = st.recursive(
@@ -119,9 +131,7 @@ json_values = st.recursive(
 @given(st.dictionaries(st.text(max_size=6), json_values, max_size=5), st.integers(1, 9), st.booleans())
 def test_any_object_in_any_pieces_matches_a_full_parse(document, size, escape_non_ascii):
     text = json.dumps(document, ensure_ascii=escape_non_ascii)  # escaped: surrogate pairs split mid-escape
-    _, values = feed_all(text, size)
-    prefixes = [text[:end] for end in range(size, len(text), size)] + [text]
-    assert values == [parse_streaming_json(prefix) for prefix in prefixes]
+    assert_every_prefix_parsed_fully(text, size)
 
 
 TRICKY = [
@@ -139,9 +149,21 @@ TRICKY = [
 @pytest.mark.parametrize("text", TRICKY)
 @pytest.mark.parametrize("size", [1, 2, 3, 5, 7])
 def test_tricky_texts_match_a_full_parse_at_every_prefix(text, size):
-    _, values = feed_all(text, size)
-    prefixes = [text[:end] for end in range(size, len(text), size)] + [text]
-    assert values == [parse_streaming_json(prefix) for prefix in prefixes]
+    assert_every_prefix_parsed_fully(text, size)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.dictionaries(st.text(max_size=4), json_values, max_size=4),
+    st.integers(1, 6),
+    st.integers(0, 10**6),
+    st.sampled_from([*' ,:{}[]"\\x1-.e0tn', "\x01", "\ud800", "Infinity", "tru", "1.5e"]),
+)
+def test_a_corrupted_object_still_matches_the_full_parse(document, size, where, extra):
+    """Invalid JSON (a character inserted anywhere) is detected where the full parse detects it."""
+    text = json.dumps(document)
+    where %= len(text) + 1
+    assert_every_prefix_parsed_fully(text[:where] + extra + text[where:], size)
 
 
 def test_invalid_text_never_raises():
@@ -171,8 +193,20 @@ def test_parsing_work_grows_linearly_with_the_arguments(size):
             parser.feed(piece)
         work[kb] = parser.parsed_chars
         assert parser.parsed_chars <= 8 * len(text), (kb, parser.parsed_chars, len(text))
-        assert parser.full_parses <= 16  # two per string entered or left, whatever the size
+        assert parser.full_parses == 0
     assert work[80] <= 2.2 * work[40] and work[40] <= 2.2 * work[20] and work[20] <= 2.2 * work[10]
+
+
+def test_numbers_and_literals_are_parsed_once_each():
+    """Many small values (a table of numbers) are parsed token by token, never re-parsed."""
+    for rows in (500, 1000, 2000, 4000):
+        text = orjson.dumps({"rows": [[i, i * 2.5, True, None, -i] for i in range(rows)]}).decode()
+        parser = StreamingJsonObject()
+        for piece in chunk_fixed(text, 8):
+            value = parser.feed(piece)
+        assert value == orjson.loads(text)
+        assert parser.full_parses == 0
+        assert parser.parsed_chars <= 2 * len(text), (rows, parser.parsed_chars, len(text))
 
 
 async def test_the_faux_provider_streams_large_arguments_with_linear_parsing(monkeypatch):
@@ -216,3 +250,19 @@ async def test_text_deltas_add_only_their_own_length_to_the_text():
             assert event.partial.content[0].text == previous + event.delta
             previous = event.partial.content[0].text
     assert previous == text
+
+
+def test_arguments_given_whole_can_still_be_continued():
+    parser = StreamingJsonObject('{"a":"x')
+    assert parser.feed('yz", "b": [1') == {"a": "xyz", "b": [1]}
+    assert parser.feed("2]}") == {"a": "xyz", "b": [12]}
+    assert parser.text == '{"a":"xyz", "b": [12]}'
+
+
+def test_separators_and_keys_are_not_parsed_again():
+    parser = StreamingJsonObject()
+    parser.feed('{"a": "x"')
+    parses = parser.full_parses
+    for piece in [" ", ",", ' "lon', "g key", '"', " :", " "]:
+        assert parser.feed(piece) == {"a": "x"}
+    assert parser.full_parses == parses

@@ -13,29 +13,31 @@ as ``{}``. It replaced a hand-written closer that retried ``orjson`` on trimmed 
 
 **Why incremental.** Re-parsing the whole prefix on every fragment costs O(n) per delta and
 O(n^2) per call, in Rust too: 200 KB of arguments in 8-character deltas means 25,000 parses of
-100 KB on average (about 20 s). :class:`StreamingJsonObject` therefore follows the text with a
-small lexer (:class:`_Cursor`: where strings, keys and containers begin and end; string contents
-are skipped by a regular expression) and parses the whole prefix only when a fragment can change
-the value in a way the lexer cannot apply itself:
+100 KB on average (about 20 s). :class:`StreamingJsonObject` therefore reads each character once:
+a small lexer (:class:`_Cursor`, string contents skipped by a regular expression) reports values
+beginning, string content arriving, numbers and literals growing, containers closing, and the
+object applies each to its value:
 
-* a fragment inside a key, or of whitespace, ``,``, ``:``, ``}``, ``]`` between values, leaves the
-  value as it was (a partial key is not part of it);
-* a fragment inside an open string value extends that string by the fragment, decoded (an
-  escape cut in two waits for its second half): the string that grows large in practice is a
-  file a coding agent writes;
-* anything else (a string value or container opening, a number or literal) re-parses the prefix.
+* a string value is extended by the decoded fragment (an escape cut in two waits for its second
+  half): the string that grows large in practice is a file a coding agent writes;
+* a number or literal is parsed alone when the fragment ends inside it or it ends (``1``, ``12``,
+  ``true``); an unfinished one (``1.``, ``tr``) removes its member, as the full parse drops it;
+* keys, whitespace and separators change nothing (an unfinished member is not in the value).
 
 For every prefix of valid JSON the result is exactly the full parse's (the tests check it
-fragment by fragment); for invalid JSON it is a best effort, and ``toolcall_end`` always parses
-the whole text strictly. Arguments made of many small numbers or literals still re-parse on
-most fragments, in Rust.
+fragment by fragment, and for objects with a character inserted anywhere). A text that is not an
+object reads as ``{}`` without parsing; anything else the lexer does not vouch for (invalid JSON,
+a duplicate key, an unfinished ``Infinity``, a lone surrogate) is handed to the full parse from
+then on, so the result is still the full parse's, at the old cost. ``toolcall_end`` parses the
+whole text strictly in any case.
 
 **What each delta still costs.** The snapshot of each event must be its own value, never one that
-later changes (the contract's "snapshot, never a shared mutable object"), so a delta that extends
-a string builds a new string (the old one plus the fragment: one memory copy of the string so
-far, as for a text block) and new containers along the path to it (shallow copies); containers
-off that path are shared with the previous snapshot, as unchanged blocks are. Parsing work is
-linear in the input.
+later changes (the contract's "snapshot, never a shared mutable object"), so the first change in
+a fragment copies the containers from the root to the member being written (shallow copies,
+once per fragment) and a growing string is a new string (one memory copy of the string so far,
+as for a text block); containers off that path are shared with the previous snapshot, as
+unchanged blocks are. Parsing work is linear in the input; the copies grow with the width of the
+open containers and the length of the open string, at memory-copy speed.
 """
 
 from __future__ import annotations
@@ -48,169 +50,201 @@ from pydantic_core import from_json
 
 #: String content up to (not including) its closing quote or a backslash cut off at the end.
 _STRING_BODY = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)
-#: Characters outside strings that cannot change the parsed value of a valid prefix.
-_NEUTRAL = frozenset(" \t\r\n,:}]")
+#: What an unfinished number or literal can look like (the full parse drops its member).
+_UNFINISHED_SCALAR = re.compile(
+    r"-|-?(?:0|[1-9][0-9]*)(?:\.|(?:\.[0-9]+)?(?:[eE][+-]?[0-9]*)?)|t|tr|tru|f|fa|fal|fals|n|nu|nul"
+)
+_WHITESPACE = frozenset(" \t\r\n")
+#: Characters that end a number or literal.
+_DELIMITERS = frozenset(' \t\r\n,:]}{["')
 
 
 def parse_streaming_json(text: str) -> dict[str, Any]:
     """Parse possibly incomplete JSON object text; ``{}`` when nothing usable is there."""
-    value = _parse_prefix(text)
+    if not text or text.isspace():
+        return {}
+    try:
+        value = from_json(text, allow_partial="trailing-strings")
+    except (ValueError, TypeError):  # TypeError: a lone surrogate, which str cannot encode
+        return {}
     return value if isinstance(value, dict) else {}
 
 
-def _parse_prefix(text: str) -> Any:
-    """The partial-mode value of ``text``, or None when it is not a JSON prefix."""
-    if not text or text.isspace():
-        return None
-    try:
-        return from_json(text, allow_partial="trailing-strings")
-    except ValueError:
-        return None
-
-
 class _Frame:
-    """One open container: the key (object) or index (array) of the member being written."""
+    """One open container: the key (object) or index (array) of the member being written, and
+    what may come next: ``key`` (objects), ``colon`` (objects), ``value``, or ``after`` a value
+    (a comma or the closing bracket)."""
 
-    __slots__ = ("is_object", "key", "index", "expects_key", "expects_value")
+    __slots__ = ("is_object", "key", "index", "state")
 
     def __init__(self, is_object: bool) -> None:
         self.is_object = is_object
         self.key: str | None = None
         self.index = -1
-        self.expects_key = is_object
-        self.expects_value = not is_object
+        self.state = "key" if is_object else "value"
+
+    def may_close(self) -> bool:
+        return self.state == "after" or (self.index == -1 and self.state == ("key" if self.is_object else "value"))
 
 
 class _Cursor:
-    """Where the text so far ends, lexically: inside which containers, keys and strings.
+    """Follows the text lexically and tells its ``sink`` (a :class:`StreamingJsonObject`) what
+    happened: ``begin(kind)``, ``content(raw)``, ``close_string()``, ``scalar(token, finished)``,
+    ``close()``, ``invalid()``."""
 
-    :meth:`advance` reads one fragment and reports which part of it was content of a string
-    value that was already open, and whether the rest can change the parsed value."""
+    __slots__ = (
+        "sink", "frames", "in_string", "in_key", "escape_pending", "key_parts", "key_carry", "token", "started",
+    )  # fmt: skip
 
-    __slots__ = ("frames", "in_string", "in_key", "escape_pending", "key_parts", "string_start", "offset")
-
-    def __init__(self) -> None:
+    def __init__(self, sink: StreamingJsonObject) -> None:
+        self.sink = sink
         self.frames: list[_Frame] = []
         self.in_string = False
         self.in_key = False
         self.escape_pending = False
+        #: The key being read, decoded so far, and its unfinished escape (checked as it arrives,
+        #: as the full parse rejects a bad escape at once).
         self.key_parts: list[str] = []
-        self.string_start = 0
-        self.offset = 0
+        self.key_carry = ""
+        self.token: list[str] | None = None
+        self.started = False
 
-    def in_value_string(self) -> bool:
-        return self.in_string and not self.in_key
-
-    def path(self) -> tuple[Any, ...] | None:
-        """Keys and indexes from the root to the member being written (None if a key is unknown)."""
-        path: list[Any] = []
-        for frame in self.frames:
-            if frame.is_object:
-                if frame.key is None:
-                    return None
-                path.append(frame.key)
-            else:
-                path.append(frame.index)
-        return tuple(path)
-
-    def advance(self, delta: str) -> tuple[str, bool, bool]:
-        """Read ``delta``; return the content it added to an already open string value, whether
-        that string closed, and whether the rest of ``delta`` can change the parsed value."""
-        content, closed, start = "", False, 0
-        if self.in_value_string():
-            start = self._skip_string(delta, 0)
-            closed = not self.in_string
-            content = delta[: start - 1] if closed else delta
-        changes = False
-        position = start
+    def advance(self, delta: str) -> None:
+        position = 0
         while position < len(delta):
             if self.in_string:
-                changes |= not self.in_key
-                position = self._skip_string(delta, position)
-                continue
-            char = delta[position]
-            changes |= char not in _NEUTRAL
-            self._structure(char, self.offset + position)
-            position += 1
-        self.offset += len(delta)
-        return content, closed, changes
+                position = self._string(delta, position)
+            else:
+                self._structure(delta[position])
+                position += 1
+        if self.token is not None:
+            self.sink.scalar("".join(self.token), finished=False)  # as far as it arrived
 
-    def _skip_string(self, delta: str, position: int) -> int:
-        """Consume string content from ``position``; return where the string ended (after its
-        closing quote) or ``len(delta)`` if it is still open."""
+    def _string(self, delta: str, position: int) -> int:
+        """Consume string content from ``position``; return where reading continues."""
         begin = position
         if self.escape_pending:
             self.escape_pending = False
             position += 1
         end = _STRING_BODY.match(delta, position).end()
+        cut = end < len(delta) and delta[end] == "\\"  # a backslash at the very end
+        piece = delta[begin : len(delta) if cut else end]
         if self.in_key:
-            self.key_parts.append(delta[begin:end])
-        if end < len(delta) and delta[end] == "\\":
-            self.escape_pending = True  # a backslash cut off at the end of the fragment
+            self._key_piece(piece)
+        elif piece:
+            self.sink.content(piece)
+        if cut:
+            self.escape_pending = True
             return len(delta)
         if end == len(delta):
             return end
         self.in_string = False
         if self.in_key:
             self._set_key()
+        else:
+            self.sink.close_string()
         return end + 1
+
+    def _key_piece(self, piece: str) -> None:
+        settled, self.key_carry = split_unfinished_escape(self.key_carry + piece)
+        if settled:
+            try:
+                self.key_parts.append(orjson.loads(f'"{settled}"'))
+            except orjson.JSONDecodeError:
+                self.sink.invalid()
 
     def _set_key(self) -> None:
         frame = self.frames[-1]
-        try:
-            frame.key = orjson.loads('"' + "".join(self.key_parts) + '"')
-        except orjson.JSONDecodeError:
-            frame.key = None
-        frame.expects_key = False
-        self.key_parts = []
+        if self.key_carry:
+            self.sink.invalid()
+        frame.key = "".join(self.key_parts)
+        frame.state = "colon"
+        self.key_parts, self.key_carry = [], ""
 
-    def _structure(self, char: str, offset: int) -> None:
+    def _structure(self, char: str) -> None:
         """Follow one character outside strings."""
+        if self.token is not None:
+            if char not in _DELIMITERS:
+                self.token.append(char)
+                return
+            self.sink.scalar("".join(self.token), finished=True)
+            self.token = None
+        if char in _WHITESPACE:
+            return
         frame = self.frames[-1] if self.frames else None
-        if char in " \t\r\n":
-            return
         if char in ",:":
-            if frame is not None:
-                frame.expects_key = frame.is_object and char == ","
-                frame.expects_value = char == ":" or not frame.is_object
-            return
-        if char in "}]":
-            if self.frames:
+            self._separator(frame, char)
+        elif char in "}]":
+            if frame is None or frame.is_object != (char == "}") or not frame.may_close():
+                self.sink.invalid()
+            else:
                 self.frames.pop()
-            return
-        if frame is not None and frame.is_object and frame.expects_key:
-            if char == '"':
-                self.in_string, self.in_key, self.key_parts = True, True, []
-            return
-        if frame is not None and frame.expects_value:
-            frame.expects_value = False
+                self.sink.close()
+        elif frame is not None and frame.state == "key":
+            if char != '"':
+                self.sink.invalid()
+            self.in_string, self.in_key, self.key_parts, self.key_carry = True, True, [], ""
+        else:
+            self._value(frame, char)
+
+    def _separator(self, frame: _Frame | None, char: str) -> None:
+        if frame is None or frame.state != ("colon" if char == ":" else "after"):
+            self.sink.invalid()
+        elif char == ":":
+            frame.state = "value"
+        else:
+            frame.state = "key" if frame.is_object else "value"
+
+    def _value(self, frame: _Frame | None, char: str) -> None:
+        """A value begins."""
+        if frame is None:
+            if self.started:
+                self.sink.invalid()  # text after the root value
+            self.started = True
+        elif frame.state != "value":
+            self.sink.invalid()  # a missing comma or colon
+        else:
+            frame.state = "after"
             frame.index += 1
         if char == '"':
-            self.in_string, self.in_key, self.string_start = True, False, offset + 1
+            self.sink.begin('"')
+            self.in_string, self.in_key = True, False
         elif char in "{[":
+            self.sink.begin(char)
             self.frames.append(_Frame(char == "{"))
+        else:
+            self.sink.begin("scalar")
+            self.token = [char]
 
 
 class StreamingJsonObject:
     """The arguments of one streaming tool call: the text so far and its parsed value.
 
-    :meth:`feed` returns a fresh value per fragment (earlier returned values never change).
-    ``text`` given at construction is arguments that arrived whole (their value is the
-    caller's). ``parsed_chars`` counts the characters handed to a parser and ``full_parses``
-    the whole-prefix parses, so tests can check that the work grows linearly with the input
-    without timing anything.
+    :meth:`feed` returns the value of everything fed so far; a returned value never changes
+    afterwards. ``text`` given at construction is arguments that arrived whole (their value is
+    the caller's); it is read only if more fragments follow. ``parsed_chars`` counts the
+    characters handed to a parser and ``full_parses`` the whole-prefix parses, so tests can
+    check that the work grows linearly with the input without timing anything.
     """
 
-    __slots__ = ("_parts", "_value", "_cursor", "_path", "_carry", "parsed_chars", "full_parses")
+    __slots__ = (
+        "_parts", "_unread", "_value", "_stack", "_fresh", "_carry", "_mode", "_cursor",
+        "parsed_chars", "full_parses",
+    )  # fmt: skip
 
     def __init__(self, text: str = "") -> None:
         self._parts: list[str] = [text] if text else []
+        self._unread = bool(text)
         self._value: dict[str, Any] = {}
-        self._cursor: _Cursor | None = None if text else _Cursor()
-        #: Keys and indexes from the root to the string value the text ends inside, or None.
-        self._path: tuple[Any, ...] | None = None
-        #: The undecoded end of that string: an escape whose remaining characters have not arrived.
+        #: The open containers, from the root; parallel to the cursor's frames.
+        self._stack: list[Any] = []
+        #: ids of the containers created or copied for the fragment being read (not yet shared).
+        self._fresh: set[int] = set()
+        #: The undecoded end of the open string value: an escape still arriving.
         self._carry = ""
+        #: "incremental"; "constant" (not an object: always {}); "full" (re-parse every time).
+        self._mode = "incremental"
+        self._cursor = _Cursor(self)
         self.parsed_chars = 0
         self.full_parses = 0
 
@@ -225,54 +259,142 @@ class StreamingJsonObject:
         """Take the next fragment; return the value of everything fed so far."""
         if not delta:
             return self._value
+        unread = self.text if self._unread else ""
+        self._unread = False
         self._parts.append(delta)
-        if self._cursor is None:  # arguments that arrived whole, then more: start over
-            self._cursor = _Cursor()
-            self._cursor.advance(self.text[: -len(delta)])
-        content, closed, changes = self._cursor.advance(delta)
-        if changes or (content or closed) and not self._extend_string(content, closed):
-            self._reparse()
-        elif closed:
-            self._path, self._carry = None, ""
+        arrived = unread + delta
+        if self._mode == "incremental" and not _encodable(arrived):
+            self._mode = "full"  # a lone surrogate: the text is not UTF-8, the full parse rejects it
+        if self._mode == "incremental":
+            self._fresh = set()
+            self._cursor.advance(arrived)
+        if self._mode == "full":
+            text = self.text
+            self.parsed_chars += len(text)
+            self.full_parses += 1
+            self._value = parse_streaming_json(text)
         return self._value
 
-    # ------------------------------------------------------------------ fast path
+    # ------------------------------------------------------------------ what the cursor reports
 
-    def _extend_string(self, content: str, closed: bool) -> bool:
-        """Append the decoded ``content`` to the open string value; False when the full parse
-        must decide (the path is unknown, an invalid escape or character, or the string
-        closes on an unfinished escape)."""
-        if self._path is None:
-            return False
-        settled, carry = split_unfinished_escape(self._carry + content)
-        if closed and carry:
-            return False
-        if settled:
-            self.parsed_chars += len(settled)
-            try:
-                decoded = orjson.loads(f'"{settled}"')
-            except orjson.JSONDecodeError:
-                return False
-            self._value = _with_leaf(self._value, self._path, _leaf(self._value, self._path) + decoded)
-        self._carry = carry
+    def begin(self, kind: str) -> None:
+        """A value begins: ``"``, ``{``, ``[`` or ``scalar``."""
+        if self._mode != "incremental":
+            return
+        if not self._stack:
+            if kind != "{":
+                self._mode = "constant"  # a JSON text that is not an object reads as {}
+                return
+            self._value = {}
+            self._push(self._value)
+            return
+        container, frame = self._writable(), self._cursor.frames[-1]
+        if frame.is_object and (frame.key is None or frame.key in container):
+            self._mode = "full"  # a duplicate key: the full parse knows which value wins
+            return
+        if kind == "scalar":
+            return
+        value: Any = "" if kind == '"' else {} if kind == "{" else []
+        self._set(container, frame, value)
+        self._carry = ""
+        if kind != '"':
+            self._push(value)
+
+    def content(self, raw: str) -> None:
+        """Raw content of the open string value."""
+        if self._mode != "incremental":
+            return
+        settled, self._carry = split_unfinished_escape(self._carry + raw)
+        if not settled:
+            return
+        self.parsed_chars += len(settled)
+        try:
+            decoded = orjson.loads(f'"{settled}"')
+        except orjson.JSONDecodeError:
+            self._mode = "full"
+            return
+        container, frame = self._writable(), self._cursor.frames[-1]
+        self._set(container, frame, self._get(container, frame) + decoded)
+
+    def close_string(self) -> None:
+        if self._carry:
+            self._mode = "full"  # closed on an unfinished escape: not JSON the lexer vouches for
+
+    def scalar(self, token: str, *, finished: bool) -> None:
+        """A number or literal as far as it arrived (called again as it grows), or ``finished``
+        (a delimiter followed it)."""
+        if self._mode != "incremental":
+            return
+        self.parsed_chars += len(token)
+        try:
+            value = from_json(token)
+        except (ValueError, TypeError):
+            if finished or _UNFINISHED_SCALAR.fullmatch(token) is None:
+                self._mode = "full"
+            else:
+                self._remove(self._writable(), self._cursor.frames[-1])
+            return
+        self._set(self._writable(), self._cursor.frames[-1], value)
+
+    def close(self) -> None:
+        if self._mode == "incremental":
+            self._stack.pop()
+
+    def invalid(self) -> None:
+        if self._mode == "incremental":
+            self._mode = "full"
+
+    # ------------------------------------------------------------------ copy on write
+
+    def _push(self, container: Any) -> None:
+        self._stack.append(container)
+        self._fresh.add(id(container))
+
+    def _writable(self) -> Any:
+        """The innermost open container, after copying every container from the root to it
+        that an earlier snapshot may hold (once per fragment)."""
+        stack, fresh, frames = self._stack, self._fresh, self._cursor.frames
+        for depth, container in enumerate(stack):
+            if id(container) in fresh:
+                continue
+            copy = dict(container) if isinstance(container, dict) else list(container)
+            if depth == 0:
+                self._value = copy
+            else:
+                self._set(stack[depth - 1], frames[depth - 1], copy)
+            stack[depth] = copy
+            fresh.add(id(copy))
+        return stack[-1]
+
+    def _get(self, container: Any, frame: _Frame) -> Any:
+        return container[frame.key] if frame.is_object else container[frame.index]
+
+    def _set(self, container: Any, frame: _Frame, value: Any) -> None:
+        """Put ``value`` as the member being written (appended to an array the first time)."""
+        if frame.is_object:
+            container[frame.key] = value
+        elif len(container) > frame.index:
+            container[frame.index] = value
+        else:
+            container.append(value)
+
+    def _remove(self, container: Any, frame: _Frame) -> None:
+        """Take out the member being written (an unfinished number or literal), if it is in."""
+        if frame.is_object:
+            container.pop(frame.key, None)
+        elif len(container) > frame.index:
+            container.pop()
+
+
+def _encodable(text: str) -> bool:
+    """``text`` has no lone surrogate (it can be encoded as UTF-8)."""
+    if text.isascii():
         return True
-
-    # ------------------------------------------------------------------ full parse
-
-    def _reparse(self) -> None:
-        """Parse the whole prefix, and note the string value it ends inside, if any."""
-        text = self.text
-        self.parsed_chars += len(text)
-        self.full_parses += 1
-        value = _parse_prefix(text)
-        self._value = value if isinstance(value, dict) else {}
-        self._path, self._carry = None, ""
-        cursor = self._cursor
-        if value is self._value and cursor is not None and cursor.in_value_string():
-            path = cursor.path()
-            if path and isinstance(_leaf_or_none(self._value, path), str):
-                self._path = path
-                self._carry = split_unfinished_escape(text[cursor.string_start :])[1]
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def split_unfinished_escape(fragment: str) -> tuple[str, str]:
@@ -313,30 +435,3 @@ def _is_high_surrogate(escape: str) -> bool:
         and escape[3] in "89abAB"
         and all(c in "0123456789abcdefABCDEF" for c in escape[4:])
     )
-
-
-def _leaf(value: Any, path: tuple[Any, ...]) -> Any:
-    for key in path:
-        value = value[key]
-    return value
-
-
-def _with_leaf(container: Any, path: tuple[Any, ...], leaf: Any) -> Any:
-    """A copy of ``container`` with the value at ``path`` replaced: new containers along the
-    path, everything else shared."""
-    copy = dict(container) if isinstance(container, dict) else list(container)
-    key = path[0]
-    copy[key] = leaf if len(path) == 1 else _with_leaf(container[key], path[1:], leaf)
-    return copy
-
-
-def _leaf_or_none(value: Any, path: tuple[Any, ...]) -> Any:
-    """The value at ``path``, or None when the path is not there."""
-    for key in path:
-        if isinstance(value, dict) and isinstance(key, str) and key in value:
-            value = value[key]
-        elif isinstance(value, list) and isinstance(key, int) and 0 <= key < len(value):
-            value = value[key]
-        else:
-            return None
-    return value

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import orjson
 
-from .partial_json import parse_streaming_json
+from .partial_json import StreamingJsonObject, parse_streaming_json
 from .types import (
     AssistantMessage,
     AssistantMessageEvent,
@@ -65,7 +65,7 @@ class AssistantStreamAssembler:
             fields["timestamp"] = timestamp
         self._message = AssistantMessage(content=[], **fields)
         self._open: set[int] = set()
-        self._arguments_text: dict[int, str] = {}
+        self._arguments: dict[int, StreamingJsonObject] = {}
         self.finished = False
 
     # ------------------------------------------------------------------ inspection
@@ -144,7 +144,7 @@ class AssistantStreamAssembler:
 
     def begin_tool_call(self, tool_call_id: str, name: str) -> tuple[int, EventToolCallStart]:
         index = self._add_block(ToolCall(id=tool_call_id, name=name, arguments={}))
-        self._arguments_text[index] = ""
+        self._arguments[index] = StreamingJsonObject()
         return index, EventToolCallStart(content_index=index, partial=self.snapshot())
 
     def set_tool_call_identity(self, index: int, *, tool_call_id: str | None = None, name: str | None = None) -> None:
@@ -153,21 +153,21 @@ class AssistantStreamAssembler:
         self._replace(index, block, **{key: value for key, value in changes.items() if value})
 
     def append_tool_arguments(self, index: int, delta: str) -> EventToolCallDelta:
+        """Parsing is incremental (see ``partial_json``): linear in the arguments' length."""
         block = self._block(index, ToolCall)
-        text = self._arguments_text[index] + delta
-        self._arguments_text[index] = text
-        self._replace(index, block, arguments=parse_streaming_json(text))
+        self._replace(index, block, arguments=self._arguments[index].feed(delta))
         return EventToolCallDelta(content_index=index, delta=delta, partial=self.snapshot())
 
     def set_tool_arguments(self, index: int, arguments: dict) -> None:
         """For vendors that deliver arguments whole (Google) rather than as text."""
         block = self._block(index, ToolCall)
         self._replace(index, block, arguments=dict(arguments))
-        self._arguments_text[index] = orjson.dumps(arguments).decode()
+        self._arguments[index] = StreamingJsonObject(orjson.dumps(arguments).decode())
 
     def end_tool_call(self, index: int) -> EventToolCallEnd:
         block = self._block(index, ToolCall)
-        text = self._arguments_text.get(index, "")
+        streamed = self._arguments.get(index)
+        text = streamed.text if streamed is not None else ""
         if text.strip():
             try:
                 parsed = orjson.loads(text)

@@ -144,11 +144,15 @@ def run_status(args: argparse.Namespace) -> int:
 
 def run_record(args: argparse.Namespace) -> int:
     from openprogram import config
-    from openprogram.recordings.store import ensure_recordings_dir, managed_path, recordings_dir
+    from openprogram.recordings.store import (
+        checked_recordings_dir,
+        ensure_recordings_dir,
+        managed_path,
+    )
 
     if args.name is not None:
         _check_id_argument(args.name)  # before anything is created
-    folder = recordings_dir()
+    folder = checked_recordings_dir()
     folder_existed = folder.exists()
     created: Path | None = None
     try:
@@ -452,7 +456,7 @@ def run_delete(args: argparse.Namespace) -> int:
 
 
 def _managed_target(recording_id: str) -> Path:
-    from openprogram.recordings.store import is_managed_id, managed_path
+    from openprogram.recordings.store import checked_recordings_dir, is_managed_id, managed_path
 
     if not is_managed_id(recording_id):
         raise CliError(
@@ -460,6 +464,7 @@ def _managed_target(recording_id: str) -> Path:
             EXIT_USAGE,
         )
     _check_id_argument(recording_id)
+    checked_recordings_dir()
     path = managed_path(recording_id)
     if not os.path.lexists(path):
         raise CliError(f"recording file {path}: does not exist; see '{FIX_LIST}'")
@@ -487,11 +492,11 @@ def _deletion_refusal(path: Path, current: dict[str, Any]) -> str | None:
 
 def run_prune(args: argparse.Namespace) -> int:
     from openprogram import config
-    from openprogram.recordings.store import recordings_dir
+    from openprogram.recordings.store import checked_recordings_dir
 
     from .recordings_render import human_age, now
 
-    folder = recordings_dir()
+    folder = checked_recordings_dir()
     cutoff = now() - args.older_than_days * 86400
     current = config.load_config()
     old, skipped = [], []

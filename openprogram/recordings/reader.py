@@ -21,6 +21,7 @@ import orjson
 from pydantic import ValidationError
 
 from ..providers.types import AssistantMessageEvent
+from ..state import FileRefusal, read_regular_file
 from .format import (
     EVENT_CLASSES,
     LINE_TYPES,
@@ -40,6 +41,10 @@ __all__ = ["RecordedCall", "Recording", "read_recording_file"]
 KEEP_EVENTS_BUDGET = 64 * 1024 * 1024
 #: The estimated cost of one event object besides its strings (a handful of pydantic models).
 EVENT_OBJECT_OVERHEAD = 2048
+
+#: The largest recording the reader opens (bytes): it reads a whole file at once, so a
+#: bigger one is refused with a message instead of exhausting memory (docs/recordings-cli.md).
+MAX_RECORDING_BYTES = 2 * 1024 * 1024 * 1024
 
 # ============================================================================ the parsed file
 
@@ -255,14 +260,7 @@ class _Reader:
         return RecordingFileError(self.path, reason, line, call, kind)
 
     def read(self) -> Recording:
-        try:
-            data = self.path.read_bytes()
-        except IsADirectoryError:
-            raise self.fail("is a folder, not a file", kind="not_a_file") from None
-        except FileNotFoundError as error:
-            raise self.fail(f"cannot read: {error.strerror or error}", kind="missing") from None
-        except OSError as error:
-            raise self.fail(f"cannot read: {error.strerror or error}", kind="unreadable") from None
+        data = self.read_bytes()
         if not data:
             raise self.fail("the file is empty")
         lines = data.split(b"\n")
@@ -285,6 +283,19 @@ class _Reader:
         if self.header is None:
             raise self.fail("the file has no header line")
         return self.finish(len(lines))
+
+    def read_bytes(self) -> bytes:
+        """The whole file, refusing what is not a regular file (a FIFO would block forever,
+        ``/dev/zero`` never end) and anything above :data:`MAX_RECORDING_BYTES`."""
+        try:
+            return read_regular_file(self.path, MAX_RECORDING_BYTES)
+        except FileRefusal as refusal:
+            kind = "not_a_file" if refusal.kind == "not_a_file" else "unreadable"
+            raise self.fail(_refusal_reason(refusal), kind=kind) from None
+        except FileNotFoundError as error:
+            raise self.fail(f"cannot read: {error.strerror or error}", kind="missing") from None
+        except OSError as error:
+            raise self.fail(f"cannot read: {error.strerror or error}", kind="unreadable") from None
 
     def line(self, number: int, line: bytes) -> None:
         try:
@@ -504,6 +515,14 @@ class _Reader:
             )
         calls = [self.calls[index].call for index in range(count)]
         return Recording(self.path, self.header, self.header_line, calls, line_count)
+
+
+def _refusal_reason(refusal: FileRefusal) -> str:
+    if refusal.kind == "too_large":
+        return f"{refusal.reason}; split the recording, or record a shorter session"
+    if refusal.kind == "not_a_file":
+        return f"{refusal.reason}; a recording must be a regular .jsonl file"
+    return refusal.reason
 
 
 def _short(value: Any) -> str:

@@ -12,7 +12,7 @@ import os
 import re
 from pathlib import Path
 
-from ..state import ConfigError, ensure_private_dir, state_dir
+from ..state import ConfigError, check_private_dir, ensure_private_dir, state_dir
 
 RECORDINGS_FOLDER = "recordings"
 RECORDING_SUFFIX = ".jsonl"
@@ -30,7 +30,20 @@ def recordings_dir(profile: str | None = None) -> Path:
 
 def ensure_recordings_dir(profile: str | None = None) -> Path:
     """The managed folder, created 0700 (with the state folder) when missing."""
-    return ensure_private_dir(recordings_dir(profile))
+    return ensure_private_dir(checked_recordings_dir(profile))
+
+
+def checked_recordings_dir(profile: str | None = None) -> Path:
+    """The managed folder, checked before anything deletes or creates in it: a real folder of
+    this user, not a symbolic link (``prune`` through a link would delete files elsewhere).
+    A missing folder passes: there is nothing in it to act on."""
+    folder = recordings_dir(profile)
+    if os.path.lexists(folder):
+        try:
+            check_private_dir(folder)
+        except ConfigError as error:
+            raise ConfigError(f"recordings folder {error}; nothing outside it was touched") from None
+    return folder
 
 
 def is_managed_id(selector: str) -> bool:

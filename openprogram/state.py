@@ -51,6 +51,16 @@ def read_regular_file(path: str | os.PathLike[str], limit: int, *, follow_symlin
     so a file that never ends cannot exhaust memory. Raises :class:`FileRefusal`, or the
     ``OSError`` of opening (missing, permission denied).
     """
+    fd = open_regular_file(path, limit, follow_symlinks=follow_symlinks)
+    try:
+        return _read_bounded(fd, limit)
+    finally:
+        os.close(fd)
+
+
+def open_regular_file(path: str | os.PathLike[str], limit: int, *, follow_symlinks: bool = True) -> int:
+    """A read-only descriptor of the regular file at ``path`` (the checks of
+    :func:`read_regular_file`, for a caller that reads it line by line). The caller closes it."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
     try:
         fd = os.open(path, flags)
@@ -61,20 +71,22 @@ def read_regular_file(path: str | os.PathLike[str], limit: int, *, follow_symlin
             raise FileRefusal("is not a regular file (a socket or device)", "not_a_file") from None
         raise
     try:
-        return _read_bounded(fd, limit)
-    finally:
+        info = os.fstat(fd)
+        if stat.S_ISDIR(info.st_mode):
+            raise FileRefusal("is a folder, not a file", "not_a_file")
+        if not stat.S_ISREG(info.st_mode):
+            raise FileRefusal("is not a regular file (a FIFO, device or socket)", "not_a_file")
+        if info.st_size > limit:
+            raise FileRefusal(_too_large(info.st_size, limit), "too_large")
+    except BaseException:
         os.close(fd)
+        raise
+    return fd
 
 
 def _read_bounded(fd: int, limit: int) -> bytes:
-    info = os.fstat(fd)
-    if stat.S_ISDIR(info.st_mode):
-        raise FileRefusal("is a folder, not a file", "not_a_file")
-    if not stat.S_ISREG(info.st_mode):
-        raise FileRefusal("is not a regular file (a FIFO, device or socket)", "not_a_file")
-    if info.st_size > limit:
-        raise FileRefusal(_too_large(info.st_size, limit), "too_large")
-    budget = min(info.st_size + READ_SLACK_BYTES, limit + 1)
+    """At most ``limit`` bytes (and a little past the size ``fstat`` reports) of ``fd``."""
+    budget = min(os.fstat(fd).st_size + READ_SLACK_BYTES, limit + 1)
     chunks, total = [], 0
     while total < budget:
         chunk = os.read(fd, budget - total)

@@ -42,8 +42,32 @@ def checked_recordings_dir(profile: str | None = None) -> Path:
         try:
             check_private_dir(folder)
         except ConfigError as error:
-            raise ConfigError(f"recordings folder {error}; nothing outside it was touched") from None
+            raise ConfigError(f"recordings folder {error}") from None
     return folder
+
+
+#: Kinds :func:`absence_of` reports: nothing there, or a folder above it cannot be searched.
+MISSING, UNREACHABLE = "missing", "unreachable"
+
+
+def absence_of(path: Path) -> tuple[str, str] | None:
+    """None when something is at ``path``; else ``(kind, reason)``, telling a file that does
+    not exist (:data:`MISSING`) from one behind a folder that cannot be searched
+    (:data:`UNREACHABLE`), which ``os.path.exists`` would report as missing too."""
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return MISSING, "does not exist"
+    except NotADirectoryError:
+        return MISSING, "does not exist (a folder on its path is a file)"
+    except PermissionError:
+        return UNREACHABLE, (
+            "cannot be reached: permission denied on a folder above it "
+            f"(check the permissions of {path.parent} and the folders above it)"
+        )
+    except OSError as error:
+        return UNREACHABLE, f"cannot be inspected: {error.strerror or error}"
+    return None
 
 
 def is_managed_id(selector: str) -> bool:

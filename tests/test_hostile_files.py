@@ -80,26 +80,34 @@ def a_fifo(path: Path) -> Path:
 # ============================================================================ library readers
 
 
-def test_read_recording_file_refuses_a_fifo_without_blocking(tmp_path):
-    from openprogram.recordings.format import RecordingFileError
+def _read_file(path):
     from openprogram.recordings.reader import read_recording_file
 
+    return read_recording_file(path)
+
+
+def _replay_provider(path):
+    from openprogram.providers.replay import ReplayProvider
+
+    return ReplayProvider(path)
+
+
+def _recording_sink(path):
+    from openprogram.recordings.sink import RecordingSink
+
+    return RecordingSink(path)
+
+
+@pytest.mark.parametrize("opener", [_read_file, _replay_provider, _recording_sink])
+def test_every_opener_of_a_recording_refuses_a_fifo_without_blocking(tmp_path, opener):
+    from openprogram.recordings.format import RecordingFileError
+
     fifo = a_fifo(tmp_path / "pipe.jsonl")
-    outcome = finishes(lambda: read_recording_file(fifo), fifo)
+    outcome = finishes(lambda: opener(fifo), fifo)
     error = outcome.get("error")
     assert isinstance(error, RecordingFileError), outcome
     assert error.kind == "not_a_file"
     assert str(fifo) in str(error) and "not a regular file" in str(error)
-
-
-def test_replay_provider_refuses_a_fifo_without_blocking(tmp_path):
-    from openprogram.providers.replay import ReplayProvider
-    from openprogram.recordings.format import RecordingFileError
-
-    fifo = a_fifo(tmp_path / "pipe.jsonl")
-    outcome = finishes(lambda: ReplayProvider(fifo), fifo)
-    assert isinstance(outcome.get("error"), RecordingFileError), outcome
-    assert outcome["error"].kind == "not_a_file"
 
 
 def test_dev_zero_behind_a_symlinked_managed_id_is_refused_before_reading(isolated_home):
@@ -175,16 +183,6 @@ def test_load_config_names_the_file_and_the_fix(isolated_home, content, expected
     assert str(path) in message and expected in message
     if content is not None and expected != "above the limit":
         assert "move it away" in message
-
-
-def test_sink_refuses_a_fifo_at_the_recording_path(tmp_path):
-    from openprogram.recordings.format import RecordingFileError
-    from openprogram.recordings.sink import RecordingSink
-
-    fifo = a_fifo(tmp_path / "pipe.jsonl")
-    outcome = finishes(lambda: RecordingSink(fifo), fifo)
-    assert isinstance(outcome.get("error"), RecordingFileError), outcome
-    assert outcome["error"].kind == "not_a_file"
 
 
 # ============================================================================ the CLI: FIFOs
@@ -279,16 +277,16 @@ def test_a_symlinked_recordings_folder_is_refused_and_its_target_survives(isolat
     assert not (isolated_home / "config.json").exists()
 
 
+#: Commands that change the configuration, with the exit code of a refusal.
+CHANGING_COMMANDS = [
+    (("recordings", "record", "--name", "a"), 1),
+    (("recordings", "off"), 1),
+    (("config", "set", "run.max_turns", "3"), 2),
+]
+
+
 @pytest.mark.parametrize("layout", ["home_is_a_file", "parent_is_a_file"])
-@pytest.mark.parametrize(
-    ("args", "code"),
-    [
-        (("recordings", "record", "--name", "a"), 1),
-        (("recordings", "off"), 1),
-        (("config", "set", "run.max_turns", "3"), 2),
-        (("recordings", "status"), 1),
-    ],
-)
+@pytest.mark.parametrize(("args", "code"), [*CHANGING_COMMANDS, (("recordings", "status"), 1)])
 def test_a_home_that_is_not_a_folder_is_one_line(tmp_path, layout, args, code):
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")
@@ -300,14 +298,7 @@ def test_a_home_that_is_not_a_folder_is_one_line(tmp_path, layout, args, code):
 
 
 @pytest.mark.parametrize("kind", ["symlink", "folder"])
-@pytest.mark.parametrize(
-    ("args", "code"),
-    [
-        (("recordings", "record", "--name", "a"), 1),
-        (("recordings", "off"), 1),
-        (("config", "set", "run.max_turns", "3"), 2),
-    ],
-)
+@pytest.mark.parametrize(("args", "code"), CHANGING_COMMANDS)
 def test_a_lock_file_that_is_not_a_file_is_one_line_and_nothing_changes(isolated_home, tmp_path, kind, args, code):
     lock = isolated_home / ".config.lock"
     target = tmp_path / "target"
@@ -436,3 +427,27 @@ def test_builtin_tools_refuses_a_string_instead_of_listing_its_letters():
     with pytest.raises(ValueError) as refused:
         builtin_tools("calculator")
     assert "must be a list" in str(refused.value) and "c, a, l" not in str(refused.value)
+
+
+def test_views_read_as_strictly_but_keep_only_the_last_event_of_each_call(tmp_path):
+    """What ``show`` keeps is counted, not timed: one event row per call, however many it
+    streamed; and a bad event in the middle of a call is still refused."""
+    from openprogram.recordings.format import RecordingFileError
+    from openprogram.recordings.reader import read_recording_file
+
+    path = make_recording(tmp_path / "r.jsonl", prompts=("one two three four five six",) * 3)
+    full = read_recording_file(path)
+    summary = read_recording_file(path, summary_only=True)
+    assert [c.event_count for c in summary.calls] == [c.event_count for c in full.calls]
+    assert all(c.event_count > 5 for c in summary.calls)
+    assert all(len(c.rows) == 1 and c.rows[0]["type"] == "done" for c in summary.calls)
+    with pytest.raises(RuntimeError):
+        next(summary.calls[0].events())
+
+    lines = path.read_text().splitlines(keepends=True)
+    middle = next(i for i, line in enumerate(lines) if '"text_delta"' in line)
+    lines[middle] = lines[middle].replace('"text_delta"', '"text_deltaX"')
+    path.write_text("".join(lines))
+    with pytest.raises(RecordingFileError) as refused:
+        read_recording_file(path, summary_only=True)
+    assert refused.value.line_number == middle + 1

@@ -221,6 +221,7 @@ def test_status_and_run_refuse_a_fifo_selected_for_replay(isolated_home):
     [
         (("recordings", "status"), 1),
         (("recordings", "show", "good"), 1),
+        (("recordings", "replay", "good"), 1),
         (("recordings", "off"), 1),
         (("recordings", "record", "--name", "new"), 1),
         (("config", "set", "run.max_turns", "3"), 2),
@@ -283,6 +284,18 @@ CHANGING_COMMANDS = [
     (("recordings", "off"), 1),
     (("config", "set", "run.max_turns", "3"), 2),
 ]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="giving a folder to another user needs root")
+def test_a_recordings_folder_of_another_user_is_refused(isolated_home):
+    folder = folder_of(isolated_home)
+    kept = make_recording(folder / "kept.jsonl")
+    os.utime(kept, (0, 0))
+    os.chown(folder, 65534, 65534)
+    result = run_cli(isolated_home, "recordings", "prune", "--older-than-days", "0", "--yes")
+    assert result.returncode == 1
+    one_line_error(result, str(folder), "belongs to user id 65534")
+    assert kept.exists()
 
 
 @pytest.mark.parametrize("layout", ["home_is_a_file", "parent_is_a_file"])

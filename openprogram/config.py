@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import contextlib
 import copy
+import errno
 import fcntl
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -226,8 +228,7 @@ def config_transaction(profile: str | None = None) -> Iterator[dict[str, Any]]:
     If the body raises, or validation fails, the file is left exactly as it was.
     """
     folder = ensure_private_dir(state_dir(profile))
-    lock_path = folder / LOCK_FILE_NAME
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+    fd = _open_lock_file(folder / LOCK_FILE_NAME)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         config = load_config(profile)
@@ -240,12 +241,36 @@ def config_transaction(profile: str | None = None) -> Iterator[dict[str, Any]]:
         os.close(fd)
 
 
+def _open_lock_file(lock_path: Path) -> int:
+    """Open (creating) the lock file, refusing a symbolic link, folder or other non-file in its
+    place with a message that says to remove it: it holds nothing and is recreated."""
+    fix = f"remove it ('rm -r {lock_path}'); it holds nothing and is recreated"
+    flags = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    try:
+        fd = os.open(lock_path, flags, 0o600)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise ConfigError(f"{lock_path} is a symbolic link; {fix}") from None
+        if error.errno == errno.EISDIR:
+            raise ConfigError(f"{lock_path} is a folder, not a file; {fix}") from None
+        raise ConfigError(f"cannot open {lock_path}: {error.strerror or error}") from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ConfigError(f"{lock_path} is not a regular file; {fix}")
+    return fd
+
+
 def write_config_atomically(path: Path, config: dict[str, Any]) -> None:
     """Write via a 0600 temporary file in the same folder, fsync, then rename over ``path``."""
     if path.is_symlink():
         raise ConfigError(f"{path} is a symbolic link; refusing to write through it")
     data = orjson.dumps(config, option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS) + b"\n"
-    fd, temporary = tempfile.mkstemp(prefix=".config-", suffix=".tmp", dir=path.parent)
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=".config-", suffix=".tmp", dir=path.parent)
+    except OSError as error:
+        raise ConfigError(
+            f"cannot write {path}: {error.strerror or error} (check the permissions of {path.parent})"
+        ) from None
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)

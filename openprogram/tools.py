@@ -87,7 +87,8 @@ def _read_file_tool(root: Path) -> AgentTool:
             return AgentToolResult.text(str(error), is_error=True)
         if not path.is_file():
             return AgentToolResult.text(f"'{args['path']}' is not a file", is_error=True)
-        data = path.read_bytes()[: MAX_READ_BYTES + 1]
+        with open(path, "rb") as handle:  # never more than the limit, however big the file
+            data = handle.read(MAX_READ_BYTES + 1)
         text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
         if len(data) > MAX_READ_BYTES:
             text += f"\n[truncated at {MAX_READ_BYTES} bytes]"
@@ -152,6 +153,8 @@ DEFAULT_TOOL_NAMES = ("calculator",)
 
 def builtin_tools(names: list[str] | tuple[str, ...], root: Path | None = None) -> list[AgentTool]:
     """The named built-in tools; file tools are confined to ``root`` (default: cwd)."""
+    if isinstance(names, str):  # iterating it would name one tool per letter
+        raise ValueError(f"tool names must be a list, e.g. ['{names}'], not the string '{names}'")
     root = root or Path.cwd()
     factories: dict[str, Callable[[], AgentTool]] = {
         "calculator": lambda: CALCULATOR,

@@ -10,6 +10,7 @@ import sys
 from openprogram.config import ConfigError
 
 from .errors import EXIT_FAILURE, EXIT_USAGE, CliError
+from .terminal import terminal_safe
 
 #: command name -> module in this package with ``add_parser(subparsers)`` and ``run(args)``.
 COMMANDS: dict[str, str] = {
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.handler(args) or 0)
     except CliError as error:
-        print(f"openprogram: {error}", file=sys.stderr)
+        print(f"openprogram: {terminal_safe(error, multiline=True)}", file=sys.stderr)
         return error.exit_code
     except KeyboardInterrupt:
         print("openprogram: interrupted", file=sys.stderr)
@@ -57,7 +58,7 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         return EXIT_FAILURE
     except ConfigError as error:
-        print(f"openprogram: {error}", file=sys.stderr)
+        print(f"openprogram: {terminal_safe(error, multiline=True)}", file=sys.stderr)
         return EXIT_USAGE if "invalid profile name" in str(error) else EXIT_FAILURE
 
 

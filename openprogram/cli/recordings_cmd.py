@@ -27,6 +27,7 @@ from openprogram.recordings.activation import CMD, FIX_OFF
 
 from .errors import EXIT_FAILURE, EXIT_USAGE, CliError
 from .recordings_render import NEXT_START
+from .terminal import terminal_safe
 
 FIX_LIST = f"{CMD} list"
 MUTATING_VERBS = frozenset({"record", "replay", "off", "delete", "prune"})
@@ -144,11 +145,15 @@ def run_status(args: argparse.Namespace) -> int:
 
 def run_record(args: argparse.Namespace) -> int:
     from openprogram import config
-    from openprogram.recordings.store import ensure_recordings_dir, managed_path, recordings_dir
+    from openprogram.recordings.store import (
+        checked_recordings_dir,
+        ensure_recordings_dir,
+        managed_path,
+    )
 
     if args.name is not None:
         _check_id_argument(args.name)  # before anything is created
-    folder = recordings_dir()
+    folder = checked_recordings_dir()
     folder_existed = folder.exists()
     created: Path | None = None
     try:
@@ -167,8 +172,8 @@ def run_record(args: argparse.Namespace) -> int:
             with contextlib.suppress(OSError):
                 folder.rmdir()
         raise
-    print(f"created recording '{recording_id}' at {path}")
-    print(f"record_replay.mode=record, record_replay.file={recording_id}; {NEXT_START}")
+    _say(f"created recording '{recording_id}' at {path}")
+    _say(f"record_replay.mode=record, record_replay.file={recording_id}; {NEXT_START}")
     return 0
 
 
@@ -210,7 +215,7 @@ def _create_header_only(path: Path, recording_id: str) -> None:
 def run_replay(args: argparse.Namespace) -> int:
     from openprogram import config
     from openprogram.recordings.format import RecordingFileError
-    from openprogram.recordings.store import is_managed_id, resolve_selector
+    from openprogram.recordings.store import absence_of, is_managed_id, resolve_selector
 
     selector = args.selector
     if is_managed_id(selector):
@@ -218,9 +223,10 @@ def run_replay(args: argparse.Namespace) -> int:
     else:
         selector = str(Path(selector).expanduser().absolute())  # the next start may run elsewhere
     path = resolve_selector(selector, mode="replay")
-    if not os.path.lexists(path):
+    absence = absence_of(path)
+    if absence is not None:
         hint = f"; see '{FIX_LIST}'" if is_managed_id(selector) else ""
-        raise CliError(f"recording file {path}: does not exist{hint}; nothing was changed")
+        raise CliError(f"recording file {path}: {absence[1]}{hint}; nothing was changed")
     from openprogram.recordings.inspection import read_recording
 
     try:
@@ -228,11 +234,11 @@ def run_replay(args: argparse.Namespace) -> int:
     except RecordingFileError as error:
         raise CliError(f"{error}; nothing was changed") from None
     if _safe_live(path):
-        print(f"warning: {path} is still being recorded into; the replay uses what it holds now", file=sys.stderr)
+        _say(f"warning: {path} is still being recorded into; the replay uses what it holds now", file=sys.stderr)
     with config.config_transaction() as current:
         _set_record_replay(current, mode="replay", file=selector)
-    print(f"replaying {path}: {len(recording.calls)} calls, {recording.event_count} events")
-    print(f"record_replay.mode=replay, record_replay.file={selector}; {NEXT_START}")
+    _say(f"replaying {path}: {len(recording.calls)} calls, {recording.event_count} events")
+    _say(f"record_replay.mode=replay, record_replay.file={selector}; {NEXT_START}")
     return 0
 
 
@@ -245,7 +251,7 @@ def run_off(args: argparse.Namespace) -> int:
         _set_record_replay(current, mode="off")
     kept = f" (record_replay.file={selector} is kept)" if isinstance(selector, str) and selector else ""
     was = "was already off" if previous == "off" else f"is now off (was {previous})"
-    print(f"record/replay {was}{kept}; {NEXT_START}")
+    _say(f"record/replay {was}{kept}; {NEXT_START}")
     return 0
 
 
@@ -283,7 +289,7 @@ def run_list(args: argparse.Namespace) -> int:
     if args.json:
         _print_json(inspection.list_json(folder, mode, selector, infos, now))
     elif not infos:
-        print(f"no recordings in {folder}")
+        _say(f"no recordings in {folder}")
     else:
         print(render.render_list(infos, now))
     return 0
@@ -313,6 +319,7 @@ def run_show(args: argparse.Namespace) -> int:
     from openprogram import config
     from openprogram.recordings import inspection
     from openprogram.recordings.format import RecordingFileError
+    from openprogram.recordings.redaction import remove_secret_values
     from openprogram.recordings.store import is_managed_id, managed_id_of
 
     from . import recordings_render as render
@@ -330,7 +337,7 @@ def run_show(args: argparse.Namespace) -> int:
         from openprogram.recordings.conversation import render_conversation
 
         _warn_content()
-        print(render_conversation(recording))
+        print(terminal_safe(render_conversation(recording), multiline=True))
         return 0
     if args.content:
         _warn_content()
@@ -341,7 +348,7 @@ def run_show(args: argparse.Namespace) -> int:
         active=active,
         size=info.st_size,
         mtime=info.st_mtime,
-        header=recording.header,
+        header=remove_secret_values(recording.header),
         calls=[inspection.summarize_call(call) for call in recording.calls],
     )
     now = render.now()
@@ -408,13 +415,14 @@ def _names_local_file(selector: str) -> bool:
 def _resolve_for_reading(selector: str) -> Path:
     """A managed ID, or a path. A bare name that is not a valid ID but names a file here
     (``before.jsonl``) is read as that file: reading cannot harm anything."""
-    from openprogram.recordings.store import resolve_selector
+    from openprogram.recordings.store import absence_of, resolve_selector
 
     if _names_local_file(selector):
         return Path(selector).absolute()
     path = resolve_selector(selector, mode="replay")
-    if not os.path.lexists(path):
-        raise CliError(f"recording file {path}: does not exist; see '{FIX_LIST}'")
+    absence = absence_of(path)
+    if absence is not None:
+        raise CliError(f"recording file {path}: {absence[1]}; see '{FIX_LIST}'")
     return path
 
 
@@ -423,9 +431,15 @@ def _redacted_rows(path: Path):
     but a file copied in from elsewhere may not have been."""
     import orjson
 
+    from openprogram.recordings.reader import MAX_RECORDING_BYTES
     from openprogram.recordings.redaction import remove_secret_values
+    from openprogram.state import FileRefusal, open_regular_file
 
-    with open(path, "rb") as handle:
+    try:
+        fd = open_regular_file(path, MAX_RECORDING_BYTES)
+    except (FileRefusal, OSError) as error:  # replaced since it was read
+        raise CliError(f"recording file {path}: {error}") from None
+    with os.fdopen(fd, "rb") as handle:
         for line in handle:
             if line.strip():
                 yield remove_secret_values(orjson.loads(line))
@@ -447,12 +461,17 @@ def run_delete(args: argparse.Namespace) -> int:
         if refusal:
             raise CliError(f"recording file {path}: {refusal}")
         _unlink(path)
-    print(f"deleted recording '{args.id}' ({path})")
+    _say(f"deleted recording '{args.id}' ({path})")
     return 0
 
 
 def _managed_target(recording_id: str) -> Path:
-    from openprogram.recordings.store import is_managed_id, managed_path
+    from openprogram.recordings.store import (
+        absence_of,
+        checked_recordings_dir,
+        is_managed_id,
+        managed_path,
+    )
 
     if not is_managed_id(recording_id):
         raise CliError(
@@ -460,9 +479,11 @@ def _managed_target(recording_id: str) -> Path:
             EXIT_USAGE,
         )
     _check_id_argument(recording_id)
+    checked_recordings_dir()
     path = managed_path(recording_id)
-    if not os.path.lexists(path):
-        raise CliError(f"recording file {path}: does not exist; see '{FIX_LIST}'")
+    absence = absence_of(path)
+    if absence is not None:
+        raise CliError(f"recording file {path}: {absence[1]}; see '{FIX_LIST}'")
     return path
 
 
@@ -487,11 +508,11 @@ def _deletion_refusal(path: Path, current: dict[str, Any]) -> str | None:
 
 def run_prune(args: argparse.Namespace) -> int:
     from openprogram import config
-    from openprogram.recordings.store import recordings_dir
+    from openprogram.recordings.store import checked_recordings_dir
 
     from .recordings_render import human_age, now
 
-    folder = recordings_dir()
+    folder = checked_recordings_dir()
     cutoff = now() - args.older_than_days * 86400
     current = config.load_config()
     old, skipped = [], []
@@ -511,9 +532,9 @@ def run_prune(args: argparse.Namespace) -> int:
         else:
             old.append((path, recording_id, status.st_mtime))
     for path, why in skipped:
-        print(f"skipping {path}: {why}", file=sys.stderr)
+        _say(f"skipping {path}: {why}", file=sys.stderr)
     if not old:
-        print(f"nothing to prune: no deletable recording in {folder} is older than {args.older_than_days} days")
+        _say(f"nothing to prune: no deletable recording in {folder} is older than {args.older_than_days} days")
         return 0
     verb = "would delete" if args.dry_run else "deleting"
     print(f"{verb} {len(old)} recording(s) not modified for more than {args.older_than_days} days:")
@@ -527,7 +548,7 @@ def run_prune(args: argparse.Namespace) -> int:
         for path, recording_id, _ in old:
             refusal = _deletion_refusal(path, current)
             if refusal:
-                print(f"skipping {path}: {refusal}", file=sys.stderr)
+                _say(f"skipping {path}: {refusal}", file=sys.stderr)
                 continue
             try:
                 _unlink(path)
@@ -596,6 +617,12 @@ def _safe_live(path: Path) -> bool:
         return is_being_recorded(path)
     except OSError:
         return False
+
+
+def _say(text: str, file: Any = None) -> None:
+    """Print a line that may hold a file name or text from a recording, escaped for the
+    terminal (see :mod:`.terminal`)."""
+    print(terminal_safe(text), file=file or sys.stdout)
 
 
 def _print_json(data: Any, indent: bool = True) -> None:

@@ -2,7 +2,8 @@
 
 What is printed comes from :mod:`openprogram.recordings.activation` (status) and
 :mod:`openprogram.recordings.inspection` (list, show), which read the files; this module only
-formats. Like them it never prints request or response content.
+formats. Like them it never prints request or response content, and everything that comes
+from a file or a file name is escaped for the terminal (:func:`.terminal.terminal_safe`).
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from openprogram.recordings.inspection import SCHEMA_VERSION, RecordingInfo, ShowReport
+
+from .terminal import terminal_safe as safe
 
 if TYPE_CHECKING:
     from openprogram.recordings.activation import ActivationPlan
@@ -44,17 +47,17 @@ def status_json(plan: ActivationPlan, config_file: Path) -> dict[str, Any]:
 
 def render_status(plan: ActivationPlan, config_file: Path) -> str:
     mode = plan.configured_mode
-    selector = plan.selector if isinstance(plan.selector, str) else "(none)"
+    selector = _selector_text(plan.selector)
     lines = [
-        f"config    {config_file}",
-        f"mode      {mode}",
+        f"config    {safe(config_file)}",
+        f"mode      {safe(mode)}",
         f"selector  {selector}" + ("  (kept while off)" if mode == "off" and plan.selector else ""),
-        f"path      {plan.path if plan.path is not None else '-'}",
+        f"path      {safe(plan.path) if plan.path is not None else '-'}",
     ]
     if plan.blocked:
-        lines.append(f"problem   {plan.reason}")
+        lines.append(f"problem   {safe(plan.reason)}")
         lines.append("provider calls are BLOCKED at the next start until this is fixed; fix with one of:")
-        lines.extend(f"  {fix}" for fix in plan.fixes)
+        lines.extend(f"  {safe(fix)}" for fix in plan.fixes)
     elif mode == "off":
         lines.append("file      not used (record/replay is off)")
     elif mode == "record":
@@ -66,17 +69,25 @@ def render_status(plan: ActivationPlan, config_file: Path) -> str:
     return "\n".join(lines)
 
 
+def _selector_text(selector: Any) -> str:
+    """The selector as typed; a value of the wrong JSON type shown as such, not as missing."""
+    if selector is None:
+        return "(none)"
+    return safe(selector) if isinstance(selector, str) else f"{safe(repr(selector))} (not a string)"
+
+
 # ----------------------------------------------------------------------------- show
 
 
 def render_show(report: ShowReport, now: float) -> str:
     header = report.header
     lines = [
-        f"recording  {report.id or '(not a managed recording)'}{'  (active)' if report.active else ''}",
-        f"path       {report.path}",
+        f"recording  {safe(report.id or '(not a managed recording)')}{'  (active)' if report.active else ''}",
+        f"path       {safe(report.path)}",
         f"size       {human_size(report.size)}, modified {human_age(now - report.mtime)} ago",
-        f"format     version {header.get('format_version')}, created {header.get('created_at', 'unknown')}"
-        f" by openprogram {header.get('openprogram_version', 'unknown')}",
+        f"format     version {safe(header.get('format_version'))}, created "
+        f"{safe(header.get('created_at', 'unknown'))} by openprogram "
+        f"{safe(header.get('openprogram_version', 'unknown'))}",
         f"calls      {len(report.calls)} ({sum(c.event_count for c in report.calls)} events)",
     ]
     if report.calls:
@@ -84,13 +95,13 @@ def render_show(report: ShowReport, now: float) -> str:
         rows = [
             [
                 str(call.call_index),
-                call.api or "?",
-                call.provider or "?",
-                call.model or "?",
+                safe(call.api or "?"),
+                safe(call.provider or "?"),
+                safe(call.model or "?"),
                 str(call.event_count),
                 call.outcome,
-                human_usage(call.usage),
-                one_line(call.error_message) if call.error_message else "",
+                safe(human_usage(call.usage)),
+                safe(one_line(call.error_message)) if call.error_message else "",
             ]
             for call in report.calls
         ]
@@ -120,13 +131,13 @@ def render_list(infos: list[RecordingInfo], now: float) -> str:
         rows.append(
             [
                 "*" if info.active else "",
-                info.id if info.managed and info.id else str(info.path),
+                safe(info.id if info.managed and info.id else info.path),
                 info.state,
                 _count(info.calls),
                 _count(info.events),
                 "-" if info.size is None else human_size(info.size),
                 "-" if info.mtime is None else human_age(now - info.mtime),
-                info.reason or "",
+                safe(info.reason or ""),
             ]
         )
     lines = table(["", "ID", "STATE", "CALLS", "EVENTS", "SIZE", "AGE", "NOTE"], rows, right=frozenset({3, 4, 5, 6}))
@@ -186,7 +197,7 @@ def now() -> float:
 def render_diff(result: Any) -> str:
     """``recordings diff`` for people: each differing call with its first request difference
     and what came back differently, then the summary line."""
-    lines = [f"A: {result.path_a}", f"B: {result.path_b}"]
+    lines = [f"A: {safe(result.path_a)}", f"B: {safe(result.path_b)}"]
     for call in result.calls:
         if call.status == "same":
             lines.append(f"call {call.call_index}: same")
@@ -197,12 +208,18 @@ def render_diff(result: Any) -> str:
         lines.append(f"call {call.call_index}: different")
         if call.request_difference is not None:
             difference = call.request_difference
-            lines.append(f"  request differs first at {difference['field_path']}:")
-            lines.append(f"    A: {one_line(repr(difference['a']))}")
-            lines.append(f"    B: {one_line(repr(difference['b']))}")
+            lines.append(f"  request differs first at {safe(difference['field_path'])}:")
+            lines.append(f"    A: {_value(difference['a'])}")
+            lines.append(f"    B: {_value(difference['b'])}")
         for difference in call.response_differences:
-            lines.append(f"  response {difference['field']}:")
-            lines.append(f"    A: {one_line(repr(difference['a']))}")
-            lines.append(f"    B: {one_line(repr(difference['b']))}")
+            lines.append(f"  response {safe(difference['field'])}:")
+            lines.append(f"    A: {_value(difference['a'])}")
+            lines.append(f"    B: {_value(difference['b'])}")
     lines.append(result.summary())
     return "\n".join(lines)
+
+
+def _value(value: Any) -> str:
+    """A differing value on one line: ``repr`` escapes most controls inside strings, but not
+    those of dict keys printed bare nor every Unicode control, hence :func:`safe` too."""
+    return safe(one_line(repr(value)))

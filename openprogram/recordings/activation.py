@@ -26,8 +26,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..state import load_config
 from .store import (
+    MISSING,
     VALID_MODES,
     SelectorError,
+    absence_of,
     is_managed_id,
     managed_id_of,
     record_replay_settings,
@@ -128,6 +130,13 @@ def plan_activation(
         )
     if mode == OFF:
         return _off_plan(plan, selector, profile)
+    if selector is not None and not isinstance(selector, str):
+        return plan.blocked_by(
+            "invalid_id",
+            f"record_replay.file must be a recording ID or a path (a JSON string), not {selector!r}",
+            FIX_RECORD,
+            FIX_REPLAY,
+        )
     if not isinstance(selector, str) or not selector.strip():
         return plan.blocked_by(
             "empty_selector",
@@ -175,10 +184,12 @@ def _check_replay_file(plan: ActivationPlan, check_file: bool) -> ActivationPlan
     from .format import RecordingFileError
 
     assert plan.path is not None
-    if not os.path.lexists(plan.path):
+    absence = absence_of(plan.path)
+    if absence is not None:
+        kind, reason = absence
         return plan.blocked_by(
-            "missing_file",
-            f"recording file {plan.path}: does not exist",
+            "missing_file" if kind == MISSING else "unreadable_file",
+            f"recording file {plan.path}: {reason}",
             FIX_LIST_THEN_REPLAY,
             FIX_RECORD,
         )
@@ -187,7 +198,7 @@ def _check_replay_file(plan: ActivationPlan, check_file: bool) -> ActivationPlan
     from .reader import read_recording_file
 
     try:
-        recording = read_recording_file(plan.path)
+        recording = read_recording_file(plan.path, summary_only=True)  # counts only
     except RecordingFileError as error:
         return plan.blocked_by_file(error)
     return dataclasses.replace(

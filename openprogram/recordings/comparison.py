@@ -2,7 +2,8 @@
 back differs (final text, tool calls and their arguments, stop reason, usage, outcome).
 
 Used by ``openprogram recordings diff``; works on the strict reader's parsed files, so it
-knows nothing of vendors.
+knows nothing of vendors. Everything compared is redacted first, as ``show --content`` is: a
+file edited by hand must not print a secret, whichever view shows it.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .differences import find_first_difference
+from .redaction import remove_secret_values
 
 REQUEST_PARTS = ("model", "context", "options")
 
@@ -87,8 +89,9 @@ def final_message(call: Any) -> dict[str, Any] | None:
 
 
 def response_summary(call: Any) -> dict[str, Any]:
-    """What came back, reduced to what a reader compares: ids and timestamps left out."""
-    message = final_message(call) or {}
+    """What came back, reduced to what a reader compares: ids and timestamps left out;
+    secrets removed."""
+    message = remove_secret_values(final_message(call) or {})
     content = message.get("content") or []
     usage = message.get("usage") or {}
     return {
@@ -110,9 +113,11 @@ def response_summary(call: Any) -> dict[str, Any]:
 
 
 def first_request_difference(call_a: Any, call_b: Any) -> dict[str, Any] | None:
-    """The first differing request field, in the order replay compares them."""
+    """The first differing request field, in the order replay compares them (secrets
+    removed from both requests first)."""
+    request_a, request_b = remove_secret_values(call_a.request), remove_secret_values(call_b.request)
     for part in REQUEST_PARTS:
-        found = find_first_difference(call_a.request.get(part), call_b.request.get(part), part)
+        found = find_first_difference(request_a.get(part), request_b.get(part), part)
         if found is not None:
             path, value_a, value_b = found
             return {"field_path": path, "a": value_a, "b": value_b}

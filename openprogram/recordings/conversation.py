@@ -3,6 +3,9 @@
 Each call's request holds the whole conversation so far; printing, for every call, only the
 messages its predecessor had not shown yet (and then the call's answer) tells the session once,
 in order. A call whose context does not continue the previous one starts a new conversation.
+
+What is printed is redacted again on the way out, as ``show --content`` is: the file was
+redacted when it was written, but a file edited by hand or copied in from elsewhere may not be.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from typing import Any
 import orjson
 
 from .comparison import final_message
+from .redaction import remove_secret_values
 
 THINKING_PREVIEW = 80
 
@@ -61,8 +65,8 @@ def render_message(message: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _usage_line(call: Any, message: dict[str, Any] | None) -> tuple[str, float]:
-    model = call.request.get("model") or {}
+def _usage_line(call: Any, request: dict[str, Any], message: dict[str, Any] | None) -> tuple[str, float]:
+    model = request.get("model") or {}
     usage = (message or {}).get("usage") or {}
     cost = float((usage.get("cost") or {}).get("total") or 0.0)
     return (
@@ -81,7 +85,8 @@ def render_conversation(recording: Any) -> str:
     system_prompt: str | None = None
     total = 0.0
     for call in recording.calls:
-        context = call.request.get("context") or {}
+        request = remove_secret_values(call.request)
+        context = request.get("context") or {}
         messages = context.get("messages") or []
         keys = [_comparable(m) for m in messages]
         continues = keys[: len(shown)] == shown and context.get("system_prompt") == system_prompt
@@ -95,13 +100,13 @@ def render_conversation(recording: Any) -> str:
                 lines += ["system:", _indent(system_prompt)]
         for message in messages[len(shown):]:
             lines += render_message(message)
-        answer = final_message(call)
+        answer = remove_secret_values(final_message(call))
         if answer is not None:
             lines += render_message(answer)
             shown = keys + [_comparable(answer)]
         else:
             shown = keys
-        usage_line, cost = _usage_line(call, answer)
+        usage_line, cost = _usage_line(call, request, answer)
         lines.append(usage_line)
         total += cost
     lines.append("")

@@ -93,10 +93,12 @@ def inspect_recording(path: Path, recording_id: str | None, *, managed: bool, ac
 
 
 def read_recording(path: Path):
-    """The one strict reader (imported here, lazily: it brings pydantic with it)."""
+    """The one strict reader (imported here, lazily: it brings pydantic with it), keeping per
+    call only what every view of a file needs (requests, counts, the final message): a view
+    never replays, so it need not hold every event of a large recording."""
     from .reader import read_recording_file
 
-    return read_recording_file(path)
+    return read_recording_file(path, summary_only=True)
 
 
 def failure_reason(error: BaseException) -> str:
@@ -153,11 +155,13 @@ USAGE_FIELDS = ("input", "output", "cache_read", "cache_write", "total_tokens")
 def summarize_call(call: Any) -> CallSummary:
     """Metadata of a :class:`RecordedCall`: the model fields of its request and the usage and
     error message of the message its terminal event carries (terminal events are stored in
-    full, so no partial snapshot is rebuilt)."""
+    full, so no partial snapshot is rebuilt). Redacted, as every view of a file is: a file
+    edited by hand may hold a secret in an error message."""
     from .comparison import final_message
+    from .redaction import remove_secret_values
 
-    model = call.model
-    message = final_message(call)
+    model = remove_secret_values(call.model)
+    message = remove_secret_values(final_message(call))
     usage = None
     error_message = None
     if isinstance(message, dict):

@@ -20,6 +20,7 @@ import orjson
 from pydantic import ValidationError
 
 from ..providers.types import AssistantMessageEvent
+from ..state import READ_SLACK_BYTES, FileRefusal, open_regular_file
 from .format import (
     EVENT_CLASSES,
     LINE_TYPES,
@@ -40,6 +41,11 @@ __all__ = ["RecordedCall", "Recording", "read_recording_file"]
 KEEP_EVENTS_BUDGET = 64 * 1024 * 1024
 #: The estimated cost of one event object besides its strings (a handful of pydantic models).
 EVENT_OBJECT_OVERHEAD = 2048
+
+#: The largest recording the reader opens (bytes): it reads a whole file at once, so a
+#: bigger one is refused with a message instead of exhausting memory (docs/recordings-cli.md).
+MAX_RECORDING_BYTES = 2 * 1024 * 1024 * 1024
+_READ_BUFFER = 1024 * 1024
 
 # ============================================================================ the parsed file
 
@@ -62,6 +68,8 @@ class RecordedCall:
     #: that wrote it (None: a file written before sessions, one implicit session).
     lane: str = ""
     session: str | None = None
+    #: False when read for a summary (``summary_only``): only the last event row is kept.
+    has_all_events: bool = True
     _events: list[AssistantMessageEvent] | None = field(default=None, repr=False)
 
     @property
@@ -78,6 +86,8 @@ class RecordedCall:
 
     def event_dumps(self) -> Iterator[dict[str, Any]]:
         """The full event dumps, ``partial`` restored, one at a time."""
+        if not self.has_all_events:
+            raise RuntimeError("this recording was read with summary_only=True: its events were not kept")
         if self.rows is None:
             for event in self._events or ():
                 yield event.model_dump(mode="json")
@@ -129,10 +139,15 @@ def _restore(row: dict[str, Any], previous: Any) -> tuple[dict[str, Any], Any]:
 # ============================================================================ the strict reader
 
 
-def read_recording_file(path: str | os.PathLike[str]) -> Recording:
-    """Parse and validate a whole recording file, or raise :class:`RecordingFileError`."""
+def read_recording_file(path: str | os.PathLike[str], *, summary_only: bool = False) -> Recording:
+    """Parse and validate a whole recording file, or raise :class:`RecordingFileError`.
+
+    With ``summary_only`` the file is validated just as strictly, but each call keeps only its
+    requests and its last event row (the terminal event, which carries the final message):
+    what ``recordings show``, ``list`` and ``diff`` need, in memory that does not grow with
+    the number of events. Such calls cannot replay (``events()`` raises)."""
     with collector_paused():  # what is read is kept: no collector rescans meanwhile
-        return _Reader(Path(path)).read()
+        return _Reader(Path(path), summary_only).read()
 
 
 class _CallState:
@@ -169,13 +184,14 @@ class _CallState:
 
 
 class _Reader:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, summary_only: bool = False) -> None:
         self.path = path
+        self.summary_only = summary_only
         self.header: dict[str, Any] | None = None
         self.header_line = 0
         self.calls: dict[int, _CallState] = {}
         self.kept_chars = 0
-        self.keep_events = True
+        self.keep_events = not summary_only
 
     def fail(
         self, reason: str, line: int | None = None, call: int | None = None, kind: str = "corrupt"
@@ -183,23 +199,29 @@ class _Reader:
         return RecordingFileError(self.path, reason, line, call, kind)
 
     def read(self) -> Recording:
-        try:
-            data = self.path.read_bytes()
-        except IsADirectoryError:
-            raise self.fail("is a folder, not a file", kind="not_a_file") from None
-        except FileNotFoundError as error:
-            raise self.fail(f"cannot read: {error.strerror or error}", kind="missing") from None
-        except OSError as error:
-            raise self.fail(f"cannot read: {error.strerror or error}", kind="unreadable") from None
-        if not data:
+        """Validate the file line by line as it is read: neither the whole file nor all its
+        lines are ever held at once, only what the calls keep."""
+        fd = self.open_descriptor()
+        with os.fdopen(fd, "rb", buffering=_READ_BUFFER) as handle:
+            line_count = self.read_lines(handle, os.fstat(handle.fileno()).st_size + READ_SLACK_BYTES)
+        if line_count == 0:
             raise self.fail("the file is empty")
-        lines = data.split(b"\n")
-        last = lines.pop()  # after the final "\n", or a line the writer never finished
-        if last:
-            raise self.fail("the last line is incomplete (no newline at its end)", len(lines) + 1)
+        if self.header is None:
+            raise self.fail("the file has no header line")
+        return self.finish(line_count)
+
+    def read_lines(self, handle: Any, budget: int) -> int:
+        """Check every line of ``handle`` (each still ends with its ``\n``) and return how many
+        there are; stop with an error past ``budget`` bytes (a file growing while read)."""
         loads, event_row = orjson.loads, self.event_row
-        for number, line in enumerate(lines, start=1):
-            if not line or line.isspace():
+        number = total = 0
+        for number, line in enumerate(handle, start=1):
+            total += len(line)
+            if total > budget:
+                raise self.fail("the file grew while it was read (still being recorded?); read it again later")
+            if line[-1:] != b"\n":  # only the last line can lack it: one the writer never finished
+                raise self.fail("the last line is incomplete (no newline at its end)", number)
+            if line.isspace():
                 continue
             if line.startswith(b'{"type":"event",'):  # this writer's event lines: the hot path
                 try:
@@ -210,9 +232,20 @@ class _Reader:
                     event_row(number, row, len(line))
                     continue
             self.line(number, line)
-        if self.header is None:
-            raise self.fail("the file has no header line")
-        return self.finish(len(lines))
+        return number
+
+    def open_descriptor(self) -> int:
+        """A descriptor of the file, refusing what is not a regular file (a FIFO would block
+        forever, ``/dev/zero`` never end) and anything above :data:`MAX_RECORDING_BYTES`."""
+        try:
+            return open_regular_file(self.path, MAX_RECORDING_BYTES)
+        except FileRefusal as refusal:
+            kind = "not_a_file" if refusal.kind == "not_a_file" else "unreadable"
+            raise self.fail(_refusal_reason(refusal), kind=kind) from None
+        except FileNotFoundError as error:
+            raise self.fail(f"cannot read: {error.strerror or error}", kind="missing") from None
+        except OSError as error:
+            raise self.fail(f"cannot read: {error.strerror or error}", kind="unreadable") from None
 
     def line(self, number: int, line: bytes) -> None:
         try:
@@ -410,6 +443,9 @@ class _Reader:
         state.pending = []
         if call._events is not None:
             call.rows = None  # the objects are kept: the compact rows are no longer needed
+        elif self.summary_only:
+            call.rows, call.event_lines = call.rows[-1:], call.event_lines[-1:]
+            call.has_all_events = False
 
     def finish(self, line_count: int) -> Recording:
         assert self.header is not None
@@ -432,6 +468,14 @@ class _Reader:
             )
         calls = [self.calls[index].call for index in range(count)]
         return Recording(self.path, self.header, self.header_line, calls, line_count)
+
+
+def _refusal_reason(refusal: FileRefusal) -> str:
+    if refusal.kind == "too_large":
+        return f"{refusal.reason}; split the recording, or record a shorter session"
+    if refusal.kind == "not_a_file":
+        return f"{refusal.reason}; a recording must be a regular .jsonl file"
+    return refusal.reason
 
 
 def _short(value: Any) -> str:

@@ -32,6 +32,8 @@ from .writer_lock import hold_writer_lock, release_writer_lock
 __all__ = ["RecordingSink"]
 
 _READ_CHUNK = 1 << 20
+#: A header line is a few hundred bytes; a "header" longer than this is not one.
+_MAX_HEADER_BYTES = 1 << 20
 
 # Bumped in a forked child, so that a sink notices (with an int comparison, not a system
 # call per line) that it must reopen its file before writing.
@@ -186,13 +188,7 @@ class RecordingSink:
         _make_private_parents(path.parent)
         # Read-write so that catching up reads this very file (``pread``), even if the path
         # is replaced meanwhile; every write still goes to the end (O_APPEND).
-        flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
-        try:
-            fd = os.open(path, flags, 0o600)
-        except OSError as error:
-            raise RecordingFileError(
-                path, f"cannot open for writing: {error.strerror}", kind="unreadable"
-            ) from None
+        fd = _open_regular_for_append(path)
         self._fd, self._pid, self._generation = fd, os.getpid(), _fork_generation
         # Marks the file as being recorded (for ``recordings delete``/``prune``) until the
         # descriptor closes, however this process ends.
@@ -221,7 +217,7 @@ class RecordingSink:
         offset = 0
         while b"\n" not in first:
             chunk = os.pread(self._fd, _READ_CHUNK, offset)
-            if not chunk:
+            if not chunk or offset > _MAX_HEADER_BYTES:
                 raise RecordingFileError(self._path, "the header line is incomplete", 1)
             first += chunk
             offset += len(chunk)
@@ -359,6 +355,23 @@ class RecordingSink:
             index = row.get("call_index")
             if is_plain_int(index) and index >= self._next_index:
                 self._next_index = index + 1
+
+
+def _open_regular_for_append(path: Path) -> int:
+    """Open ``path`` for appending, never through a symbolic link, and check the descriptor
+    itself: something swapped in after the ``lstat`` (a FIFO, a device) is refused, and
+    ``O_NONBLOCK`` keeps opening a FIFO from waiting for a reader."""
+    flags = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+    try:
+        fd = os.open(path, flags, 0o600)
+    except OSError as error:
+        raise RecordingFileError(
+            path, f"cannot open for writing: {error.strerror}", kind="unreadable"
+        ) from None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise RecordingFileError(path, "is not a regular file", kind="not_a_file")
+    return fd
 
 
 def _make_private_parents(folder: Path) -> None:

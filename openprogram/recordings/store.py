@@ -12,7 +12,7 @@ import os
 import re
 from pathlib import Path
 
-from ..state import ConfigError, ensure_private_dir, state_dir
+from ..state import ConfigError, check_private_dir, ensure_private_dir, state_dir
 
 RECORDINGS_FOLDER = "recordings"
 RECORDING_SUFFIX = ".jsonl"
@@ -30,7 +30,44 @@ def recordings_dir(profile: str | None = None) -> Path:
 
 def ensure_recordings_dir(profile: str | None = None) -> Path:
     """The managed folder, created 0700 (with the state folder) when missing."""
-    return ensure_private_dir(recordings_dir(profile))
+    return ensure_private_dir(checked_recordings_dir(profile))
+
+
+def checked_recordings_dir(profile: str | None = None) -> Path:
+    """The managed folder, checked before anything deletes or creates in it: a real folder of
+    this user, not a symbolic link (``prune`` through a link would delete files elsewhere).
+    A missing folder passes: there is nothing in it to act on."""
+    folder = recordings_dir(profile)
+    if os.path.lexists(folder):
+        try:
+            check_private_dir(folder)
+        except ConfigError as error:
+            raise ConfigError(f"recordings folder {error}") from None
+    return folder
+
+
+#: Kinds :func:`absence_of` reports: nothing there, or a folder above it cannot be searched.
+MISSING, UNREACHABLE = "missing", "unreachable"
+
+
+def absence_of(path: Path) -> tuple[str, str] | None:
+    """None when something is at ``path``; else ``(kind, reason)``, telling a file that does
+    not exist (:data:`MISSING`) from one behind a folder that cannot be searched
+    (:data:`UNREACHABLE`), which ``os.path.exists`` would report as missing too."""
+    try:
+        os.lstat(path)
+    except FileNotFoundError:
+        return MISSING, "does not exist"
+    except NotADirectoryError:
+        return MISSING, "does not exist (a folder on its path is a file)"
+    except PermissionError:
+        return UNREACHABLE, (
+            "cannot be reached: permission denied on a folder above it "
+            f"(check the permissions of {path.parent} and the folders above it)"
+        )
+    except OSError as error:
+        return UNREACHABLE, f"cannot be inspected: {error.strerror or error}"
+    return None
 
 
 def is_managed_id(selector: str) -> bool:

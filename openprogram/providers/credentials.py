@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import threading
+from collections.abc import Callable
 from urllib.parse import urlparse
 
 from .types import Model
@@ -82,14 +83,28 @@ def note_secret_value(value: str | None) -> None:
             _seen_keys.add(value)
 
 
-def known_secret_values() -> frozenset[str]:
-    """Every credential value redaction must remove: environment keys and keys seen in calls."""
+def known_secret_values(is_secret_name: Callable[[str], bool] | None = None) -> frozenset[str]:
+    """Every credential value redaction must remove: the provider environment keys, the keys
+    seen in calls, and, given the field-name rule ``is_secret_name`` (redaction owns it), the
+    value of every environment variable whose name names a secret (``GITHUB_TOKEN``,
+    ``DB_PASSWORD``, ``AWS_SECRET_ACCESS_KEY``): a secret in the environment may reach a
+    prompt or an answer whatever provider it was meant for.
+
+    The environment is read at every call (a few microseconds for a usual environment: the
+    name rule is memoised by its owner), so a key set or changed mid-process is known at once.
+    """
     values = set()
     for names in PROVIDER_ENV_VARS.values():
         for name in names:
             value = os.environ.get(name, "").strip()
             if len(value) >= MIN_SECRET_LENGTH:
                 values.add(value)
+    if is_secret_name is not None:
+        for name, value in os.environ.items():
+            if len(value) >= MIN_SECRET_LENGTH and is_secret_name(name):
+                value = value.strip()
+                if len(value) >= MIN_SECRET_LENGTH:
+                    values.add(value)
     with _seen_lock:
         values.update(_seen_keys)
     return frozenset(values)

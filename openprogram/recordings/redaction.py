@@ -118,9 +118,11 @@ def is_secret_field_name(name: str) -> bool:
 # ASCII-only case folding keeps the cheap ``lower()`` pre-check below exact.
 _AUTH_SCHEMES = ("bearer", "basic", "token")
 # What reads as a date, a version or a hex address after a scheme word is prose, not a
-# credential: the whole token must be one of these for the scheme word to be left alone.
+# credential: the whole token must be one of these for the scheme word to be left alone. A
+# date or version cut short ("2024-01-", "1.2.") stays prose too: a tool call's partial
+# arguments show strings cut anywhere.
 _PROSE_AFTER_SCHEME = (
-    r"(?!(?:[0-9]{4}[-/.][0-9]{1,4}(?:[-/.][0-9]{1,4})?|v?[0-9]+(?:\.[0-9]+)+|0x[0-9a-fA-F]{1,40})"
+    r"(?!(?:[0-9]{4}[-/.](?:[0-9]{1,4}(?:[-/.][0-9]{0,4})?)?|v?[0-9]+(?:\.[0-9]*)+|0x[0-9a-fA-F]{1,40})"
     r"(?![A-Za-z0-9._~+/=-]))"
 )
 _AUTH = re.compile(

@@ -168,6 +168,11 @@ def test_prose_is_left_alone(text):
     assert redact_text(text) == text
 
 
+# Contract v1.1 (3): the well-known prefixed credentials, JWTs, PEM blocks, sk- keys anywhere.
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAxyz123\nabcDEF456==\n-----END RSA PRIVATE KEY-----"
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -193,36 +198,7 @@ def test_prose_is_left_alone(text):
         ("https://x/y?a=1?key=abc", f"https://x/y?a=1?key={PLACEHOLDER}"),
         ("<a href='https://x/?q=1&amp;key=abc'>", f"<a href='https://x/?q=1&amp;key={PLACEHOLDER}'>"),
         ("(see https://x/?key=abc)", f"(see https://x/?key={PLACEHOLDER})"),
-    ],
-)  # fmt: skip
-def test_value_shapes_are_removed(text, expected):
-    assert redact_text(text) == expected
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "Bearer abcdefgh",  # no digit
-        "Bearer a1b2c3",  # too short
-        "xBearer abc123def456",  # not a word
-        "sk-abcdefghijklmnopqrs",  # 19 characters after sk-
-        "mask-abcdefghijklmnopqrstuvwxyz",  # the tail of a word, no digit
-        "https://x/y?q=api_key&page=2",
-        "https://x/y?max_tokens=100",
-    ],
-)
-def test_near_misses_are_kept(text):
-    assert redact_text(text) == text
-
-
-# Contract v1.1 (3): the well-known prefixed credentials, JWTs, PEM blocks, sk- keys anywhere.
-JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
-PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAxyz123\nabcDEF456==\n-----END RSA PRIVATE KEY-----"
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
+        # contract v1.1 (3): well-known prefixed credentials, JWTs, PEM blocks, sk- keys anywhere
         ("use ghp_1234567890abcdefghijABCDEFGHIJ now", f"use {PLACEHOLDER} now"),
         ("gho_abcdefghijklmnopqrstuvwxyz12", PLACEHOLDER),
         ("ghu_abcdefghijklmnopqrstuvwxyz12 ghs_abcdefghijklmnopqrstuvwxyz12", f"{PLACEHOLDER} {PLACEHOLDER}"),
@@ -247,8 +223,28 @@ PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAxyz123\nabcDEF456==\n---
         ("Token 0x1234abcdZZ9", f"Token {PLACEHOLDER}"),
     ],
 )  # fmt: skip
-def test_v1_1_value_shapes_are_removed(text, expected):
+def test_value_shapes_are_removed(text, expected):
     assert redact_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Bearer abcdefgh",  # no digit
+        "Bearer a1b2c3",  # too short
+        "xBearer abc123def456",  # not a word
+        "sk-abcdefghijklmnopqrs",  # 19 characters after sk-
+        "mask-abcdefghijklmnopqrstuvwxyz",  # the tail of a word, no digit
+        "https://x/y?q=api_key&page=2",
+        "https://x/y?max_tokens=100",
+    ],
+)
+def test_near_misses_are_kept(text):
+    assert redact_text(text) == text
+
+
+
+
 
 
 @pytest.mark.parametrize(
@@ -539,3 +535,11 @@ def test_a_redactor_snapshot_redacts_like_the_functions(monkeypatch):
     assert redactor.redact_text(text) == redact_text(text)
     assert redactor.safe_cut("a Bearer ") == safe_cut("a Bearer ") == 2
     assert redactor.remove_secret_values({"token": 1, "t": text}) == remove_secret_values({"token": 1, "t": text})
+
+
+def test_safe_cut_never_cuts_inside_an_open_private_key_block():
+    opened = "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIE abc \n-----END RSA "
+    assert safe_cut(opened) == len("key:\n")  # before the header, whatever whitespace follows
+    closed = opened + "PRIVATE KEY-----\nthen more "
+    assert safe_cut(closed) == len(closed)
+    assert redact_text(closed) == f"key:\n{PLACEHOLDER}\nthen more "

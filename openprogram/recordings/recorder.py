@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -57,7 +57,7 @@ class _CallRecorder:
         self.redaction = StreamRedaction(redactor)
         self.stored = self.redaction.feed
 
-    def write(self, events: list[AssistantMessageEvent]) -> None:
+    def write(self, events: Iterable[AssistantMessageEvent]) -> None:
         line_of, write_line = self.line_of, self.sink.write_event_line
         for event in events:
             write_line(line_of(event, self.event_count))

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import re
 from collections import deque
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -99,7 +100,7 @@ def spread(pieces: list[str], target: str) -> list[str]:
 class _Held:
     """One event waiting to be written; a delta also waits for its stored form."""
 
-    __slots__ = ("event", "block", "start", "end", "stored", "pieces")
+    __slots__ = ("event", "block", "start", "end", "stored", "pieces", "thin")
 
     def __init__(self, event: Any, block: _Block | None = None, start: int = 0, end: int = 0) -> None:
         self.event = event
@@ -107,6 +108,9 @@ class _Held:
         self.start, self.end = start, end  # the raw range of the delta in its block
         self.stored: str | None = None if block is not None else ""
         self.pieces: list[str] = []  # stored pieces gathered while the delta spans segments
+        #: A held text delta keeps no snapshot text (see ``_thin``): (content with the growing
+        #: block left out, that block without its text, the raw text before the delta or None).
+        self.thin: tuple[list[Any], Any, str | None] | None = None
 
 
 class _Block:
@@ -114,6 +118,7 @@ class _Block:
 
     __slots__ = (
         "field", "pending", "settled", "length", "waiting", "released", "dirty", "closed", "view",
+        "thinned_to", "raw",
     )
 
     def __init__(self, field: str) -> None:
@@ -126,12 +131,16 @@ class _Block:
         self.dirty = False  # a stored delta differs from the raw one
         self.closed = False  # the block's end event was written
         self.view: tuple[Any, int, Any] | None = None  # (raw block, stored length, stored block)
+        self.thinned_to = -1  # raw length at the last thinned delta
+        self.raw = ""  # raw text rebuilt for thinned deltas, as of the last one released
 
 
 class StreamRedaction:
     """The per-call stage: ``feed(event)`` returns the events that may now be encoded, in
     order, with stored (redacted) block texts; ``flush()`` returns whatever is still held
-    (the call ended, failed, was cancelled or closed early)."""
+    (the call ended, failed, was cancelled or closed early). Both return iterables to
+    consume whole before the next call. Held text deltas keep no snapshot text (``_thin``),
+    so memory stays linear in the text however long it is held."""
 
     def __init__(self, redactor: Redactor) -> None:
         self._redact = redactor.str_redactor()
@@ -144,7 +153,7 @@ class StreamRedaction:
 
     # ------------------------------------------------------------------------ input
 
-    def feed(self, event: Any) -> list[Any]:
+    def feed(self, event: Any) -> Iterable[Any]:
         kind = getattr(event, "type", None)
         field = _TEXT_DELTAS.get(kind)  # type: ignore[arg-type]
         if field is not None:
@@ -154,7 +163,7 @@ class StreamRedaction:
             if block is None or block.field != "arguments":
                 block = self._block(event.content_index, "arguments")
             self._hold_delta(event, block)
-            return []
+            return ()
         if kind in TERMINAL_EVENT_TYPES:
             self._held.append(_Held(event))
             return self.flush()
@@ -171,7 +180,7 @@ class StreamRedaction:
         self._held.append(_Held(event))
         return self._release()
 
-    def flush(self) -> list[Any]:
+    def flush(self) -> Iterable[Any]:
         """Settle every block as it stands and release everything held."""
         for block in self._blocks.values():
             if block.field == "arguments":
@@ -183,7 +192,7 @@ class StreamRedaction:
 
     # ------------------------------------------------------------------------ text
 
-    def _text_delta(self, event: Any, field: str) -> list[Any]:
+    def _text_delta(self, event: Any, field: str) -> Iterable[Any]:
         block = self._blocks.get(event.content_index)
         if block is None or block.field != field:
             block = self._block(event.content_index, field)
@@ -284,22 +293,65 @@ class StreamRedaction:
         else:
             block.waiting.append(held)
             block.pending.append(delta)
+            if block.field != "arguments":
+                self._thin(held, block)
         self._held.append(held)
 
-    def _pass(self, event: Any) -> list[Any]:
+    @staticmethod
+    def _thin(held: _Held, block: _Block) -> None:
+        """Keep a held text delta without its snapshot's text, rebuilt on release: held
+        snapshots each hold the whole text so far, which for a long text without a safe point
+        would be quadratic memory."""
+        event = held.event
+        partial = getattr(event, "partial", None)
+        index = event.content_index
+        if type(partial) is not AssistantMessage or type(index) is not int:
+            return
+        content = partial.content
+        if not 0 <= index < len(content):
+            return
+        text = getattr(content[index], block.field, None)
+        if type(text) is not str or len(text) != held.end or not text.endswith(event.delta):
+            return
+        base = None if block.thinned_to == held.start else text[: held.start]
+        block.thinned_to = held.end
+        rest = list(content)
+        rest[index] = None
+        template = content[index].model_copy(update={block.field: ""})
+        held.thin = (rest, template, base)
+        held.event = event.model_copy(update={"partial": partial.model_copy(update={"content": []})})
+
+    @staticmethod
+    def _thick(held: _Held) -> Any:
+        """The event of a thinned held delta, snapshot text restored."""
+        block = held.block
+        assert held.thin is not None and block is not None
+        rest, template, base = held.thin
+        event = held.event
+        if base is not None:
+            block.raw = base
+        block.raw = text = block.raw + event.delta
+        content = list(rest)
+        content[event.content_index] = template.model_copy(update={block.field: text})
+        return event.model_copy(update={"partial": event.partial.model_copy(update={"content": content})})
+
+    def _pass(self, event: Any) -> Iterable[Any]:
         self._held.append(_Held(event))
         return self._release()
 
-    def _release(self) -> list[Any]:
-        released = []
+    def _release(self) -> Iterator[Any]:
+        """The releasable events, one at a time: a long run released at a block's end is
+        encoded and dropped event by event, never all rebuilt at once. The caller consumes
+        it whole before feeding the next event."""
         held = self._held
         while held and held[0].stored is not None:
             entry = held.popleft()
+            if entry.thin is not None:
+                entry.event = self._thick(entry)
             block = entry.block
             if block is not None:
                 block.released.append(entry.stored)  # type: ignore[arg-type]
-            released.append(self._stored(entry, entry.stored) if self._dirty else entry.event)
-        return released
+            yield self._stored(entry, entry.stored) if self._dirty else entry.event
 
     def _stored(self, entry: _Held, delta: str | None = None) -> Any:
         """The event as written: stored delta and stored block texts (only once something

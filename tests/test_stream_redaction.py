@@ -376,3 +376,25 @@ def test_a_faux_answer_with_options_key_in_text_through_stream_simple(tmp_path):
     provider = RecordingProvider(FauxProvider([faux_text(f"echo {key} back")], timestamp=1), path)
     asyncio.run(collect(provider.stream_simple(MODEL, context_of(key), SimpleStreamOptions(api_key=key))))
     assert "odd/shape" not in path.read_text()
+
+
+def test_block_text_that_was_never_streamed_is_still_redacted(tmp_path):
+    """A provider that puts text in a block without streaming it as deltas: the recorder
+    cannot rely on the stream redaction for that text and redacts it itself."""
+    secret = "sk-proj-Ab3De5Gh7Jk9Mn2Pq4St6Vw8Yz0"
+    events = streamed([("text", "hello there ")], 3)
+    block = events[-1].message.content[0].model_copy(update={"text": f"hello there {secret}"})
+
+    def with_block(message):
+        return message.model_copy(update={"content": [block]})
+
+    for number, event in enumerate(events):
+        if event.type == "text_end":
+            events[number] = event.model_copy(update={"content": block.text, "partial": with_block(event.partial)})
+        elif event.type == "done":
+            events[number] = event.model_copy(update={"message": with_block(event.message)})
+    path = tmp_path / "rec.jsonl"
+    record(path, events)
+    assert secret[3:] not in path.read_text()
+    final = list(read_recording_file(path).calls[0].events())[-1].message
+    assert final.content[0].text == f"hello there {PLACEHOLDER}"

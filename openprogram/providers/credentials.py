@@ -83,6 +83,24 @@ def note_secret_value(value: str | None) -> None:
             _seen_keys.add(value)
 
 
+_names_cache: tuple[tuple[int, Callable[[str], bool]], tuple[str, ...]] | None = None
+
+
+def _secret_env_names(is_secret_name: Callable[[str], bool]) -> tuple[str, ...]:
+    """The environment variable names that name a secret. Scanning every name costs more than
+    the rest of a recorded call's setup, so the list is kept while the environment has as
+    many variables (values are read afresh at every call; a variable added as another is
+    removed goes unnoticed until the count changes)."""
+    global _names_cache
+    key = (len(os.environ), is_secret_name)
+    cached = _names_cache
+    if cached is not None and cached[0] == key:
+        return cached[1]
+    names = tuple(name for name in os.environ if is_secret_name(name))
+    _names_cache = (key, names)
+    return names
+
+
 def known_secret_values(is_secret_name: Callable[[str], bool] | None = None) -> frozenset[str]:
     """Every credential value redaction must remove: the provider environment keys, the keys
     seen in calls, and, given the field-name rule ``is_secret_name`` (redaction owns it), the
@@ -90,8 +108,8 @@ def known_secret_values(is_secret_name: Callable[[str], bool] | None = None) -> 
     ``DB_PASSWORD``, ``AWS_SECRET_ACCESS_KEY``): a secret in the environment may reach a
     prompt or an answer whatever provider it was meant for.
 
-    The environment is read at every call (a few microseconds for a usual environment: the
-    name rule is memoised by its owner), so a key set or changed mid-process is known at once.
+    The values are read at every call, so a key set or changed mid-process is known at once;
+    the secret names are looked for again when the number of variables changes.
     """
     values = set()
     for names in PROVIDER_ENV_VARS.values():
@@ -100,11 +118,10 @@ def known_secret_values(is_secret_name: Callable[[str], bool] | None = None) -> 
             if len(value) >= MIN_SECRET_LENGTH:
                 values.add(value)
     if is_secret_name is not None:
-        for name, value in os.environ.items():
-            if len(value) >= MIN_SECRET_LENGTH and is_secret_name(name):
-                value = value.strip()
-                if len(value) >= MIN_SECRET_LENGTH:
-                    values.add(value)
+        for name in _secret_env_names(is_secret_name):
+            value = os.environ.get(name, "").strip()
+            if len(value) >= MIN_SECRET_LENGTH:
+                values.add(value)
     with _seen_lock:
         values.update(_seen_keys)
     return frozenset(values)

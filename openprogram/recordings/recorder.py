@@ -55,12 +55,25 @@ class _CallRecorder:
         self.line_of = EventEncoder(redactor, call_index, texts_redacted=True).line
         #: ``stored(event)``: the events that may be written now, block texts redacted.
         self.redaction = StreamRedaction(redactor)
+        self.redactor = redactor
+        self.fallback = False
         self.stored = self.redaction.feed
 
+    def redact_texts_again(self) -> Any:
+        """Switch to an encoder that redacts block texts itself: the stream redaction saw
+        text its deltas do not account for, so texts are no longer known to be redacted. A
+        fresh encoder writes its first partial in full, which the format allows at any event.
+        The stage notes it as it releases the event that shows such text, before that event
+        is encoded."""
+        if self.redaction.unaccounted and not self.fallback:
+            self.fallback = True
+            self.line_of = EventEncoder(self.redactor, self.call_index).line
+        return self.line_of
+
     def write(self, events: Iterable[AssistantMessageEvent]) -> None:
-        line_of, write_line = self.line_of, self.sink.write_event_line
+        write_line = self.sink.write_event_line
         for event in events:
-            write_line(line_of(event, self.event_count))
+            write_line(self.redact_texts_again()(event, self.event_count))
             self.event_count += 1
 
     def flush(self) -> None:
@@ -155,6 +168,7 @@ class RecordingProvider:
         next_event, stored, line_of, write_line = (
             iterator.__anext__, call.stored, call.line_of, self._sink.write_event_line
         )
+        redaction = call.redaction
         try:
             while True:
                 try:
@@ -167,6 +181,8 @@ class RecordingProvider:
                 # Written before the consumer sees it, unless its stored form must wait for
                 # more of the stream (see ``StreamRedaction``); the usual delta is one event.
                 for ready in stored(event):
+                    if redaction.unaccounted:  # rare: block text that was not streamed
+                        line_of = call.redact_texts_again()
                     write_line(line_of(ready, call.event_count))
                     call.event_count += 1
                 if event.type in TERMINAL_EVENT_TYPES:

@@ -49,6 +49,7 @@ __all__ = ["StreamRedaction", "spread"]
 
 _TEXT_DELTAS = {"text_delta": "text", "thinking_delta": "thinking"}
 _TEXT_ENDS = {"text_end": "text", "thinking_end": "thinking"}
+_TEXT_FIELDS = ("text", "thinking")
 # ``safe_cut`` cuts only after ASCII whitespace: a delta without any cannot add a safe point.
 _HAS_CUT_WHITESPACE = re.compile(r"[ \t\n\r\f\v]").search
 
@@ -118,7 +119,7 @@ class _Block:
 
     __slots__ = (
         "field", "pending", "settled", "length", "waiting", "released", "dirty", "closed", "view",
-        "thinned_to", "raw",
+        "thinned_to", "raw", "emitted",
     )
 
     def __init__(self, field: str) -> None:
@@ -133,6 +134,7 @@ class _Block:
         self.view: tuple[Any, int, Any] | None = None  # (raw block, stored length, stored block)
         self.thinned_to = -1  # raw length at the last thinned delta
         self.raw = ""  # raw text rebuilt for thinned deltas, as of the last one released
+        self.emitted = 0  # raw length of the deltas released so far
 
 
 class StreamRedaction:
@@ -150,6 +152,10 @@ class StreamRedaction:
         self._blocks: dict[int, _Block] = {}
         self._held: deque[_Held] = deque()
         self._dirty = False  # some stored delta of the call differs from the raw one
+        #: A released event showed block text its deltas do not account for (a provider that
+        #: sets text without streaming it): the texts are not known to be redacted, and the
+        #: recorder must have the encoder redact them itself from then on.
+        self.unaccounted = False
 
     # ------------------------------------------------------------------------ input
 
@@ -176,6 +182,7 @@ class StreamRedaction:
             if block is not None and block.field == "arguments":
                 self._settle_arguments(block, event.tool_call.arguments)
         if not self._held:
+            self._account(event)
             return [event] if not self._dirty else [self._stored(_Held(event))]
         self._held.append(_Held(event))
         return self._release()
@@ -209,8 +216,9 @@ class StreamRedaction:
             and self._search(delta, 0) is None
         ):
             block.length += len(delta)
-            block.settled = block.length
+            block.settled = block.emitted = block.length
             block.released.append(delta)
+            self._account_delta(event, block)
             return [event] if not self._dirty else [self._stored(_Held(event, block, 0, 0), delta)]
         self._hold_delta(event, block)
         if delta and _HAS_CUT_WHITESPACE(delta):
@@ -351,7 +359,39 @@ class StreamRedaction:
             block = entry.block
             if block is not None:
                 block.released.append(entry.stored)  # type: ignore[arg-type]
+                block.emitted = entry.end
+            self._account(entry.event)
             yield self._stored(entry, entry.stored) if self._dirty else entry.event
+
+    def _account_delta(self, event: Any, block: _Block) -> None:
+        """:meth:`_account` for the usual delta, checking only the block it grew (every
+        other event checks them all)."""
+        try:
+            text = getattr(event.partial.content[event.content_index], block.field)
+        except (AttributeError, IndexError, TypeError):
+            self.unaccounted = True
+            return
+        if type(text) is not str or len(text) != block.emitted:
+            self.unaccounted = True
+
+    def _account(self, event: Any) -> None:
+        """Note (``unaccounted``) a raw event whose block texts are not exactly what the
+        block's deltas streamed so far: only streamed text passed through this stage."""
+        if self.unaccounted:
+            return
+        message = getattr(event, "partial", None) or getattr(event, "message", None) or getattr(event, "error", None)
+        content = getattr(message, "content", None)
+        if type(content) is not list:
+            return
+        blocks = self._blocks
+        for index, item in enumerate(content):
+            for field in _TEXT_FIELDS:
+                text = getattr(item, field, None)
+                if type(text) is str and text:
+                    block = blocks.get(index)
+                    if block is None or block.field != field or block.emitted != len(text):
+                        self.unaccounted = True
+                        return
 
     def _stored(self, entry: _Held, delta: str | None = None) -> Any:
         """The event as written: stored delta and stored block texts (only once something

@@ -52,6 +52,7 @@ _TEXT_ENDS = {"text_end": "text", "thinking_end": "thinking"}
 _TEXT_FIELDS = ("text", "thinking")
 # ``safe_cut`` cuts only after ASCII whitespace: a delta without any cannot add a safe point.
 _HAS_CUT_WHITESPACE = re.compile(r"[ \t\n\r\f\v]").search
+_CUT_CHARACTERS = frozenset(" \t\n\r\f\v")
 
 
 def _common_prefix_length(a: str, b: str) -> int:
@@ -149,6 +150,7 @@ class StreamRedaction:
         self._remove = redactor.remove_secret_values
         self._safe_cut = redactor.safe_cut
         self._search = redactor.trigger().search
+        self._cuts = self._safe_cut("a ") == 2  # False when a known value holds whitespace
         self._blocks: dict[int, _Block] = {}
         self._held: deque[_Held] = deque()
         self._dirty = False  # some stored delta of the call differs from the raw one
@@ -208,11 +210,13 @@ class StreamRedaction:
             return self._pass(event)
         # The usual case: nothing held, and the delta ends at a safe point with nothing
         # redaction could act on: written as it is, at once.
+        # A trigger-free delta holds no scheme word and no PEM header, so one that ends in
+        # whitespace ends at a safe cut (unless a known value holds whitespace: ``_cuts``).
         if (
             not self._held
             and not block.pending
-            and _HAS_CUT_WHITESPACE(delta)
-            and self._safe_cut(delta) == len(delta)
+            and delta[-1:] in _CUT_CHARACTERS
+            and self._cuts
             and self._search(delta, 0) is None
         ):
             block.length += len(delta)

@@ -144,9 +144,15 @@ async def test_recording_is_transparent_and_writes_before_yielding(tmp_path):
     )
     provider = RecordingProvider(faux, path)
     seen = []
+    held_kinds = {"text_delta", "toolcall_delta"}
     async for event in provider.stream(MODEL, context_of("go")):
         written = [row for row in rows_of(path) if row["type"] == "event"]
-        assert len(written) == len(seen) + 1, "each event is written before it is yielded"
+        if event.type in held_kinds:
+            # A delta's line may wait until the text past it is known safe (its block's end at
+            # the latest): "calling" has no safe point, the arguments wait for toolcall_end.
+            assert len(written) <= len(seen) + 1
+        else:
+            assert len(written) == len(seen) + 1, "every other event is written before it is yielded"
         if event.type == "done":
             assert call_ends(path) == [{"type": "call_end", "call_index": 0, "event_count": len(seen) + 1}]
         seen.append(event)

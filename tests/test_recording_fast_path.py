@@ -57,15 +57,18 @@ def general_lines(encoder: EventEncoder, events: list) -> list[bytes]:
     second_text=TEXTS,
     words_per_chunk=st.integers(min_value=1, max_value=3),
     with_tool=st.booleans(),
+    texts_redacted=st.booleans(),
 )
-def test_hot_path_lines_equal_general_path_lines(thinking, text, second_text, words_per_chunk, with_tool):
+def test_hot_path_lines_equal_general_path_lines(thinking, text, second_text, words_per_chunk, with_tool, texts_redacted):
+    """Both encoder modes: redacting texts itself, and texts already redacted by the stream
+    redaction stage (as in a recording), where no text is redacted again."""
     blocks = [FauxThinking(thinking), FauxText(text)]
     if with_tool:
         blocks.append(FauxToolCall("lookup", {"q": text[:20]}))
     blocks.append(FauxText(second_text))
     events = stream_events(FauxResponse(blocks=tuple(blocks)), words_per_chunk)
     redactor = current_redactor()
-    fast = EventEncoder(redactor)
+    fast = EventEncoder(redactor, texts_redacted=texts_redacted)
     general_calls = 0
     original = fast._encode_general
 
@@ -75,7 +78,7 @@ def test_hot_path_lines_equal_general_path_lines(thinking, text, second_text, wo
         return original(event)
 
     fast._encode_general = counting  # type: ignore[method-assign]
-    expected = general_lines(EventEncoder(redactor), events)
+    expected = general_lines(EventEncoder(redactor, texts_redacted=texts_redacted), events)
     assert [fast.line(event, number) for number, event in enumerate(events)] == expected
     deltas = sum(1 for e in events if e.type in ("text_delta", "thinking_delta"))
     assert general_calls == len(events) - deltas  # the hot path served every delta, each block's first one included

@@ -44,7 +44,7 @@ def known_key(monkeypatch):
 
 def test_constants():
     assert PLACEHOLDER == "[secret removed]"
-    assert REDACTION_VERSION == 1
+    assert REDACTION_VERSION == 2
     assert isinstance(SECRET_FIELD_NAMES, frozenset)
     assert SECRET_FIELD_NAMES == {
         "authorization", "proxy-authorization", "api_key", "apikey", "x-api-key",
@@ -168,6 +168,11 @@ def test_prose_is_left_alone(text):
     assert redact_text(text) == text
 
 
+# Contract v1.1 (3): the well-known prefixed credentials, JWTs, PEM blocks, sk- keys anywhere.
+JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
+PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAxyz123\nabcDEF456==\n-----END RSA PRIVATE KEY-----"
+
+
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
@@ -193,6 +198,29 @@ def test_prose_is_left_alone(text):
         ("https://x/y?a=1?key=abc", f"https://x/y?a=1?key={PLACEHOLDER}"),
         ("<a href='https://x/?q=1&amp;key=abc'>", f"<a href='https://x/?q=1&amp;key={PLACEHOLDER}'>"),
         ("(see https://x/?key=abc)", f"(see https://x/?key={PLACEHOLDER})"),
+        # contract v1.1 (3): well-known prefixed credentials, JWTs, PEM blocks, sk- keys anywhere
+        ("use ghp_1234567890abcdefghijABCDEFGHIJ now", f"use {PLACEHOLDER} now"),
+        ("gho_abcdefghijklmnopqrstuvwxyz12", PLACEHOLDER),
+        ("ghu_abcdefghijklmnopqrstuvwxyz12 ghs_abcdefghijklmnopqrstuvwxyz12", f"{PLACEHOLDER} {PLACEHOLDER}"),
+        ("github_pat_11ABCDEFG0abcdefghij_klmnopqrstuvwxyz", PLACEHOLDER),
+        ("key: AIzaSyA1234567890abcdefghijklmnopqrstu", f"key: {PLACEHOLDER}"),
+        ("id AKIAIOSFODNN7EXAMPLE.", f"id {PLACEHOLDER}."),
+        ("ASIAY34FZKBOKMUTVV7A", PLACEHOLDER),
+        ("xoxb-1234567890-abcdefghij", PLACEHOLDER),
+        ("xoxp-12345-67890-abcdef", PLACEHOLDER),
+        ("sk_live_abcdefghij1234567890", PLACEHOLDER),
+        ("rk_live_abcdefghij1234567890", PLACEHOLDER),
+        ("hf_abcdefghijklmnopqrstuvwxyz123456", PLACEHOLDER),
+        (f"jwt={JWT}&x", f"jwt={PLACEHOLDER}&x"),
+        (f"the key:\n{PEM}\nok", f"the key:\n{PLACEHOLDER}\nok"),
+        ("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADAN abc", f"{PLACEHOLDER}"),
+        ("sess-sk-abcdefghijklmnopqrstu1", f"sess-{PLACEHOLDER}"),
+        ("x_sk-abcdefghijklmnopqrstu1", f"x_{PLACEHOLDER}"),
+        ("abcsk-abcdefghijklmnopqrstu1", f"abc{PLACEHOLDER}"),
+        ("mask-abcdefghijklmnopqrstuvwxyz123", f"ma{PLACEHOLDER}"),
+        ("Basic dXNlcjE6cGFzcw1=", f"Basic {PLACEHOLDER}"),
+        ("Bearer 2024-01-01abcdef9", f"Bearer {PLACEHOLDER}"),
+        ("Token 0x1234abcdZZ9", f"Token {PLACEHOLDER}"),
     ],
 )  # fmt: skip
 def test_value_shapes_are_removed(text, expected):
@@ -206,12 +234,39 @@ def test_value_shapes_are_removed(text, expected):
         "Bearer a1b2c3",  # too short
         "xBearer abc123def456",  # not a word
         "sk-abcdefghijklmnopqrs",  # 19 characters after sk-
-        "mask-abcdefghijklmnopqrstuvwxyz123",  # the tail of a word
+        "mask-abcdefghijklmnopqrstuvwxyz",  # the tail of a word, no digit
         "https://x/y?q=api_key&page=2",
         "https://x/y?max_tokens=100",
     ],
 )
 def test_near_misses_are_kept(text):
+    assert redact_text(text) == text
+
+
+
+
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Basic 2024-01-01 plan",
+        "Token 2023/2024 season",
+        "the token 0x1234abcd is an address",
+        "bearer v1.2.3 release",
+        "Bearer 1.2.3.4567 build",
+        "Token 10.20.30 notes",
+        "ghp_short",
+        "AKIA is a prefix, AKIAshort too",
+        "hf_hub_download is a function",
+        "xox-not-slack",
+        "sk_test_abcdefghij1234567890",
+        "eyJhbGci is the start of a JWT header",
+        "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",
+        "risk-assessment-framework-overview",
+    ],
+)
+def test_v1_1_prose_is_left_alone(text):
     assert redact_text(text) == text
 
 
@@ -480,3 +535,11 @@ def test_a_redactor_snapshot_redacts_like_the_functions(monkeypatch):
     assert redactor.redact_text(text) == redact_text(text)
     assert redactor.safe_cut("a Bearer ") == safe_cut("a Bearer ") == 2
     assert redactor.remove_secret_values({"token": 1, "t": text}) == remove_secret_values({"token": 1, "t": text})
+
+
+def test_safe_cut_never_cuts_inside_an_open_private_key_block():
+    opened = "key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIE abc \n-----END RSA "
+    assert safe_cut(opened) == len("key:\n")  # before the header, whatever whitespace follows
+    closed = opened + "PRIVATE KEY-----\nthen more "
+    assert safe_cut(closed) == len(closed)
+    assert redact_text(closed) == f"key:\n{PLACEHOLDER}\nthen more "

@@ -27,10 +27,11 @@ def _provider_for(model: Model):
 
 
 def _with_key(provider, model: Model, options, options_class):
-    if getattr(provider, "requires_credentials", True) is False:
-        return options
     if options is not None and options.api_key:
+        # Noted whatever the provider: a keyless server's key is still a secret to redact.
         credentials.note_secret_value(options.api_key)
+        return options
+    if getattr(provider, "requires_credentials", True) is False:
         return options
     key = credentials.resolve_provider_key(model.provider)
     if key is None:

@@ -5,7 +5,9 @@ Two properties make recording linear in what was streamed:
 
 * **Linear size.** An event's ``partial`` is written as a ``partial_patch`` against the
   previous one (see :mod:`.partial_patch`), computed on the redacted values.
-* **Linear redaction.** The growing text of a streamed block is redacted incrementally: the
+* **Linear redaction.** In a recording, block texts and deltas arrive already redacted by
+  :mod:`.stream_redaction` (``texts_redacted``) and are not redacted again. Used on its own,
+  the encoder redacts the growing text of a streamed block incrementally: the
   prefix that no secret pattern can still span (``redaction.safe_cut``) is redacted once, only
   the tail is redacted again at every event; while the tail holds nothing redaction could act
   on (``redaction.Trigger``), not even that: only the delta and the few characters before it
@@ -15,7 +17,7 @@ Two properties make recording linear in what was streamed:
 The encoder of a call writes its whole event lines: the usual delta is one ``bytes`` format of
 a template in which the call index and the block's content index are already filled in.
 
-This module knows nothing of files or providers: :mod:`.recording` writes what it encodes.
+This module knows nothing of files or providers: :mod:`.recorder` writes what it encodes.
 """
 
 from __future__ import annotations
@@ -244,6 +246,17 @@ def _fields_besides(kind: type, excluded: str) -> Callable[[dict[str, Any]], tup
     return itemgetter(*names)
 
 
+def _unchanged(text: str) -> str:
+    return text
+
+
+def _find_nothing(text: str, start: int) -> None:
+    return None
+
+
+#: The trigger of texts already redacted: nothing left to act on, every point a safe cut.
+_NOTHING_TO_FIND = Trigger(_find_nothing, 1)
+
 _MESSAGE_OTHERS = _fields_besides(AssistantMessage, "content")
 assert _MESSAGE_OTHERS is not None, "AssistantMessage must not allow extra fields"
 
@@ -306,13 +319,20 @@ class EventEncoder:
     one, everything else compared by its exact JSON encoding).
     """
 
-    def __init__(self, redactor: Redactor, call_index: int = 0) -> None:
+    def __init__(self, redactor: Redactor, call_index: int = 0, *, texts_redacted: bool = False) -> None:
+        """``texts_redacted``: the block texts and deltas of the events are already redacted
+        (by :class:`.stream_redaction.StreamRedaction`, which sees the whole stream), so they
+        are written as they are: no text is redacted again, which keeps recording linear
+        whatever the text looks like. Every other field is still redacted here."""
         self._head = b'{"type":"event","call_index":%d,"event_index":%%d,"event":' % call_index
         self._line = self._head + b"%s}\n"
         self._remove = redactor.remove_secret_values
-        self._redact = redactor.str_redactor()
-        self._safe_cut = redactor.safe_cut
-        self._trigger = redactor.trigger()
+        if texts_redacted:
+            self._redact, self._safe_cut, self._trigger = _unchanged, len, _NOTHING_TO_FIND
+        else:
+            self._redact = redactor.str_redactor()
+            self._safe_cut = redactor.safe_cut
+            self._trigger = redactor.trigger()
         self._texts: dict[tuple[int, str], _GrowingText] = {}
         self._deltas: dict[tuple[str, Any], _DeltaContext] = {}
         self._rest_bytes: bytes | None = None

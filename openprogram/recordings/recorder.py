@@ -2,8 +2,11 @@
 every request and event of its calls to a recording through a shared
 :class:`~openprogram.recordings.sink.RecordingSink`.
 
-* **Linear size and redaction.** Events are encoded by :mod:`.encoder`: ``partial`` as a
-  patch against the previous snapshot, growing texts redacted incrementally.
+* **Redaction that sees the stream.** :mod:`.stream_redaction` decides what each delta is
+  stored as, holding a delta's line back until the text past it is known to hold no piece
+  of a secret; the consumer still gets every event at once.
+* **Linear size.** Events are encoded by :mod:`.encoder`: ``partial`` as a patch against the
+  previous snapshot.
 * **Every exit path ends the call.** Normal end, provider exception, synchronous start
   failure, cancellation, early close and a consumer that stops at the terminal event each
   leave exactly one ``call_end`` with the right outcome.
@@ -15,10 +18,11 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
 
+from ..providers.credentials import note_secret_value
 from ..providers.lanes import current_lane
 from ..providers.types import (
     TERMINAL_EVENT_TYPES,
@@ -32,6 +36,7 @@ from .encoder import EventEncoder
 from .format import RecordingFileError, request_payloads
 from .redaction import Redactor, current_redactor
 from .sink import RecordingSink
+from .stream_redaction import StreamRedaction
 
 __all__ = ["RecordingProvider"]
 
@@ -48,7 +53,34 @@ class _CallRecorder:
         self.event_count = 0
         self.ended = False
         #: ``line_of(event, event_index)``: the event's whole line (see ``RecordingProvider``).
-        self.line_of = EventEncoder(redactor, call_index).line
+        self.line_of = EventEncoder(redactor, call_index, texts_redacted=True).line
+        #: ``stored(event)``: the events that may be written now, block texts redacted.
+        self.redaction = StreamRedaction(redactor)
+        self.redactor = redactor
+        self.fallback = False
+        self.stored = self.redaction.feed
+
+    def redact_texts_again(self) -> Any:
+        """Switch to an encoder that redacts block texts itself: the stream redaction saw
+        text its deltas do not account for, so texts are no longer known to be redacted. A
+        fresh encoder writes its first partial in full, which the format allows at any event.
+        The stage notes it as it releases the event that shows such text, before that event
+        is encoded."""
+        if self.redaction.unaccounted and not self.fallback:
+            self.fallback = True
+            self.line_of = EventEncoder(self.redactor, self.call_index).line
+        return self.line_of
+
+    def write(self, events: Iterable[AssistantMessageEvent]) -> None:
+        write_line = self.sink.write_event_line
+        for event in events:
+            write_line(self.redact_texts_again()(event, self.event_count))
+            self.event_count += 1
+
+    def flush(self) -> None:
+        """Write what the stream redaction still holds (the call is ending)."""
+        if not self.ended:
+            self.write(self.redaction.flush())
 
     def end(self, outcome: str) -> None:
         if self.ended:
@@ -68,6 +100,7 @@ class _CallRecorder:
         a write error here is dropped (the call then has no call_end, which the strict reader
         reports)."""
         try:
+            self.flush()
             self.end(outcome)
         except RecordingFileError:
             pass
@@ -115,6 +148,8 @@ class RecordingProvider:
     async def _record(
         self, method: str, model: Model, context: Context, options: StreamOptions | None
     ) -> AsyncIterator[AssistantMessageEvent]:
+        # A key passed to this call is a known value however the call was made.
+        note_secret_value(getattr(options, "api_key", None))
         # One snapshot of the known secret values serves the whole call: looking them up
         # reads the environment, which costs more than redacting an event.
         redactor = current_redactor()
@@ -131,17 +166,26 @@ class RecordingProvider:
             raise
         # ``__anext__`` of what ``__aiter__`` returned, not ``async for`` (which would call
         # ``__aiter__`` again: an iterable may start a second stream).
-        next_event, line_of, write_line = iterator.__anext__, call.line_of, self._sink.write_event_line
+        next_event, stored, line_of, write_line = (
+            iterator.__anext__, call.stored, call.line_of, self._sink.write_event_line
+        )
+        redaction = call.redaction
         try:
             while True:
                 try:
                     event = await next_event()
                 except StopAsyncIteration:
                     # The provider broke the stream contract (no terminal event): an error.
+                    call.flush()
                     call.end("error")
                     return
-                write_line(line_of(event, call.event_count))  # before the consumer sees it
-                call.event_count += 1
+                # Written before the consumer sees it, unless its stored form must wait for
+                # more of the stream (see ``StreamRedaction``); the usual delta is one event.
+                for ready in stored(event):
+                    if redaction.unaccounted:  # rare: block text that was not streamed
+                        line_of = call.redact_texts_again()
+                    write_line(line_of(ready, call.event_count))
+                    call.event_count += 1
                 if event.type in TERMINAL_EVENT_TYPES:
                     call.end("complete")  # before the consumer sees it: it may stop here
                     await _close_quietly(iterator)

@@ -3,15 +3,19 @@
 Three rules, applied to a dumped (JSON-shaped) structure:
 
 * **by field name**: a dict key that names a secret loses its whole value;
-* **by known value**: the credential values this process knows about
-  (``credentials.known_secret_values()``) are removed wherever they occur in a string;
-* **by value shape**: ``Bearer``/``Basic``/``Token`` credentials, ``sk-`` keys, URL userinfo and
-  secret-named URL query parameters are removed from every remaining string.
+* **by known value**: the credential values this process knows about (every ``api_key`` it
+  was given, and every environment variable whose name is a secret name:
+  ``credentials.known_secret_values(is_secret_field_name)``) are removed wherever they occur;
+* **by value shape**: ``Bearer``/``Basic``/``Token`` credentials, ``sk-`` keys, the well-known
+  prefixed credentials (GitHub, Google, AWS, Slack, Stripe, Hugging Face), JWTs, PEM private-key
+  blocks, URL userinfo and secret-named URL query parameters are removed from every remaining
+  string.
 
 Everything else must survive byte for byte: a replay hands back what the model said, so prose
 that merely looks like a secret ("bearer of news", "Token economics", "sk-learn") is left
 alone. The credential of an auth scheme must contain a digit; that is what tells "Basic English"
-from "Basic dXNlcjE6cGFzcw==".
+from "Basic dXNlcjE6cGFzcw==", and a date, a version or a hex address after the scheme word
+("Basic 2024-01-01 plan", "Token 2023/2024 season", "the token 0x1234abcd") is prose too.
 
 This runs on every recorded event, so it is written for speed: precompiled patterns, a cheap
 substring pre-check before each pattern, the known-value matcher rebuilt only when the set of
@@ -47,7 +51,7 @@ PLACEHOLDER = "[secret removed]"
 
 # Bump when the rules change in a way that changes what a recording holds: a recording made
 # under other rules may redact a request differently from the replaying process.
-REDACTION_VERSION = 1
+REDACTION_VERSION = 2
 
 SECRET_FIELD_NAMES = frozenset(
     {
@@ -113,12 +117,46 @@ def is_secret_field_name(name: str) -> bool:
 # Credentials after an auth scheme word: 8+ token characters, at least one of them a digit.
 # ASCII-only case folding keeps the cheap ``lower()`` pre-check below exact.
 _AUTH_SCHEMES = ("bearer", "basic", "token")
+# What reads as a date, a version or a hex address after a scheme word is prose, not a
+# credential: the whole token must be one of these for the scheme word to be left alone. A
+# date or version cut short ("2024-01-", "1.2.") stays prose too: a tool call's partial
+# arguments show strings cut anywhere.
+_PROSE_AFTER_SCHEME = (
+    r"(?!(?:[0-9]{4}[-/.](?:[0-9]{1,4}(?:[-/.][0-9]{0,4})?)?|v?[0-9]+(?:\.[0-9]*)+|0x[0-9a-fA-F]{1,40})"
+    r"(?![A-Za-z0-9._~+/=-]))"
+)
 _AUTH = re.compile(
-    r"(\b(?:bearer|basic|token)[ \t]+)(?=[A-Za-z0-9._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{8,}",
+    r"(\b(?:bearer|basic|token)[ \t]+)" + _PROSE_AFTER_SCHEME
+    + r"(?=[A-Za-z0-9._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{8,}",
     re.IGNORECASE | re.ASCII,
 )
-# An ``sk-`` key that is not the tail of a longer word ("task-...", "risk-...").
-_SK_KEY = re.compile(r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{20,}")
+# An ``sk-`` key: at the start of a word, or wherever it starts ("sess-sk-...", "x_sk-...",
+# "abcsk-...") when it holds a digit, which keeps "risk-assessment-framework-notes" prose.
+_SK_KEY = re.compile(
+    r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{20,}|sk-(?=[A-Za-z0-9_-]{0,200}[0-9])[A-Za-z0-9_-]{20,}"
+)
+# Well-known prefixed credentials, JWTs and PEM private-key blocks (an unterminated block loses
+# everything after its header). Each alternative starts with a literal from ``_PREFIX_TRIGGERS``.
+_PREFIXED = re.compile(
+    r"gh[pousr]_[A-Za-z0-9]{20,}"
+    r"|github_pat_[A-Za-z0-9_]{20,}"
+    r"|AIza[0-9A-Za-z_-]{20,}"
+    r"|(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"
+    r"|xox[abposr]-[A-Za-z0-9-]{10,}"
+    r"|[sr]k_live_[A-Za-z0-9]{10,}"
+    r"|hf_[A-Za-z0-9]{20,}"
+    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
+    r"|-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----(?:.*?-----END[A-Z ]{0,40}PRIVATE KEY-----|.*\Z)",
+    re.DOTALL,
+)
+_PREFIX_TRIGGERS = (
+    "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AIza", "AKIA", "ASIA", "xox", "k_live_",
+    "hf_", "eyJ", "-----BEGIN",
+)
+_PREFIX_TRIGGER = re.compile("|".join(map(re.escape, _PREFIX_TRIGGERS))).search
+# A PEM header whose block is not closed yet: ``safe_cut`` must not cut inside it.
+_PEM_BEGIN = "-----BEGIN"
+_PEM_END = re.compile(r"-----END[A-Z ]*-----")
 # Userinfo up to the last "@" before the host ends: "https://user:p@ss@host" loses "user:p@ss".
 # Without a password it is removed only when it looks like a token ("https://ghp_1a2b3c4d@"),
 # so "ssh://git@github.com" survives.
@@ -140,7 +178,8 @@ _MEMO_MAX_LENGTH = 64
 _MEMO_MAX_ENTRIES = 16384
 
 # Characters at which ``safe_cut`` may cut. No shape pattern and no known value (else
-# ``safe_cut`` gives up) contains one, except the separator after an auth scheme word.
+# ``safe_cut`` gives up) contains one, except the separator after an auth scheme word and the
+# inside of a PEM private-key block (``safe_cut`` never cuts in either).
 _CUT_WHITESPACE = " \t\n\r\f\v"
 
 
@@ -162,7 +201,7 @@ def _query_replacement(match: re.Match[str]) -> str:
 
 # The substrings without which no rule can match (see ``_redact``'s pre-checks): a string with
 # none of them, and none of the known values, is its own redaction.
-_TRIGGER_WORDS = ("@", "=", "sk-")
+_TRIGGER_WORDS = ("@", "=", "sk-", *_PREFIX_TRIGGERS)
 _TRIGGER_WORDS_ANY_CASE = _AUTH_SCHEMES
 
 
@@ -251,7 +290,7 @@ _known_cache: tuple[frozenset[str], _KnownValues] | None = None
 def _known_values() -> _KnownValues:
     """The matcher for the current known values; rebuilt only when the set changes."""
     global _known_cache
-    values = _credentials.known_secret_values()
+    values = _credentials.known_secret_values(is_secret_field_name)
     cached = _known_cache
     if cached is not None and cached[0] == values:
         return cached[1]
@@ -280,6 +319,8 @@ def _redact(known: _KnownValues, text: str) -> str:
         text = _QUERY_PARAM.sub(_query_replacement, text)
     if "sk-" in text:
         text = _SK_KEY.sub(PLACEHOLDER, text)
+    if _PREFIX_TRIGGER(text):
+        text = _PREFIXED.sub(PLACEHOLDER, text)
     lowered = text.lower()
     if "bearer" in lowered or "basic" in lowered or "token" in lowered:
         text = _AUTH.sub(_AUTH_REPLACEMENT, text)
@@ -315,9 +356,9 @@ def safe_cut(text: str) -> int:
 
     A recorder uses it to redact a growing string incrementally: the part before the cut is
     redacted once and never again. Cuts are made only just after whitespace, which no secret
-    pattern can contain, and never after the separator of an auth scheme word ("Bearer "),
-    which a credential may still follow. When a known value contains whitespace there is no
-    safe point at all.
+    pattern can contain, never after the separator of an auth scheme word ("Bearer "),
+    which a credential may still follow, nor inside an open PEM private-key block. When a
+    known value contains whitespace there is no safe point at all.
     """
     return _safe_cut(text, _known_values())
 
@@ -343,6 +384,10 @@ def _safe_cut(text: str, known: _KnownValues) -> int:
         run_start = position
         while run_start > 0 and text[run_start - 1] in _CUT_WHITESPACE:
             run_start -= 1
+        pem = _open_pem(text, run_start)
+        if pem >= 0:  # inside a private-key block: cut before its header instead
+            end = pem
+            continue
         before = text[max(0, run_start - 6) : run_start].lower()
         # Only spaces and tabs join a scheme word to its credential.
         if not before.endswith(_AUTH_SCHEMES) or text[run_start : position + 1].strip(" \t"):
@@ -351,6 +396,15 @@ def _safe_cut(text: str, known: _KnownValues) -> int:
         scheme = next(word for word in _AUTH_SCHEMES if before.endswith(word))
         end = run_start - len(scheme)
     return 0
+
+
+def _open_pem(text: str, end: int) -> int:
+    """The position of a PEM header in ``text[:end]`` whose block is not closed before
+    ``end``, or -1: a private-key block holds whitespace, so no cut may fall inside it."""
+    begin = text.rfind(_PEM_BEGIN, 0, end)
+    if begin < 0 or _PEM_END.search(text, begin, end):
+        return -1
+    return begin
 
 
 # ============================================================================ structures

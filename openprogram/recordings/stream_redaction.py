@@ -1,0 +1,455 @@
+"""Redaction that sees the stream: the stage in front of :mod:`.encoder` that decides what a
+call's streamed deltas are stored as (contract section 5, v1.1 addition 1).
+
+Redacting each stored string on its own is not enough: a secret streamed in small deltas is
+written before it can be recognised, and the deltas of a tool call join back to arguments whose
+secret fields were removed. So this stage, per call, **holds back** the stored form of text,
+thinking and tool-call deltas (and every later event of the call: event lines stay in
+``event_index`` order) until the raw text past them is known to be safe:
+
+* text and thinking: up to the block's last safe cut (``Redactor.safe_cut``: whitespace not
+  after a scheme word, not inside an open PEM block, none at all when a known value holds
+  whitespace), else the block's end or the call's end. The segment between two safe points is
+  redacted once, on its own (the cut guarantees that equals redacting the whole text);
+* tool-call arguments: until ``toolcall_end``, where the arguments are known whole.
+
+The live consumer is not delayed: only the file write waits (see :mod:`.recorder`).
+
+On release, a segment that redaction leaves alone (the usual case, proved by the cheap
+``Trigger`` search first) keeps its deltas exactly as streamed, so prose replays byte-identical,
+deltas included, and the events reach the encoder as the very objects the provider produced
+(its hot path relies on that). Otherwise the held deltas are rewritten so that they join to the
+redacted segment: the prefix and suffix the raw and redacted texts share stay where they were,
+the replaced middle goes to the delta in which it starts (:func:`spread`). Tool-call deltas then
+join to the compact JSON of the redacted arguments. Once anything in a call was rewritten, each
+released event's ``partial`` shows the stored texts so far (for a tool call still streaming,
+the arguments parsed from its stored deltas so far).
+
+Everything the stage hands on is redacted text, so the encoder does not redact block texts
+again: recording costs O(total length) whatever the text looks like.
+
+A crash loses the events held since the last safe point (a tool call's deltas since its start),
+never a whole call's worth: ``docs/file-format.md`` states the rule.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+import orjson
+
+from ..providers.partial_json import parse_streaming_json
+from ..providers.types import TERMINAL_EVENT_TYPES, AssistantMessage
+from .redaction import Redactor
+
+__all__ = ["StreamRedaction", "spread"]
+
+_TEXT_DELTAS = {"text_delta": "text", "thinking_delta": "thinking"}
+_TEXT_ENDS = {"text_end": "text", "thinking_end": "thinking"}
+_TEXT_FIELDS = ("text", "thinking")
+# ``safe_cut`` cuts only after ASCII whitespace: a delta without any cannot add a safe point.
+_HAS_CUT_WHITESPACE = re.compile(r"[ \t\n\r\f\v]").search
+_CUT_CHARACTERS = frozenset(" \t\n\r\f\v")
+
+
+def _common_prefix_length(a: str, b: str) -> int:
+    """By halving, so that each step is one C-level comparison: long texts stay cheap."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low
+
+
+def spread(pieces: list[str], target: str) -> list[str]:
+    """Pieces, one per given piece, that join to ``target``: where ``"".join(pieces)`` and
+    ``target`` share a prefix and a suffix, those characters stay in the piece that held them;
+    the differing middle of ``target`` goes to the piece in which the differing middle of the
+    source starts (the last piece when the source is empty)."""
+    source = "".join(pieces)
+    if source == target:
+        return list(pieces)
+    if not source:
+        return [""] * (len(pieces) - 1) + [target] if pieces else []
+    prefix = _common_prefix_length(source, target)
+    limit = min(len(source), len(target)) - prefix
+    suffix = _common_prefix_length(source[::-1][:limit], target[::-1][:limit])
+    source_length, target_length = len(source), len(target)
+
+    def position(x: int) -> int:
+        if x <= prefix:
+            return x
+        if x >= source_length - suffix:
+            return target_length - (source_length - x)
+        return target_length - suffix
+
+    result = []
+    start = end = 0
+    for piece in pieces:
+        end += len(piece)
+        stop = position(end)
+        result.append(target[start:stop])
+        start = stop
+    return result
+
+
+class _Held:
+    """One event waiting to be written; a delta also waits for its stored form."""
+
+    __slots__ = ("event", "block", "start", "end", "stored", "pieces", "thin")
+
+    def __init__(self, event: Any, block: _Block | None = None, start: int = 0, end: int = 0) -> None:
+        self.event = event
+        self.block = block
+        self.start, self.end = start, end  # the raw range of the delta in its block
+        self.stored: str | None = None if block is not None else ""
+        self.pieces: list[str] = []  # stored pieces gathered while the delta spans segments
+        #: A held text delta keeps no snapshot text (see ``_thin``): (content with the growing
+        #: block left out, that block without its text, the raw text before the delta or None).
+        self.thin: tuple[list[Any], Any, str | None] | None = None
+
+
+class _Block:
+    """The raw and stored state of one streamed block (text, thinking or tool call)."""
+
+    __slots__ = (
+        "field", "pending", "settled", "length", "waiting", "released", "dirty", "closed", "view",
+        "thinned_to", "raw", "emitted",
+    )
+
+    def __init__(self, field: str) -> None:
+        self.field = field  # "text", "thinking" or "arguments"
+        self.pending: list[str] = []  # raw text past the last safe point
+        self.settled = 0  # raw length whose stored form is known
+        self.length = 0  # raw length received
+        self.waiting: deque[_Held] = deque()  # deltas whose stored form is incomplete
+        self.released: list[str] = []  # stored deltas written so far
+        self.dirty = False  # a stored delta differs from the raw one
+        self.closed = False  # the block's end event was written
+        self.view: tuple[Any, int, Any] | None = None  # (raw block, stored length, stored block)
+        self.thinned_to = -1  # raw length at the last thinned delta
+        self.raw = ""  # raw text rebuilt for thinned deltas, as of the last one released
+        self.emitted = 0  # raw length of the deltas released so far
+
+
+class StreamRedaction:
+    """The per-call stage: ``feed(event)`` returns the events that may now be encoded, in
+    order, with stored (redacted) block texts; ``flush()`` returns whatever is still held
+    (the call ended, failed, was cancelled or closed early). Both return iterables to
+    consume whole before the next call. Held text deltas keep no snapshot text (``_thin``),
+    so memory stays linear in the text however long it is held."""
+
+    def __init__(self, redactor: Redactor) -> None:
+        self._redact = redactor.str_redactor()
+        self._remove = redactor.remove_secret_values
+        self._safe_cut = redactor.safe_cut
+        self._search = redactor.trigger().search
+        self._cuts = self._safe_cut("a ") == 2  # False when a known value holds whitespace
+        self._blocks: dict[int, _Block] = {}
+        self._held: deque[_Held] = deque()
+        self._dirty = False  # some stored delta of the call differs from the raw one
+        #: A released event showed block text its deltas do not account for (a provider that
+        #: sets text without streaming it): the texts are not known to be redacted, and the
+        #: recorder must have the encoder redact them itself from then on.
+        self.unaccounted = False
+
+    # ------------------------------------------------------------------------ input
+
+    def feed(self, event: Any) -> Iterable[Any]:
+        kind = getattr(event, "type", None)
+        field = _TEXT_DELTAS.get(kind)  # type: ignore[arg-type]
+        if field is not None:
+            return self._text_delta(event, field)
+        if kind == "toolcall_delta":
+            block = self._blocks.get(event.content_index)
+            if block is None or block.field != "arguments":
+                block = self._block(event.content_index, "arguments")
+            self._hold_delta(event, block)
+            return ()
+        if kind in TERMINAL_EVENT_TYPES:
+            self._held.append(_Held(event))
+            return self.flush()
+        if kind in _TEXT_ENDS:
+            block = self._blocks.get(event.content_index)
+            if block is not None and block.field == _TEXT_ENDS[kind]:
+                self._settle_text(block, final=True)
+        elif kind == "toolcall_end":
+            block = self._blocks.get(event.content_index)
+            if block is not None and block.field == "arguments":
+                self._settle_arguments(block, event.tool_call.arguments)
+        if not self._held:
+            self._account(event)
+            return [event] if not self._dirty else [self._stored(_Held(event))]
+        self._held.append(_Held(event))
+        return self._release()
+
+    def flush(self) -> Iterable[Any]:
+        """Settle every block as it stands and release everything held."""
+        for block in self._blocks.values():
+            if block.field == "arguments":
+                if block.waiting:
+                    self._settle_arguments(block, None)
+            else:
+                self._settle_text(block, final=True)
+        return self._release()
+
+    # ------------------------------------------------------------------------ text
+
+    def _text_delta(self, event: Any, field: str) -> Iterable[Any]:
+        block = self._blocks.get(event.content_index)
+        if block is None or block.field != field:
+            block = self._block(event.content_index, field)
+        delta = event.delta
+        if type(delta) is not str:
+            return self._pass(event)
+        # The usual case: nothing held, and the delta ends at a safe point with nothing
+        # redaction could act on: written as it is, at once.
+        # A trigger-free delta holds no scheme word and no PEM header, so one that ends in
+        # whitespace ends at a safe cut (unless a known value holds whitespace: ``_cuts``).
+        if (
+            not self._held
+            and not block.pending
+            and delta[-1:] in _CUT_CHARACTERS
+            and self._cuts
+            and self._search(delta, 0) is None
+        ):
+            block.length += len(delta)
+            block.settled = block.emitted = block.length
+            block.released.append(delta)
+            self._account_delta(event, block)
+            return [event] if not self._dirty else [self._stored(_Held(event, block, 0, 0), delta)]
+        self._hold_delta(event, block)
+        if delta and _HAS_CUT_WHITESPACE(delta):
+            self._settle_text(block, final=False)
+        return self._release()
+
+    def _settle_text(self, block: _Block, *, final: bool) -> None:
+        """Redact the pending raw text up to its last safe cut (all of it when ``final``)
+        and hand the stored pieces to the deltas waiting for them."""
+        pending = "".join(block.pending)
+        cut = len(pending) if final else self._safe_cut(pending)
+        if cut:
+            segment = pending[:cut]
+            block.pending = [pending[cut:]] if cut < len(pending) else []
+            stored = segment if self._search(segment, 0) is None else self._redact(segment)
+            self._assign(block, segment, stored)
+        if final:
+            for held in block.waiting:  # empty deltas at the very end
+                held.stored = "".join(held.pieces)
+            block.waiting.clear()
+
+    def _assign(self, block: _Block, segment: str, stored: str) -> None:
+        start, end = block.settled, block.settled + len(segment)
+        block.settled = end
+        owners: list[_Held] = []
+        portions: list[str] = []
+        for held in block.waiting:
+            low = max(held.start, start)
+            if low >= end and held.end > low:
+                break
+            owners.append(held)
+            portions.append(segment[low - start : min(held.end, end) - start])
+        if stored != segment:
+            block.dirty = self._dirty = True
+            portions = spread(portions, stored)
+        for held, portion in zip(owners, portions, strict=True):
+            if held.end <= end:
+                held.stored = "".join(held.pieces) + portion if held.pieces else portion
+                block.waiting.popleft()
+            else:
+                held.pieces.append(portion)
+
+    # ------------------------------------------------------------------------ tool calls
+
+    def _settle_arguments(self, block: _Block, arguments: dict[str, Any] | None) -> None:
+        """Store a tool call's deltas as the growth of its redacted argument JSON: unchanged
+        when redaction changes nothing, else joined to the compact JSON of the redacted
+        arguments (``arguments`` None: the call ended before the block did, and what
+        streamed so far is all there is)."""
+        pieces = [held.event.delta for held in block.waiting]
+        raw = "".join(pieces)
+        if arguments is None:
+            arguments = parse_streaming_json(raw)
+        redacted = self._remove(arguments)
+        if redacted != arguments:
+            target = orjson.dumps(redacted).decode()
+        else:
+            target = raw if self._search(raw, 0) is None else self._redact(raw)
+        if target != raw and pieces:
+            block.dirty = self._dirty = True
+            pieces = spread(pieces, target)
+        for held, piece in zip(block.waiting, pieces, strict=True):
+            held.stored = piece
+        block.waiting.clear()
+        block.settled = block.length
+
+    # ------------------------------------------------------------------------ output
+
+    def _block(self, index: int, field: str) -> _Block:
+        block = self._blocks[index] = _Block(field)
+        return block
+
+    def _hold_delta(self, event: Any, block: _Block) -> None:
+        delta = event.delta
+        start = block.length
+        block.length += len(delta)
+        held = _Held(event, block, start, block.length)
+        if block.field != "arguments" and not delta and not block.waiting and not block.pending:
+            held.stored = ""  # an empty delta at a safe point holds nothing
+        else:
+            block.waiting.append(held)
+            block.pending.append(delta)
+            if block.field != "arguments":
+                self._thin(held, block)
+        self._held.append(held)
+
+    @staticmethod
+    def _thin(held: _Held, block: _Block) -> None:
+        """Keep a held text delta without its snapshot's text, rebuilt on release: held
+        snapshots each hold the whole text so far, which for a long text without a safe point
+        would be quadratic memory."""
+        event = held.event
+        partial = getattr(event, "partial", None)
+        index = event.content_index
+        if type(partial) is not AssistantMessage or type(index) is not int:
+            return
+        content = partial.content
+        if not 0 <= index < len(content):
+            return
+        text = getattr(content[index], block.field, None)
+        if type(text) is not str or len(text) != held.end or not text.endswith(event.delta):
+            return
+        base = None if block.thinned_to == held.start else text[: held.start]
+        block.thinned_to = held.end
+        rest = list(content)
+        rest[index] = None
+        template = content[index].model_copy(update={block.field: ""})
+        held.thin = (rest, template, base)
+        held.event = event.model_copy(update={"partial": partial.model_copy(update={"content": []})})
+
+    @staticmethod
+    def _thick(held: _Held) -> Any:
+        """The event of a thinned held delta, snapshot text restored."""
+        block = held.block
+        assert held.thin is not None and block is not None
+        rest, template, base = held.thin
+        event = held.event
+        if base is not None:
+            block.raw = base
+        block.raw = text = block.raw + event.delta
+        content = list(rest)
+        content[event.content_index] = template.model_copy(update={block.field: text})
+        return event.model_copy(update={"partial": event.partial.model_copy(update={"content": content})})
+
+    def _pass(self, event: Any) -> Iterable[Any]:
+        self._held.append(_Held(event))
+        return self._release()
+
+    def _release(self) -> Iterator[Any]:
+        """The releasable events, one at a time: a long run released at a block's end is
+        encoded and dropped event by event, never all rebuilt at once. The caller consumes
+        it whole before feeding the next event."""
+        held = self._held
+        while held and held[0].stored is not None:
+            entry = held.popleft()
+            if entry.thin is not None:
+                entry.event = self._thick(entry)
+            block = entry.block
+            if block is not None:
+                block.released.append(entry.stored)  # type: ignore[arg-type]
+                block.emitted = entry.end
+            self._account(entry.event)
+            yield self._stored(entry, entry.stored) if self._dirty else entry.event
+
+    def _account_delta(self, event: Any, block: _Block) -> None:
+        """:meth:`_account` for the usual delta, checking only the block it grew (every
+        other event checks them all)."""
+        try:
+            text = getattr(event.partial.content[event.content_index], block.field)
+        except (AttributeError, IndexError, TypeError):
+            self.unaccounted = True
+            return
+        if type(text) is not str or len(text) != block.emitted:
+            self.unaccounted = True
+
+    def _account(self, event: Any) -> None:
+        """Note (``unaccounted``) a raw event whose block texts are not exactly what the
+        block's deltas streamed so far: only streamed text passed through this stage."""
+        if self.unaccounted:
+            return
+        message = getattr(event, "partial", None) or getattr(event, "message", None) or getattr(event, "error", None)
+        content = getattr(message, "content", None)
+        if type(content) is not list:
+            return
+        blocks = self._blocks
+        for index, item in enumerate(content):
+            for field in _TEXT_FIELDS:
+                text = getattr(item, field, None)
+                if type(text) is str and text:
+                    block = blocks.get(index)
+                    if block is None or block.field != field or block.emitted != len(text):
+                        self.unaccounted = True
+                        return
+
+    def _stored(self, entry: _Held, delta: str | None = None) -> Any:
+        """The event as written: stored delta and stored block texts (only once something
+        in the call was rewritten; before that, the event itself)."""
+        event = entry.event
+        kind = event.type
+        if kind in _TEXT_ENDS or kind == "toolcall_end":
+            block = self._blocks.get(event.content_index)
+            if block is not None:
+                block.closed = True
+        update: dict[str, Any] = {}
+        if delta is not None and entry.block is not None and delta != event.delta:
+            update["delta"] = delta
+        if kind in _TEXT_ENDS:
+            block = self._blocks.get(event.content_index)
+            if block is not None and block.dirty and block.field != "arguments":
+                update["content"] = "".join(block.released)
+        for name in ("partial", "message", "error"):
+            message = getattr(event, name, None)
+            if type(message) is AssistantMessage:
+                stored = self._stored_message(message)
+                if stored is not message:
+                    update[name] = stored
+        return event.model_copy(update=update) if update else event
+
+    def _stored_message(self, message: AssistantMessage) -> AssistantMessage:
+        content = message.content
+        stored_content = None
+        for index, raw_block in enumerate(content):
+            block = self._blocks.get(index)
+            if block is None or not block.dirty:
+                continue
+            stored_block = self._stored_block(block, raw_block)
+            if stored_block is not raw_block:
+                if stored_content is None:
+                    stored_content = list(content)
+                stored_content[index] = stored_block
+        if stored_content is None:
+            return message
+        return message.model_copy(update={"content": stored_content})
+
+    def _stored_block(self, block: _Block, raw_block: Any) -> Any:
+        """A block with its stored text, reused while neither it nor its stored text changed
+        (the encoder's hot path compares blocks by identity)."""
+        if block.field == "arguments" and block.closed:
+            return raw_block  # whole arguments: the encoder redacts them by field name
+        if not hasattr(raw_block, block.field):
+            return raw_block
+        size = len(block.released)
+        view = block.view
+        if view is not None and view[0] is raw_block and view[1] == size:
+            return view[2]
+        text = "".join(block.released)
+        value: Any = parse_streaming_json(text) if block.field == "arguments" else text
+        stored = raw_block.model_copy(update={block.field: value})
+        block.view = (raw_block, size, stored)
+        return stored

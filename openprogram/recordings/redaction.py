@@ -27,7 +27,9 @@ from __future__ import annotations
 
 import re
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from functools import lru_cache, partial
 from itertools import repeat
 from typing import Any, NamedTuple
@@ -235,22 +237,36 @@ def _trigger_for(values: tuple[str, ...]) -> Trigger:
 # ============================================================================ known values
 
 
+def value_token(name: str) -> str:
+    """What a recording stores in place of the run value ``name``."""
+    return "{{" + name + "}}"
+
+
 class _KnownValues:
-    """A matcher for one set of known secret values, built once per distinct set."""
+    """A matcher for one set of known secret values (replaced by ``PLACEHOLDER``) and run
+    values (each replaced by its ``{{name}}``), built once per distinct set."""
 
-    __slots__ = ("values", "pattern", "contains_whitespace", "memo", "trigger")
+    __slots__ = ("values", "pattern", "replacements", "contains_whitespace", "memo", "trigger", "shortest")
 
-    def __init__(self, values: frozenset[str]) -> None:
-        ordered = sorted(
-            (value for value in values if len(value) >= _credentials.MIN_SECRET_LENGTH),
-            key=lambda value: (-len(value), value),
-        )
-        # Longest first, so a value that contains another is removed whole.
+    def __init__(self, values: frozenset[str], run_values: tuple[tuple[str, str], ...] = ()) -> None:
+        replacements = {
+            value: PLACEHOLDER for value in values if len(value) >= _credentials.MIN_SECRET_LENGTH
+        }
+        for name, value in run_values:
+            replacements.setdefault(value, value_token(name))
+        # Longest first, so a value that contains another is replaced whole.
+        ordered = sorted(replacements, key=lambda value: (-len(value), value))
         self.values: tuple[str, ...] = tuple(ordered)
+        self.replacements = replacements
         self.pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
         self.contains_whitespace = any(ch in value for value in ordered for ch in _CUT_WHITESPACE)
         self.memo: dict[str, str] = {}
         self.trigger = _trigger_for(self.values)
+        #: No rule can act on a shorter text.
+        self.shortest = min([_SHORTEST_SECRET_TEXT, *(len(value) for _, value in run_values)])
+
+    def replace(self, text: str) -> str:
+        return self.pattern.sub(lambda match: self.replacements[match.group(0)], text)
 
 
 class Redactor:
@@ -284,18 +300,57 @@ class Redactor:
         return _remove(value, self._known)
 
 
-_known_cache: tuple[frozenset[str], _KnownValues] | None = None
+_known_cache: tuple[tuple[frozenset[str], tuple[tuple[str, str], ...]], _KnownValues] | None = None
+
+#: The run values (name, text) of the calls made here: ``use_run_values`` sets them for a block
+#: of code (``use_recording(..., values=...)``), and every redaction inside replaces each
+#: text by ``{{name}}``.
+_run_values: ContextVar[tuple[tuple[str, str], ...]] = ContextVar("openprogram_run_values", default=())
+MIN_RUN_VALUE_LENGTH = 3
+_VALUE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def check_run_values(values: Mapping[str, str] | None) -> tuple[tuple[str, str], ...]:
+    """``values`` as sorted ``(name, text)`` pairs; ``ValueError`` names a bad name or text."""
+    if not values:
+        return ()
+    pairs = []
+    for name, text in values.items():
+        if not isinstance(name, str) or not _VALUE_NAME.match(name):
+            raise ValueError(f"a run value name must be an identifier like tmp_path, not {name!r}")
+        if not isinstance(text, str) or len(text) < MIN_RUN_VALUE_LENGTH:
+            raise ValueError(
+                f"run value {name!r} must be a string of at least {MIN_RUN_VALUE_LENGTH} "
+                f"characters (every occurrence is replaced), not {text!r}"
+            )
+        pairs.append((name, text))
+    return tuple(sorted(pairs))
+
+
+@contextmanager
+def use_run_values(values: Mapping[str, str] | None) -> Iterator[tuple[tuple[str, str], ...]]:
+    """Redact every text of ``values`` as ``{{name}}`` inside the block (and its tasks)."""
+    pairs = check_run_values(values)
+    token = _run_values.set(pairs)
+    try:
+        yield pairs
+    finally:
+        _run_values.reset(token)
+
+
+def current_run_values() -> tuple[tuple[str, str], ...]:
+    return _run_values.get()
 
 
 def _known_values() -> _KnownValues:
-    """The matcher for the current known values; rebuilt only when the set changes."""
+    """The matcher for the current known values and run values; rebuilt only when they change."""
     global _known_cache
-    values = _credentials.known_secret_values(is_secret_field_name)
+    key = (_credentials.known_secret_values(is_secret_field_name), _run_values.get())
     cached = _known_cache
-    if cached is not None and cached[0] == values:
+    if cached is not None and cached[0] == key:
         return cached[1]
-    matcher = _KnownValues(values)
-    _known_cache = (values, matcher)
+    matcher = _KnownValues(*key)
+    _known_cache = (key, matcher)
     return matcher
 
 
@@ -306,12 +361,12 @@ def _redact(known: _KnownValues, text: str) -> str:
     """``redact_text`` with the known values already looked up. Every pattern runs only when
     a substring it cannot match without is present (a new rule must add its own substring
     to ``_TRIGGER_WORDS``: the recorder trusts a trigger-free text to be its own redaction)."""
-    if len(text) < _SHORTEST_SECRET_TEXT:
+    if len(text) < known.shortest:
         return text
     if known.pattern is not None:
         for value in known.values:
             if value in text:
-                text = known.pattern.sub(PLACEHOLDER, text)
+                text = known.replace(text)
                 break
     if "://" in text and "@" in text:
         text = _USERINFO.sub(_userinfo_replacement, text)

@@ -8,9 +8,10 @@ credential. It compares each incoming request with the recorded one and raises
 from __future__ import annotations
 
 import functools
+import json
 import os
 import threading
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,9 +25,9 @@ from ..providers.types import (
     StreamOptions,
 )
 from .differences import ReplayMismatch, find_first_difference
-from .format import request_payloads
+from .format import EVENT_CLASSES, request_payloads
 from .reader import RecordedCall, Recording, read_recording_file
-from .redaction import remove_secret_values
+from .redaction import check_run_values, remove_secret_values, use_run_values, value_token
 from .volatile import RequestFilter
 
 __all__ = ["RecordedCallInterrupted", "ReplayProvider"]
@@ -90,6 +91,35 @@ def first_request_difference(
     return None
 
 
+def with_run_values(event: AssistantMessageEvent, values: tuple[tuple[str, str], ...]) -> AssistantMessageEvent:
+    """A recorded event with every ``{{name}}`` of a run value replaced by this run's text: a
+    streamed tool-call argument delta is JSON text, so there the value goes in JSON-escaped."""
+    dump = event.model_dump(mode="json")
+    tokens = [(value_token(name), text) for name, text in values]
+    replaced = _substituted(dump, tokens)
+    if dump.get("type") == "toolcall_delta" and isinstance(dump.get("delta"), str):
+        delta = dump["delta"]
+        for token, text in tokens:
+            delta = delta.replace(token, json.dumps(text)[1:-1])
+        replaced["delta"] = delta
+    if replaced == dump:
+        return event
+    return EVENT_CLASSES[dump["type"]].model_validate(replaced)
+
+
+def _substituted(value: Any, tokens: list[tuple[str, str]]) -> Any:
+    if isinstance(value, str):
+        if "{{" in value:
+            for token, text in tokens:
+                value = value.replace(token, text)
+        return value
+    if isinstance(value, dict):
+        return {key: _substituted(item, tokens) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_substituted(item, tokens) for item in value]
+    return value
+
+
 @dataclass(eq=False)
 class _Session:
     """The calls one recording sink wrote (lines without a session form one implicit
@@ -137,8 +167,10 @@ class ReplayProvider:
         *,
         ignore: Iterable[str] = (),
         normalize: Iterable[Sequence[str]] = (),
+        values: Mapping[str, str] | None = None,
     ) -> None:
         self._filter = RequestFilter(ignore, normalize)  # first: a bad pattern reads no file
+        self._values = check_run_values(values)
         self._filtered: dict[int, dict[str, Any]] = {}  # call_index -> filtered recorded request
         self._recording = read_recording_file(recording_path)
         self._lock = threading.Lock()
@@ -284,13 +316,21 @@ class ReplayProvider:
     async def _replay(
         self, model: Model, context: Context, options: StreamOptions | None
     ) -> AsyncIterator[AssistantMessageEvent]:
-        async for event in self.serve(self.take(model, context, options)):
+        if self._values:
+            with use_run_values(dict(self._values)):
+                call = self.take(model, context, options)
+        else:
+            call = self.take(model, context, options)
+        async for event in self.serve(call):
             yield event
 
     async def serve(self, call: RecordedCall) -> AsyncIterator[AssistantMessageEvent]:
         """The recorded events of a call :meth:`take` handed out, as the live run saw them."""
         kept = call._events
-        for event in kept if kept is not None else call.events():
+        events = kept if kept is not None else call.events()
+        if self._values:
+            events = (with_run_values(event, self._values) for event in events)
+        for event in events:
             yield event
         if call.outcome != "complete":
             raise RecordedCallInterrupted(call.call_index, call.outcome)

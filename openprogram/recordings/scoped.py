@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -75,6 +75,7 @@ def use_recording(
     *,
     ignore: Iterable[str] = (),
     normalize: Iterable[Sequence[str]] = (),
+    values: Mapping[str, str] | None = None,
 ) -> Iterator[RecordingScope]:
     """Route every provider lookup made inside the block to a recording.
 
@@ -85,22 +86,27 @@ def use_recording(
     the block ends without an exception (see :mod:`.updating`). ``ignore`` (field path patterns) and
     ``normalize`` (``(regex, replacement)`` pairs) make replay overlook volatile values in
     requests (see :mod:`.volatile`); they are checked in every mode, so a typo fails at once.
+    ``values`` (``{name: text}``: a temporary folder, a port) are run-specific texts: the file
+    stores every occurrence as ``{{name}}`` (requests and streamed events alike), and replay
+    compares with, and serves, this run's texts.
     """
     if mode not in MODES:
         raise ValueError(f"use_recording mode must be one of {', '.join(MODES)}, not {mode!r}")
+    from .redaction import check_run_values, use_run_values
     from .volatile import RequestFilter
 
     ignore, normalize = tuple(ignore), tuple(normalize)
     RequestFilter(ignore, normalize)  # raises ValueError for a bad pattern or regex
+    values = dict(check_run_values(values))
     scope = RecordingScope(Path(path), mode)
     if mode == "replay":
         from .replayer import ReplayProvider
 
-        scope.replay_provider = ReplayProvider(path, ignore=ignore, normalize=normalize)
+        scope.replay_provider = ReplayProvider(path, ignore=ignore, normalize=normalize, values=values)
     elif mode == "update":
         from .updating import UpdateSession
 
-        scope.update = UpdateSession(path, ignore=ignore, normalize=normalize)
+        scope.update = UpdateSession(path, ignore=ignore, normalize=normalize, values=values)
     else:
         from .sink import RecordingSink
 
@@ -108,7 +114,8 @@ def use_recording(
     token = _scoped_route.set(scope.route)
     succeeded = False
     try:
-        yield scope
+        with use_run_values(values):
+            yield scope
         succeeded = True
     finally:
         _scoped_route.reset(token)

@@ -18,7 +18,7 @@ import os
 import stat
 import tempfile
 import threading
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,12 +42,13 @@ class UpdateSession:
         *,
         ignore: Iterable[str] = (),
         normalize: Iterable[Sequence[str]] = (),
+        values: Mapping[str, str] | None = None,
     ) -> None:
         from .replayer import ReplayProvider
 
         self.path = Path(path)
         self.replay = (
-            ReplayProvider(self.path, ignore=ignore, normalize=normalize)
+            ReplayProvider(self.path, ignore=ignore, normalize=normalize, values=values)
             if os.path.lexists(self.path)
             else None
         )

@@ -15,6 +15,9 @@ goes to ``<test folder>/recordings/<test module>/<test name>.jsonl``:
   requests did not drift keeps its file byte for byte).
 - ``off``: live calls, nothing recorded.
 
+A test that uses ``tmp_path`` gets it as the run value ``tmp_path``: the recording stores
+``{{tmp_path}}`` wherever the folder appears, and a later run replays with its own folder.
+
 A test that fails while recording keeps no new recording unless ``--llm-keep-failed``.
 
 The routing is entered inside the test function itself (the plugin wraps it), through
@@ -125,6 +128,8 @@ class LlmRecording:
         self.path = path
         self.ignore = ignore
         self.normalize = normalize
+        #: Run values (``{name: text}``), stored as ``{{name}}``: the test's ``tmp_path``.
+        self.values: dict[str, str] = {}
         self.legacy_path = legacy_path
         self.mode = mode
         self.nodeid = nodeid
@@ -214,6 +219,9 @@ def pytest_runtest_call(item: pytest.Item):
         yield
         return
     keep_failed = item.config.getoption("--llm-keep-failed")
+    temporary = getattr(item, "funcargs", {}).get("tmp_path")
+    if temporary is not None:  # a prompt that names it replays in later runs (other folders)
+        handle.values = {"tmp_path": str(temporary)}
     item.obj = _wrap(function, handle, keep_failed)
     try:
         yield
@@ -282,7 +290,9 @@ def _session(handle: LlmRecording, keep_failed: bool):
         with contextlib.ExitStack() as stack:
             try:
                 scope = stack.enter_context(
-                    use_recording(handle.path, "update", ignore=handle.ignore, normalize=handle.normalize)
+                    use_recording(
+                        handle.path, "update", ignore=handle.ignore, normalize=handle.normalize, values=handle.values
+                    )
                 )
             except ValueError as error:
                 pytest.fail(f"llm_recording: {error}", pytrace=False)
@@ -304,7 +314,9 @@ def _session(handle: LlmRecording, keep_failed: bool):
         with contextlib.ExitStack() as stack:
             try:
                 scope = stack.enter_context(
-                    use_recording(handle.path, "replay", ignore=handle.ignore, normalize=handle.normalize)
+                    use_recording(
+                        handle.path, "replay", ignore=handle.ignore, normalize=handle.normalize, values=handle.values
+                    )
                 )
             except ValueError as error:  # a bad ignore pattern or normalize regex
                 pytest.fail(f"llm_recording: {error}", pytrace=False)
@@ -325,7 +337,9 @@ def _session(handle: LlmRecording, keep_failed: bool):
         pending.unlink()
     succeeded = False
     try:
-        with use_recording(pending, "record", ignore=handle.ignore, normalize=handle.normalize) as scope:
+        with use_recording(
+            pending, "record", ignore=handle.ignore, normalize=handle.normalize, values=handle.values
+        ) as scope:
             handle.scope = scope
             yield
         succeeded = True

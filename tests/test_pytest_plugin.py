@@ -279,3 +279,35 @@ def test_agent():
     again.stdout.fnmatch_lines(["*LIVE CALLS: 0*"])
     assert path.read_bytes() == before
     run_inner(pytester, THIRD="THREE", EXPECT_OFFLINE="1").assert_outcomes(passed=1)
+
+
+def test_a_prompt_naming_tmp_path_records_once_and_replays_in_later_runs(pytester):
+    pytester.makepyfile(test_agent_suite="""
+import pytest
+from openprogram.agent import AgentContext, AgentLoopConfig, AgentTool, AgentToolResult, agent_loop
+from openprogram.providers.models import get_model
+from openprogram.providers.types import TextContent, UserMessage
+
+@pytest.mark.llm_recording
+async def test_reads_a_file_in_its_folder(tmp_path):
+    (tmp_path / "notes.txt").write_text("remember the milk")
+    seen = []
+
+    async def read(tool_call_id, args, signal, on_update):
+        seen.append(args["path"])
+        return AgentToolResult(content=[TextContent(text=open(args["path"]).read())])
+
+    tool = AgentTool(name="read", description="read a file", parameters={
+        "type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}, execute=read)
+    prompt = f"/read {tmp_path}/notes.txt"
+    events = [e async for e in agent_loop([UserMessage(content=prompt)], AgentContext(tools=[tool]),
+                                          AgentLoopConfig(model=get_model("faux/echo")))]
+    assert events[-1].messages[-1].content[0].text == "read returned: remember the milk"
+    assert seen == [f"{tmp_path}/notes.txt"]
+""")
+    run_inner(pytester, "--llm-record-mode=record").assert_outcomes(passed=1)
+    path = recording_file(pytester, "test_reads_a_file_in_its_folder")
+    text = path.read_text()
+    assert "pytest-of-" not in text and "{{tmp_path}}/notes.txt" in text
+    for _ in range(2):  # later runs get other tmp_path folders
+        run_inner(pytester, EXPECT_OFFLINE="1").assert_outcomes(passed=1)

@@ -36,7 +36,7 @@ def tutorial_steps(text: str) -> list[tuple[str, str, str]]:
 
 def test_tutorial_has_files_and_commands():
     steps = tutorial_steps((REPO_ROOT / "docs" / "tutorial.md").read_text())
-    assert {name for kind, name, _ in steps if kind == "file"} == {"agent.py", "pytest.ini", "test_agent.py"}
+    assert {name for kind, name, _ in steps if kind == "file"} == {"agent.py", "pytest.ini", "test_agent.py", "test_concurrent.py"}
     assert sum(1 for kind, _, _ in steps if kind == "command") >= 10
 
 
@@ -71,6 +71,8 @@ def test_every_tutorial_command_runs_as_written(tmp_path, isolated_home):
     assert recording.exists()
     conversation = outputs[f"openprogram recordings show {recording.relative_to(project)} --conversation"]
     assert "calculator" in conversation and "42" in conversation
+    concurrent = project / "recordings" / "test_concurrent" / "test_sub_agents_in_a_dated_session.jsonl"
+    assert "{{tmp_path}}" in concurrent.read_text() and "pytest-of-" not in concurrent.read_text()
     tracked = subprocess.run(["git", "ls-files"], cwd=project, capture_output=True, text=True).stdout.split()
     assert str(recording.relative_to(project)) in tracked
 

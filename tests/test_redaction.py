@@ -1,4 +1,4 @@
-"""Redaction (contract section 5): by field name, by value shape, by known value; prose and
+"""Redaction (docs/file-format.md): by field name, by value shape, by known value; prose and
 ordinary payloads untouched; ``safe_cut`` lets a growing string be redacted piecewise."""
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ def test_prose_is_left_alone(text):
     assert redact_text(text) == text
 
 
-# Contract v1.1 (3): the well-known prefixed credentials, JWTs, PEM blocks, sk- keys anywhere.
+# The well-known prefixed credentials, JWTs, PEM blocks, sk- keys anywhere.
 JWT = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U"
 PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAxyz123\nabcDEF456==\n-----END RSA PRIVATE KEY-----"
 
@@ -198,7 +198,7 @@ PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAxyz123\nabcDEF456==\n---
         ("https://x/y?a=1?key=abc", f"https://x/y?a=1?key={PLACEHOLDER}"),
         ("<a href='https://x/?q=1&amp;key=abc'>", f"<a href='https://x/?q=1&amp;key={PLACEHOLDER}'>"),
         ("(see https://x/?key=abc)", f"(see https://x/?key={PLACEHOLDER})"),
-        # contract v1.1 (3): well-known prefixed credentials, JWTs, PEM blocks, sk- keys anywhere
+        # well-known prefixed credentials, JWTs, PEM blocks, sk- keys anywhere
         ("use ghp_1234567890abcdefghijABCDEFGHIJ now", f"use {PLACEHOLDER} now"),
         ("gho_abcdefghijklmnopqrstuvwxyz12", PLACEHOLDER),
         ("ghu_abcdefghijklmnopqrstuvwxyz12 ghs_abcdefghijklmnopqrstuvwxyz12", f"{PLACEHOLDER} {PLACEHOLDER}"),

@@ -1,5 +1,5 @@
 """Encoding one call's events as recorded ``event`` objects: redacted, with ``partial`` written
-as a ``partial_patch`` against the previous snapshot (contract sections 4 and 5).
+as a ``partial_patch`` against the previous snapshot (see ``docs/file-format.md``).
 
 Two properties make recording linear in what was streamed:
 

@@ -1,4 +1,4 @@
-"""Credential removal for everything that reaches a recording (contract section 5).
+"""Credential removal for everything that reaches a recording (see ``docs/file-format.md``, "Redaction").
 
 Three rules, applied to a dumped (JSON-shaped) structure:
 

@@ -1,5 +1,5 @@
 """Redaction that sees the stream: the stage in front of :mod:`.encoder` that decides what a
-call's streamed deltas are stored as (contract section 5, v1.1 addition 1).
+call's streamed deltas are stored as (see ``docs/file-format.md``, "Redaction").
 
 Redacting each stored string on its own is not enough: a secret streamed in small deltas is
 written before it can be recognised, and the deltas of a tool call join back to arguments whose

@@ -6,6 +6,7 @@
 * replay: opening (strict validation included) and replaying the 50-call recording vs
   building the same event objects from in-memory dicts with pydantic;
 * replay memory: peak RSS of a subprocess replaying the 20,000-delta answer;
+* appending from a new process: one more call into a 1,000-call file vs an empty file;
 * call_index allocation: a call recorded after 1,000 others (written alternately by two sinks,
   as two processes would) vs one of the first calls;
 * redaction that sees the stream: 200 KB of whitespace-free text in 4-character deltas (no safe
@@ -117,9 +118,11 @@ async def _plain_size(provider) -> int:
     return total
 
 
-def _replay_cost(folder: Path) -> Row:
-    path = folder / "replay.jsonl"
-    _record(path, CALLS, DELTAS)
+def _replay_cost(folder: Path, name: str, calls: int, deltas: int, limit: float) -> Row:
+    """Open (strict validation included) and replay every call, vs validating the same event
+    dicts with pydantic; the events per second of the replay are in the note."""
+    path = folder / name
+    _record(path, calls, deltas)
     dumps = [dump for call in read_recording_file(path).calls for dump in call.event_dumps()]
     dumps = [orjson.loads(orjson.dumps(d)) for d in dumps]  # independent, fully materialised
 
@@ -128,14 +131,61 @@ def _replay_cost(folder: Path) -> Row:
             EVENT_CLASSES[dump["type"]].model_validate(dump)
 
     async def replay_all(provider: ReplayProvider) -> None:
-        for number in range(CALLS):
+        for number in range(calls):
             async for _ in provider.stream(MODEL, _context(number)):
                 pass
 
-    baseline, measured = paired_best(build, lambda: asyncio.run(replay_all(ReplayProvider(path))))
+    rounds = 9 if calls * deltas <= 10_000 else 3
+    baseline, measured = paired_best(build, lambda: asyncio.run(replay_all(ReplayProvider(path))), rounds)
+    rate = len(dumps) / measured if measured > 0 else float("inf")
+    label = f"{calls} x {deltas}" if calls > 1 else f"a {deltas}-delta answer"
     return ratio_row(
-        f"open + replay {CALLS} x {DELTAS}", measured, baseline, 2.0,
+        f"open + replay {label}", measured, baseline, limit,
+        f"{rate / 1000:.1f}k events/s ({len(dumps)} events, CPU time); "
         "vs validating the same event dicts with pydantic",
+    )
+
+
+APPEND_CHILD = textwrap.dedent(
+    """
+    import asyncio, sys, time
+    from openprogram.providers.faux import FauxProvider, faux_text
+    from openprogram.providers.recording import RecordingProvider, RecordingSink
+    from openprogram.providers.types import Context, Model, UserMessage
+    async def main():
+        model = Model(id="bench", api="faux", provider="faux")
+        context = Context(messages=[UserMessage(content="one more", timestamp=1)])
+        began = time.perf_counter()
+        provider = RecordingProvider(FauxProvider([faux_text("a b c")], timestamp=1), RecordingSink(sys.argv[1]))
+        async for _ in provider.stream(model, context):
+            pass
+        provider.sink.close()
+        print(time.perf_counter() - began)
+    asyncio.run(main())
+    """
+)
+
+
+def _append_in_new_process(folder: Path) -> Row:
+    """Record one more call into a 1,000-call file from a new process (what a test run that
+    appends does) vs into an empty file; the interpreter's start-up is not counted."""
+    big = folder / "thousand.jsonl"
+    _record(big, 1000, 100)
+    size = big.stat().st_size
+
+    def child(path: Path) -> float:
+        result = subprocess.run(
+            [sys.executable, "-c", APPEND_CHILD, str(path)], capture_output=True, text=True, check=True
+        )
+        return float(result.stdout.strip())
+
+    empty_times, big_times = [], []
+    for _ in range(5):
+        empty_times.append(child(_fresh(folder, "empty.jsonl")))
+        big_times.append(child(big))
+    return ratio_row(
+        "record one more call into a 1,000-call file (new process)", min(big_times), min(empty_times), 1.5,
+        f"vs into an empty file; {size / 1e6:.0f} MB file, 1,000 calls x 100 deltas",
     )
 
 
@@ -269,9 +319,11 @@ def run() -> list[Row]:
         folder = Path(name)
         rows = [_recording_overhead(folder)]
         rows.extend(_long_answer(folder))
-        rows.append(_replay_cost(folder))
+        rows.append(_replay_cost(folder, "replay.jsonl", CALLS, DELTAS, 2.0))
+        rows.append(_replay_cost(folder, "replay-long.jsonl", 1, LONG_DELTAS, 2.0))
         rows.append(_replay_memory(folder))
         rows.append(_allocation(folder))
+        rows.append(_append_in_new_process(folder))
         rows.append(_streamed(folder, "text", 4, f"record {STREAMED_KB} KB whitespace-free text (4-char deltas)"))
         rows.append(_streamed(folder, "tool", 8, f"record {TOOL_ARGUMENT_KB} KB tool arguments (8-char deltas)"))
         return rows

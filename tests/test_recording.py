@@ -106,16 +106,19 @@ def test_appending_to_a_foreign_or_damaged_file_is_refused(tmp_path, content, re
     assert path.read_bytes() == content
 
 
-async def test_a_line_left_unfinished_by_a_dead_writer_is_named_by_the_reader(tmp_path):
+async def test_a_line_left_unfinished_by_a_dead_writer_is_refused_by_the_next_sink(tmp_path):
     path = tmp_path / "rec.jsonl"
     RecordingSink(path).close()
     with open(path, "ab") as file:
         file.write(b'{"type":"event","call_in')  # a writer killed in the middle of a line
-    provider = RecordingProvider(FauxProvider([faux_text("a")]), path)
-    await collect(provider.stream(MODEL, context_of("q")))
+    before = path.read_bytes()
+    with pytest.raises(RecordingFileError) as caught:
+        RecordingProvider(FauxProvider([faux_text("a")]), path)
+    assert caught.value.line_number == 2 and "openprogram recordings recover" in caught.value.reason
+    assert path.read_bytes() == before  # nothing glued onto the torn line
     with pytest.raises(RecordingFileError) as caught:
         read_recording_file(path)
-    assert caught.value.line_number == 2 and "not valid JSON" in caught.value.reason
+    assert caught.value.line_number == 2 and "incomplete" in caught.value.reason
 
 
 async def test_two_sinks_on_one_file_share_one_call_order(tmp_path):

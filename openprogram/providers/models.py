@@ -6,6 +6,9 @@ server, say) come from the ``models`` list of the configuration.
 
 from __future__ import annotations
 
+import copy
+import os
+import stat
 from typing import Any
 
 from .types import Model, ModelCost
@@ -82,7 +85,7 @@ _CATALOG: list[Model] = [
 
 
 def builtin_models() -> list[Model]:
-    return [model.model_copy(deep=True) for model in _CATALOG]
+    return [_fresh(model) for model in _CATALOG]
 
 
 def custom_model(entry: dict[str, Any]) -> Model:
@@ -99,12 +102,7 @@ def configured_models() -> list[Model]:
 
 
 def all_models(*, include_configured: bool = True) -> list[Model]:
-    models = builtin_models()
-    if include_configured:
-        custom = configured_models()
-        keys = {(m.provider, m.id) for m in custom}
-        models = [m for m in models if (m.provider, m.id) not in keys] + custom
-    return models
+    return [_fresh(model) for model in _catalog(include_configured).values()]
 
 
 def split_model_ref(ref: str) -> tuple[str, str]:
@@ -117,11 +115,76 @@ def split_model_ref(ref: str) -> tuple[str, str]:
 def get_model(ref: str, *, include_configured: bool = True) -> Model:
     """Resolve ``"provider/model-id"``; configured models override built-ins of the same name."""
     provider, model_id = split_model_ref(ref)
-    for model in reversed(all_models(include_configured=include_configured)):
-        if model.provider == provider and model.id == model_id:
-            return model
-    known = ", ".join(sorted(f"{m.provider}/{m.id}" for m in all_models(include_configured=include_configured)))
+    catalog = _catalog(include_configured)
+    model = catalog.get((provider, model_id))
+    if model is not None:
+        return _fresh(model)
+    known = ", ".join(sorted(f"{p}/{m}" for p, m in catalog))
     raise LookupError(
         f"unknown model '{ref}'; known models: {known}. "
         "Add a custom one to the 'models' list of the configuration."
     )
+
+
+# ------------------------------------------------------------------- the cached catalog
+#
+# An agent resolves its model on every run, and a test suite runs many agents: rebuilding the
+# catalog (and re-reading the configuration) each time was the largest cost of ``get_model``.
+# The catalog is built once per process and rebuilt only when the configuration file changes,
+# which one ``stat`` tells (its identity, size and change times).
+
+_ConfigStamp = tuple[str, int, int, int, int] | tuple[str, None]
+
+#: Built-in models by ``(provider, id)``, in catalog order.
+_BUILTIN: dict[tuple[str, str], Model] = {(m.provider, m.id): m for m in _CATALOG}
+_configured_cache: tuple[_ConfigStamp, dict[tuple[str, str], Model]] | None = None
+#: How many times the catalog with configured models was built (tests count rebuilds).
+catalog_builds = 0
+
+
+def _catalog(include_configured: bool) -> dict[tuple[str, str], Model]:
+    """Every model by ``(provider, id)``: built-ins, then configured ones, which replace a
+    built-in of the same name and come last. The dict is shared: callers get copies."""
+    if not include_configured:
+        return _BUILTIN
+    global _configured_cache, catalog_builds
+    stamp = _config_stamp()
+    cached = _configured_cache
+    if stamp is not None and cached is not None and cached[0] == stamp:
+        return cached[1]
+    custom = {(m.provider, m.id): m for m in configured_models()}
+    catalog = {key: model for key, model in _BUILTIN.items() if key not in custom}
+    catalog.update(custom)
+    catalog_builds += 1
+    # A stamp of None (a file that is not a plain file, say) is never cached: the next call
+    # reads the configuration again and reports what is wrong with it.
+    _configured_cache = (stamp, catalog) if stamp is not None else None
+    return catalog
+
+
+def _config_stamp() -> _ConfigStamp | None:
+    """What identifies the configuration file's content without reading it, or None when
+    it cannot be told (then the caller reads the file)."""
+    from ..state import config_path
+
+    path = str(config_path())
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        return (path, None)
+    except OSError:
+        return None
+    if not stat.S_ISREG(info.st_mode):
+        return None
+    return (path, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+
+
+def _fresh(model: Model) -> Model:
+    """A copy the caller may change without changing the catalog: the model and its mutable
+    parts, far cheaper than a deep copy of a pydantic model."""
+    update: dict[str, Any] = {"input": list(model.input), "cost": model.cost.model_copy()}
+    if model.headers is not None:
+        update["headers"] = dict(model.headers)
+    if model.compat is not None:
+        update["compat"] = copy.deepcopy(model.compat)
+    return model.model_copy(update=update)

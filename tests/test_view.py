@@ -33,7 +33,7 @@ needs_browser = pytest.mark.skipif(
 )
 
 
-def make_session(path: Path, prompt: str = "What is 6*7?", *, secret_in_prompt: str = "") -> Path:
+def make_session(path: Path, prompt: str = "What is 6*7?") -> Path:
     """A recorded agent-like session by the real recorder: thinking, a tool call with its
     result, an answer; then a call in a second lane."""
     from openprogram.providers.faux import FauxProvider, faux_text, faux_thinking, faux_tool_call
@@ -56,22 +56,22 @@ def make_session(path: Path, prompt: str = "What is 6*7?", *, secret_in_prompt: 
     provider = RecordingProvider(faux, path)
     model = Model(id="echo", api="faux", provider="faux")
 
-    async def go():
-        first = UserMessage(content=prompt + secret_in_prompt, timestamp=0)
-        context = Context(system_prompt="You are a careful calculator.", messages=[first])
-        answer = None
+    async def answer_to(context):
+        message = None
         async for event in provider.stream_simple(model, context):
-            answer = getattr(event, "message", answer)
+            message = getattr(event, "message", message)
+        return message
+
+    async def go():
+        first = UserMessage(content=prompt, timestamp=0)
+        system = "You are a careful calculator."
+        answer = await answer_to(Context(system_prompt=system, messages=[first]))
         result = ToolResultMessage(
             tool_call_id="call-1", tool_name="calculator", content=[TextContent(text="42")], timestamp=0
         )
-        context = Context(system_prompt="You are a careful calculator.", messages=[first, answer, result])
-        async for _ in provider.stream_simple(model, context):
-            pass
+        await answer_to(Context(system_prompt=system, messages=[first, answer, result]))
         with lane("helper"):
-            side = Context(messages=[UserMessage(content="side question", timestamp=0)])
-            async for _ in provider.stream_simple(model, side):
-                pass
+            await answer_to(Context(messages=[UserMessage(content="side question", timestamp=0)]))
 
     asyncio.run(go())
     provider.sink.close()

@@ -336,6 +336,31 @@ def test_in_the_browser_the_page_makes_no_network_request(tmp_path):
 
 
 @needs_browser
+def test_in_the_browser_the_policy_alone_stops_markup_that_escaped(tmp_path):
+    """Defence in depth: were escaping ever broken, the page's Content-Security-Policy still
+    runs no script and loads nothing (raw markup is planted past the escaping here)."""
+    from openprogram.recordings.view import render_recording_page
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Requests)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    try:
+        Requests.seen = []
+        raw = (
+            f'<img src="{url}/img"><script>document.title="pwned"</script>'
+            f'<img src=x onerror="document.title=\'pwned\'"><link rel=stylesheet href="{url}/css">'
+        )
+        page = tmp_path / "page.html"
+        page.write_text(render_recording_page(read(make_session(tmp_path / "s.jsonl"))).replace("<main>", "<main>" + raw))
+        dom = dump_dom(page, tmp_path / "profile")
+        assert 'data-script="ran"' in dom and "<title>Recording</title>" in dom
+        assert Requests.seen == []
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@needs_browser
 def test_in_the_browser_the_drift_page_marks_the_field(tmp_path):
     from openprogram.recordings.differences import ReplayMismatch
     from openprogram.recordings.view import render_drift_page, write_page

@@ -241,12 +241,29 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 
     if isinstance(call.excinfo.value, ReplayMismatch):
         report = outcome.get_result()
+        page = _write_drift_page(handle.path, call.excinfo.value)
         report.longrepr = (
             f"{call.excinfo.value}\n\n"
             f"The test's requests no longer match its recording {handle.path}.\n"
+            f"{page}"
             f"If the change is intended, re-record it with:\n"
             f"  pytest '{handle.nodeid}' --llm-record-mode=rewrite"
         )
+
+
+def _write_drift_page(path: Path, mismatch: Any) -> str:
+    """Write the drift page beside the recording (``openprogram recordings view``'s drift
+    view) and return the line naming it. Only a failing replay gets here, so passing tests
+    never write one; a page that cannot be written is mentioned, never a second failure."""
+    from openprogram.recordings import view
+    from openprogram.recordings.inspection import read_recording
+
+    target = view.drift_page_path(path)
+    try:
+        view.write_page(view.render_drift_page(read_recording(path), mismatch), target)
+    except Exception as error:  # noqa: BLE001 - the mismatch is the failure to report
+        return f"(the drift page could not be written to {target}: {type(error).__name__})\n"
+    return f"See the drift in a browser: {target}\n"
 
 
 def _wrap(function, handle: LlmRecording, keep_failed: bool):

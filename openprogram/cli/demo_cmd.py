@@ -1,4 +1,5 @@
-"""``openprogram demo``: record an agent session, replay it offline, show a drift report.
+"""``openprogram demo``: record an agent session, replay it offline, show a drift report, and
+end with the page of the recording (``openprogram recordings view``), which is kept.
 
 Everything runs on the built-in ``faux/echo`` model and the real calculator tool, so it needs
 no key and no network; during the replay step sockets are disabled to prove it.
@@ -13,6 +14,7 @@ from pathlib import Path
 
 DEMO_PROMPT = "/calculator 6*7"
 DRIFTED_PROMPT = "/calculator 6*8"
+PAGE_NAME = "demo.html"
 
 
 def add_parser(subparsers) -> None:
@@ -68,8 +70,22 @@ def run(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(_demo(folder / "demo.jsonl", keep=args.keep))
     finally:
-        if not args.keep:
-            shutil.rmtree(folder, ignore_errors=True)
+        if not args.keep:  # the page stays: it is what the demo ends by pointing at
+            for entry in folder.iterdir():
+                if entry.is_dir():
+                    shutil.rmtree(entry, ignore_errors=True)
+                elif entry.name != PAGE_NAME:
+                    entry.unlink(missing_ok=True)
+
+
+def write_demo_page(path: Path) -> Path:
+    """The page of the demo recording (``openprogram recordings view``), beside it."""
+    from openprogram.recordings import view
+    from openprogram.recordings.inspection import read_recording
+
+    page = path.with_name(PAGE_NAME)
+    view.write_page(view.render_recording_page(read_recording(path)), page)
+    return page
 
 
 async def _demo(path: Path, *, keep: bool) -> int:
@@ -106,6 +122,8 @@ async def _demo(path: Path, *, keep: bool) -> int:
 
     if keep:
         print(f"\nThe demo recording is kept at {path}")
+    page = write_demo_page(path)
+    print(f"\n4. The recorded session as a page (open it in a browser): {page}")
     print(
         "\nDo the same with your own agent and a real model:\n"
         "  openprogram recordings record --name my-session\n"

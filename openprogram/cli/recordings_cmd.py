@@ -78,6 +78,17 @@ def add_parser(subparsers) -> None:
     diff.add_argument("b", metavar="B", help="recording ID or path")
     diff.add_argument("--json", action="store_true", help="print the stable JSON schema")
 
+    view = verbs.add_parser(
+        "view", help="write the recording as one self-contained HTML page (prompts and outputs!)"
+    )
+    view.add_argument("selector", metavar="ID-or-PATH")
+    view.add_argument(
+        "--against", metavar="ID-or-PATH", help="compare with this recording, call by call"
+    )
+    view.add_argument(
+        "--output", metavar="FILE", help="where to write the page (default: beside the recording)"
+    )
+
     delete = verbs.add_parser("delete", help="delete a managed recording")
     delete.add_argument("id", metavar="ID")
     delete.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
@@ -445,6 +456,46 @@ def _redacted_rows(path: Path):
                 yield remove_secret_values(orjson.loads(line))
 
 
+# ============================================================================ view
+
+
+def run_view(args: argparse.Namespace) -> int:
+    """Write the page (docs/recordings-cli.md, ``view``) and print its path."""
+    from openprogram.recordings import view
+
+    recording = _read_for_view(args.selector)
+    against = _read_for_view(args.against) if args.against is not None else None
+    if against is None:
+        page = view.render_recording_page(recording)
+    else:
+        page = view.render_comparison_page(recording, against)
+    output = Path(args.output) if args.output else view.page_path(
+        recording.path, None if against is None else against.path
+    )
+    if output.is_dir():
+        raise CliError(f"--output {output}: is a folder; name the HTML file to write", EXIT_USAGE)
+    try:
+        view.write_page(page, output)
+    except OSError as error:
+        raise CliError(f"--output {output}: cannot write: {error.strerror or error}") from None
+    _warn_content()
+    _say(str(output))
+    return 0
+
+
+def _read_for_view(selector: str):
+    from openprogram.recordings.format import RecordingFileError
+    from openprogram.recordings.inspection import read_recording
+    from openprogram.recordings.store import is_managed_id
+
+    if is_managed_id(selector) and not _names_local_file(selector):
+        _check_id_argument(selector)
+    try:
+        return read_recording(_resolve_for_reading(selector))
+    except RecordingFileError as error:
+        raise CliError(str(error)) from None
+
+
 # ============================================================================ delete / prune
 
 
@@ -640,6 +691,7 @@ VERBS = {
     "list": run_list,
     "show": run_show,
     "diff": run_diff,
+    "view": run_view,
     "delete": run_delete,
     "prune": run_prune,
 }

@@ -10,6 +10,8 @@ redacted when it was written, but a file edited by hand or copied in from elsewh
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
@@ -68,7 +70,7 @@ def render_message(message: dict[str, Any]) -> list[str]:
 def _usage_line(call: Any, request: dict[str, Any], message: dict[str, Any] | None) -> tuple[str, float]:
     model = request.get("model") or {}
     usage = (message or {}).get("usage") or {}
-    cost = float((usage.get("cost") or {}).get("total") or 0.0)
+    cost = call_cost(message)
     return (
         f"  (call {call.call_index}: {model.get('provider')}/{model.get('id')}, "
         f"{usage.get('input', 0)} in / {usage.get('output', 0)} out tokens"
@@ -78,35 +80,66 @@ def _usage_line(call: Any, request: dict[str, Any], message: dict[str, Any] | No
     )
 
 
-def render_conversation(recording: Any) -> str:
-    """The whole recording as readable text, ending with the total cost a replay saves."""
-    lines: list[str] = []
+@dataclass
+class ConversationStep:
+    """One call of a conversation walk: the messages its request added to what was already
+    shown, and its answer. ``new_conversation`` is set when the call's context does not
+    continue the previous call's (or it is the first call walked)."""
+
+    call: Any
+    request: dict[str, Any]
+    new_conversation: bool
+    system_prompt: str | None
+    first_new_index: int
+    new_messages: list[dict[str, Any]]
+    answer: dict[str, Any] | None
+
+
+def conversation_steps(calls: Iterable[Any]) -> Iterator[ConversationStep]:
+    """Walk ``calls`` in order, telling the conversation once: each step holds only what its
+    predecessor had not shown yet. Requests and answers are redacted on the way out. Shared by
+    the text view (:func:`render_conversation`) and the HTML page (:mod:`.view`)."""
     shown: list[bytes] = []
     system_prompt: str | None = None
-    total = 0.0
-    for call in recording.calls:
+    for call in calls:
         request = remove_secret_values(call.request)
         context = request.get("context") or {}
         messages = context.get("messages") or []
         keys = [_comparable(m) for m in messages]
         continues = keys[: len(shown)] == shown and context.get("system_prompt") == system_prompt
-        if not continues or not shown:
+        new_conversation = not continues or not shown
+        if new_conversation:
+            shown = []
+            system_prompt = context.get("system_prompt")
+        answer = remove_secret_values(final_message(call))
+        yield ConversationStep(
+            call, request, new_conversation, system_prompt, len(shown), messages[len(shown):], answer
+        )
+        shown = keys + [_comparable(answer)] if answer is not None else keys
+
+
+def call_cost(message: dict[str, Any] | None) -> float:
+    """The total cost a call's answer reports (0 when it reports none)."""
+    usage = (message or {}).get("usage") or {}
+    return float((usage.get("cost") or {}).get("total") or 0.0)
+
+
+def render_conversation(recording: Any) -> str:
+    """The whole recording as readable text, ending with the total cost a replay saves."""
+    lines: list[str] = []
+    total = 0.0
+    for step in conversation_steps(recording.calls):
+        if step.new_conversation:
             if lines:
                 lines.append("")
                 lines.append("--- new conversation ---")
-            shown = []
-            system_prompt = context.get("system_prompt")
-            if system_prompt:
-                lines += ["system:", _indent(system_prompt)]
-        for message in messages[len(shown):]:
+            if step.system_prompt:
+                lines += ["system:", _indent(step.system_prompt)]
+        for message in step.new_messages:
             lines += render_message(message)
-        answer = remove_secret_values(final_message(call))
-        if answer is not None:
-            lines += render_message(answer)
-            shown = keys + [_comparable(answer)]
-        else:
-            shown = keys
-        usage_line, cost = _usage_line(call, request, answer)
+        if step.answer is not None:
+            lines += render_message(step.answer)
+        usage_line, cost = _usage_line(step.call, step.request, step.answer)
         lines.append(usage_line)
         total += cost
     lines.append("")

@@ -1475,3 +1475,23 @@ async def test_server_tool_blocks_survive_record_replay_and_show(
     assert "  [server tool anthropic web_search_tool_result]" in out
     assert "    Oslo forecast https://weather.example/oslo" in out
     assert '    web_search({"query":"Oslo weather"})' in out
+
+
+async def test_a_secret_inside_a_server_tool_result_never_reaches_the_recording(
+    server, fresh_registry, tmp_path
+):
+    """A search result quoting a key: the block's payload and readable text are redacted in
+    the file like any other content (they do not stream as deltas)."""
+    from openprogram.providers.stream import complete
+
+    secret = "sk-ant-api03-" + "Qv7" * 20
+    title = a.SEARCH_RESULT["title"].encode()
+    chunks = [chunk.replace(title, f"leaked {secret}".encode()) for chunk in a.WEB_SEARCH]
+    fresh_registry.register_api_provider(ANTHROPIC.api, ANTHROPIC.provider())
+    server.queue(ScriptedResponse(chunks=chunks))
+    path = tmp_path / "secret.jsonl"
+    with use_recording(path, "record"):
+        message = await complete(ANTHROPIC.model(server.url), HELLO, ANTHROPIC.options())
+    assert secret in message.content[2].text  # the live message is the vendor's own
+    text = path.read_text(encoding="utf-8")
+    assert "web_search_tool_result" in text and "Qv7Qv7" not in text

@@ -24,7 +24,11 @@ def assert_well_formed(events: list) -> None:
         family, _, phase = kind.rpartition("_")
         if phase == "start":
             assert index not in open_blocks and index not in texts, f"block {index} started twice"
-            assert index == len(texts), "blocks must start in content order"
+            # in content order; only server tool blocks (which have no events) come between
+            after = max(texts) + 1 if texts else 0
+            assert index >= after, "blocks must start in content order"
+            between = partial.content[after:index]
+            assert all(b.type == "serverTool" for b in between), "blocks must start in content order"
             open_blocks[index] = family
             texts[index] = ""
         elif phase == "delta":

@@ -195,3 +195,59 @@ async def test_no_thinking_without_a_reasoning_level(server, model, provider):
     server.queue(ScriptedResponse(chunks=t.PLAIN_TEXT))
     await collect(provider.stream_simple(model, hello(), SimpleStreamOptions(api_key=KEY)))
     assert "thinking" not in server.requests[0].json
+
+
+# --------------------------------------------------------------------------- server tools
+
+
+async def test_server_tool_blocks_go_back_on_the_next_turn(server, model, provider):
+    """The server tool call, its result and the citations of the text go back as Anthropic
+    sent them; a Gemini model's server tool block is skipped."""
+    server.queue(ScriptedResponse(chunks=t.WEB_SEARCH), ScriptedResponse(chunks=t.PLAIN_TEXT))
+    first = (await run(provider, model))[-1].message
+    foreign = first.content[1].model_copy(update={"api": "google-generative-ai"})
+    other = AssistantMessage(
+        content=[foreign, TextContent(text="Elsewhere.")], api="google-generative-ai", provider="google", model="g"
+    )
+    context = hello()
+    context.messages += [first, other, UserMessage(content="Thanks", timestamp=2)]
+    await run(provider, model, context, options(cache_retention="none"))
+    sent = server.requests[1].json["messages"]
+    assert sent[1] == {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Let me search."},
+            {"type": "server_tool_use", "id": t.SEARCH_ID, "name": "web_search", "input": {"query": "Oslo weather"}},
+            {"type": "web_search_tool_result", "tool_use_id": t.SEARCH_ID, "content": [t.SEARCH_RESULT]},
+            {"type": "text", "text": "It is 4 C and raining.", "citations": [t.CITATION]},
+        ],
+    }
+    assert sent[2] == {"role": "assistant", "content": [{"type": "text", "text": "Elsewhere."}]}
+
+
+async def test_pause_turn_continues_the_turn_in_the_agent_loop(server, model, fresh_registry):
+    """The paused message goes back as it is (without our marker) and the loop goes on until
+    the vendor ends the turn."""
+    from openprogram.agent import AgentContext, AgentLoopConfig, agent_loop
+
+    fresh_registry.register_api_provider(model.api, CASE.provider())
+    server.queue(ScriptedResponse(chunks=t.PAUSED), ScriptedResponse(chunks=t.RESUMED))
+    context = AgentContext(system_prompt=None, messages=[], tools=[])
+    config = AgentLoopConfig(model=model, api_key=KEY)
+    events = [e async for e in agent_loop([UserMessage(content="Weather in Oslo?")], context, config)]
+    end = events[-1]
+    assert [m.role for m in end.messages] == ["user", "assistant", "assistant"]
+    assert end.messages[-1].content[-1] == TextContent(text="It is 4 C.")
+    assert len(server.requests) == 2
+    assert server.requests[1].json["messages"][-1] == {
+        "role": "assistant",
+        "content": [
+            {"type": "server_tool_use", "id": t.SEARCH_ID, "name": "web_search", "input": {"query": "Oslo weather"}}
+        ],
+    }
+
+
+async def test_max_tokens_is_length(server, model, provider):
+    server.queue(ScriptedResponse(chunks=t.SEVERAL_TEXT_BLOCKS))
+    done = (await run(provider, model))[-1]
+    assert (done.type, done.reason, done.message.stop_reason) == ("done", "length", "length")

@@ -188,3 +188,23 @@ async def test_gemini_3_thinking_level_and_function_call_signature(server, provi
     calls = [part for part in body["contents"][1]["parts"] if "functionCall" in part]
     # The SDK writes bytes in URL-safe base64, so the documented placeholder appears verbatim.
     assert [part["thoughtSignature"] for part in calls] == ["skip_thought_signature_validator"] * 2
+
+
+# --------------------------------------------------------------------------- server tools
+
+
+async def test_code_execution_parts_go_back_on_the_next_turn(server, model, provider):
+    server.queue(ScriptedResponse(chunks=t.CODE_EXECUTION), ScriptedResponse(chunks=t.PLAIN_TEXT))
+    first = (await run(provider, model))[-1].message
+    context = hello()
+    context.messages += [first, UserMessage(content="Thanks", timestamp=2)]
+    await run(provider, model, context)
+    assert server.requests[1].json["contents"][1] == {
+        "role": "model",
+        "parts": [
+            {"text": "Let me compute."},
+            {"executableCode": {"code": "print(2 + 2)\n", "language": "PYTHON"}},
+            {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "4\n"}},
+            {"text": "It is 4."},
+        ],
+    }

@@ -211,3 +211,37 @@ async def test_compatible_server_gets_max_tokens_and_no_developer_role(server):
     body = server.requests[0].json
     assert body["max_tokens"] == 64 and "max_completion_tokens" not in body
     assert body["messages"][0]["role"] == "system"
+
+
+# ------------------------------------------------------------------------------- compatible servers
+
+
+async def test_reasoning_details_go_back_whole_on_the_next_turn(server):
+    """OpenRouter asks for reasoning_details to be sent back unchanged (encrypted items
+    included); another model gets the thinking as text, never the details."""
+    from tests.transcripts import openai_completions_streams as c
+
+    model = gpt(server, provider="openrouter")
+    first = (await stream(server, c.REASONING_DETAILS, model))[-1].message
+    context = Context(messages=[*HELLO.messages, first, UserMessage(content="And?", timestamp=2)])
+    await stream(server, c.PLAIN_TEXT, model, context)
+    sent = server.requests[1].json["messages"][1]
+    assert sent["content"] == "Hi there."
+    assert [item["type"] for item in sent["reasoning_details"]] == ["reasoning.text", "reasoning.encrypted"]
+    assert sent["reasoning_details"][0]["text"] == "The user greets me."
+    assert sent["reasoning_details"][1]["data"] == c.ENCRYPTED_DETAIL
+    await stream(server, c.PLAIN_TEXT, gpt(server, id="other-model", provider="openrouter"), context)
+    assert "reasoning_details" not in server.requests[2].json["messages"][1]
+
+
+async def test_server_tool_blocks_are_not_sent_back_by_chat_completions(server):
+    """Chat Completions has no input form for executed tools or annotations: they stay in the
+    history (and the recording) but the request carries only the text."""
+    from tests.transcripts import openai_completions_streams as c
+
+    model = gpt(server)
+    first = (await stream(server, c.GROQ_EXECUTED_TOOLS, model))[-1].message
+    assert first.content[-1].type == "serverTool"
+    context = Context(messages=[*HELLO.messages, first, UserMessage(content="And?", timestamp=2)])
+    await stream(server, c.PLAIN_TEXT, model, context)
+    assert server.requests[1].json["messages"][1] == {"role": "assistant", "content": "It is 4 C in Oslo."}

@@ -230,3 +230,30 @@ async def test_non_reasoning_model_gets_no_reasoning_fields(server):
     body = server.requests[0].json
     assert "reasoning" not in body and "include" not in body
     assert body["input"][0] == {"role": "system", "content": "Be brief."}
+
+
+# --------------------------------------------------------------------------- server tools
+
+
+async def test_server_tool_items_and_annotations_go_back_on_the_next_turn(server):
+    """Built-in tool items go back as input items as they came, the annotations on their
+    message; a Chat Completions model does not get them."""
+    from openprogram.providers.types import AssistantMessage
+    from tests.transcripts import openai_responses_streams as r
+
+    model = gpt5(server)
+    server.queue(ScriptedResponse(chunks=r.WEB_SEARCH), ScriptedResponse(chunks=r.PLAIN_TEXT))
+    first = (await collect(provider().stream(model, HELLO, StreamOptions(api_key=KEY))))[-1].message
+    foreign = AssistantMessage(
+        content=[first.content[0].model_copy(update={"api": "openai-completions"})],
+        api="openai-completions",
+        provider="openai",
+        model="gpt-4o",
+    )
+    context = Context(messages=[*HELLO.messages, first, foreign, UserMessage(content="And?", timestamp=2)])
+    await collect(provider().stream(model, context, StreamOptions(api_key=KEY)))
+    sent = server.requests[1].json["input"]
+    assert sent[1] == r.WEB_SEARCH_ITEM
+    assert sent[2]["id"] == "msg_01"
+    assert sent[2]["content"] == [{"type": "output_text", "text": "Rain in Oslo.", "annotations": [r.URL_CITATION]}]
+    assert sent[3:] == [{"role": "user", "content": [{"type": "input_text", "text": "And?"}]}]

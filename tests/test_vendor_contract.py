@@ -22,6 +22,7 @@ from openprogram.providers.types import (
     Context,
     Model,
     ModelCost,
+    ServerToolContent,
     StreamOptions,
     TextContent,
     ThinkingContent,
@@ -133,6 +134,13 @@ class VendorCase:
 
     def options(self, **fields: Any) -> StreamOptions:
         return StreamOptions(api_key=self.key, **fields)
+
+
+def server_tool(api: str, kind: str, payload: dict, text: str | None) -> ServerToolContent:
+    """A server tool block as the provider of ``api`` makes it (the vendor is the model's
+    provider: these tests use the vendors' own)."""
+    vendor = {"anthropic-messages": "anthropic", "google-generative-ai": "google"}.get(api, "openai")
+    return ServerToolContent(vendor=vendor, api=api, kind=kind, payload=payload, text=text)
 
 
 def block_rows(kind: str, index: int, *deltas: str, end: Any = None) -> list[tuple]:
@@ -295,6 +303,98 @@ COMPLETIONS = VendorCase(
         "several_tool_calls": openai_several_tool_calls(
             c.SEVERAL_TOOL_CALLS, text_rows(0, "Checking both."), "call_paris", "call_rome"
         ),
+        # [DONE] without any finish_reason is a normal end
+        "no_finish_reason": Scenario(
+            c.NO_FINISH_REASON_TEXT,
+            answer(text_rows(0, "Hello", " there")),
+            content=[TextContent(text="Hello there")],
+            counts=(11, 2, 0, 0, 13),
+        ),
+        "no_finish_reason_tool_call": Scenario(
+            c.NO_FINISH_REASON_TOOL,
+            answer(
+                tool_rows(0, ("call_nf", "get_weather", {"city": "Oslo"}), '{"city":', '"Oslo"}'),
+                reason="toolUse",
+            ),
+            counts=(40, 9, 0, 0, 49),
+        ),
+        # reasoning_details wins over the plain field beside it; every item is kept
+        "reasoning_details": Scenario(
+            c.REASONING_DETAILS,
+            answer(thinking_rows(0, "The user", " greets me."), text_rows(1, "Hi there.")),
+            content=[
+                ThinkingContent(
+                    thinking="The user greets me.",
+                    thinking_signature="reasoning_details:"
+                    + json.dumps(
+                        [
+                            {
+                                "type": "reasoning.text",
+                                "text": "The user greets me.",
+                                "format": "anthropic-claude-v1",
+                                "index": 0,
+                                "signature": "sig-0",
+                            },
+                            {
+                                "type": "reasoning.encrypted",
+                                "data": c.ENCRYPTED_DETAIL,
+                                "format": "anthropic-claude-v1",
+                                "index": 1,
+                            },
+                        ],
+                        separators=(",", ":"),
+                    ),
+                ),
+                TextContent(text="Hi there."),
+            ],
+        ),
+        "list_typed_content": Scenario(
+            c.MISTRAL_LIST_CONTENT,
+            answer(thinking_rows(0, "Two plus", " two."), text_rows(1, "It is 4.")),
+            content=[ThinkingContent(thinking="Two plus two."), TextContent(text="It is 4.")],
+            counts=(10, 6, 0, 0, 16),
+        ),
+        "groq_executed_tools": Scenario(
+            c.GROQ_EXECUTED_TOOLS,
+            answer(text_rows(0, "It is 4 C in Oslo.")),
+            content=[
+                TextContent(text="It is 4 C in Oslo."),
+                server_tool(
+                    "openai-completions",
+                    "executed_tools",
+                    {
+                        "index": 0,
+                        "type": "search",
+                        "arguments": '{"query": "Oslo weather"}',
+                        "output": "Title: Oslo forecast\nURL: https://weather.example/oslo\nContent: 4 C, rain",
+                    },
+                    "Title: Oslo forecast\nURL: https://weather.example/oslo\nContent: 4 C, rain",
+                ),
+            ],
+            counts=(120, 8, 0, 0, 128),
+        ),
+        "openrouter_annotations": Scenario(
+            c.OPENROUTER_ANNOTATIONS,
+            answer(text_rows(0, "Rain in Oslo.")),
+            content=[
+                TextContent(text="Rain in Oslo."),
+                server_tool(
+                    "openai-completions",
+                    "annotations",
+                    {
+                        "type": "url_citation",
+                        "url_citation": {
+                            "url": "https://weather.example/oslo",
+                            "title": "Oslo forecast",
+                            "content": "4 C, rain",
+                            "start_index": 0,
+                            "end_index": 13,
+                        },
+                    },
+                    "Oslo forecast https://weather.example/oslo",
+                ),
+            ],
+        ),
         # the usage arrives in a chunk of its own after the finish reason, and emits nothing
         "usage_only_final": Scenario(
             c.sse_frames(
@@ -317,11 +417,14 @@ COMPLETIONS = VendorCase(
         contains=("Connection error",),
         break_after=3,
     ),
+    # neither a finish_reason nor [DONE]: the message says what was missing
     cut_off=Failure(
-        c.sse_frames(c.ROLE, c.chunk('{"content":"Hel"}'), done=True),
+        c.NO_FINISH_REASON_CUT,
         *open_text("Hel"),
-        starts="openai: ",
-        contains=("finish_reason",),
+        exact=(
+            "openai: OpenAIStreamError: the stream ended without a finish_reason and before "
+            "data: [DONE]; the answer is incomplete"
+        ),
     ),
     malformed=Failure(
         c.sse_frames(
@@ -364,6 +467,13 @@ COMPLETIONS = VendorCase(
 
 
 # --------------------------------------------------------------------------- openai-responses
+
+
+def _server_kinds(message: Any, kinds: list[str], texts: list[str | None]) -> None:
+    """The content is these server tool kinds (or ``"text"`` blocks) with these readable texts."""
+    assert [getattr(b, "kind", b.type) for b in message.content] == kinds
+    assert [b.text if isinstance(b, ServerToolContent) else None for b in message.content] == texts
+
 
 r = responses_t
 
@@ -432,6 +542,59 @@ RESPONSES = VendorCase(
             "call_paris|fc_01",
             "call_rome|fc_02",
         ),
+        # a built-in tool's item is kept whole; a message's annotations follow its text
+        "web_search": Scenario(
+            r.WEB_SEARCH,
+            answer(text_rows(1, "Rain in Oslo.")),
+            content=[
+                server_tool(
+                    "openai-responses",
+                    "web_search_call",
+                    r.WEB_SEARCH_ITEM,
+                    "Oslo weather",
+                ),
+                TextContent(text="Rain in Oslo.", text_signature="msg_01"),
+                server_tool(
+                    "openai-responses",
+                    "annotations",
+                    {"annotations": [r.URL_CITATION]},
+                    "Oslo forecast https://weather.example/oslo",
+                ),
+            ],
+            counts=(300, 20, 0, 0, 320),
+        ),
+        "code_interpreter_file_search_mcp": Scenario(
+            r.OTHER_TOOLS,
+            answer(text_rows(3, "Done.")),
+            check=lambda message: _server_kinds(
+                message,
+                ["code_interpreter_call", "file_search_call", "mcp_call", "text"],
+                ["print(2 + 2)\n4\n", "deep research", 'roll({"dice":"2d6"})\n7', None],
+            ),
+        ),
+        # max_output_tokens: response.incomplete
+        "length": Scenario(
+            r.INCOMPLETE,
+            answer(text_rows(0, "It was a dark"), reason="length"),
+            counts=(10, 4, 0, 0, 14),
+        ),
+        # parallel calls whose argument deltas interleave
+        "parallel_tool_calls": Scenario(
+            r.PARALLEL_TOOL_CALLS,
+            [
+                ("start",),
+                ("toolcall_start", 0),
+                ("toolcall_start", 1),
+                ("toolcall_delta", 0, '{"city": '),
+                ("toolcall_delta", 1, '{"city": '),
+                ("toolcall_delta", 1, '"Rome"}'),
+                ("toolcall_delta", 0, '"Paris"}'),
+                ("toolcall_end", 0, ("call_paris|fc_01", "get_weather", {"city": "Paris"})),
+                ("toolcall_end", 1, ("call_rome|fc_02", "get_weather", {"city": "Rome"})),
+                ("done", "toolUse"),
+            ],
+            counts=(90, 40, 0, 0, 130),
+        ),
     },
     hold_after=6,  # created, in_progress, item added, part added, two deltas
     text_before_hold="Hi there",
@@ -492,6 +655,7 @@ RESPONSES = VendorCase(
 # --------------------------------------------------------------------------- anthropic-messages
 
 a = anthropic_t
+
 ANTHROPIC_KINDS = {
     400: "invalid_request_error",
     401: "authentication_error",
@@ -599,6 +763,69 @@ ANTHROPIC = VendorCase(
                     'Paris"}',
                 ),
                 reason="toolUse",
+            ),
+        ),
+        # server tool blocks kept whole; the citations of a text block follow it
+        "web_search": Scenario(
+            a.WEB_SEARCH,
+            answer(text_rows(0, "Let me search."), text_rows(3, "It is 4 C and raining.")),
+            content=[
+                TextContent(text="Let me search."),
+                server_tool(
+                    "anthropic-messages",
+                    "server_tool_use",
+                    {
+                        "type": "server_tool_use",
+                        "id": a.SEARCH_ID,
+                        "name": "web_search",
+                        "input": {"query": "Oslo weather"},
+                    },
+                    'web_search({"query":"Oslo weather"})',
+                ),
+                server_tool(
+                    "anthropic-messages",
+                    "web_search_tool_result",
+                    {
+                        "type": "web_search_tool_result",
+                        "tool_use_id": a.SEARCH_ID,
+                        "content": [a.SEARCH_RESULT],
+                    },
+                    "Oslo forecast https://weather.example/oslo",
+                ),
+                TextContent(text="It is 4 C and raining."),
+                server_tool(
+                    "anthropic-messages",
+                    "citations",
+                    {"citations": [a.CITATION]},
+                    "Oslo forecast https://weather.example/oslo",
+                ),
+            ],
+            counts=(2100, 60, 0, 0, 2160),
+        ),
+        "code_execution": Scenario(
+            a.CODE_EXECUTION,
+            answer(text_rows(2, "It prints 4.")),
+            check=lambda message: _server_kinds(
+                message,
+                ["server_tool_use", "code_execution_tool_result", "text"],
+                ['code_execution({"code":"print(2 + 2)"})', "4\n", None],
+            ),
+        ),
+        "mcp": Scenario(
+            a.MCP,
+            answer(text_rows(2, "The server said hi.")),
+            check=lambda message: _server_kinds(
+                message, ["mcp_tool_use", "mcp_tool_result", "text"], ['echo({"text":"hi"})', "hi", None]
+            ),
+        ),
+        # pause_turn leaves a marker block (the agent loop continues the turn)
+        "pause_turn": Scenario(
+            a.PAUSED,
+            answer(),
+            check=lambda message: _server_kinds(
+                message,
+                ["server_tool_use", "pause_turn"],
+                ['web_search({"query":"Oslo weather"})', "paused by the server; the turn continues"],
             ),
         ),
         # the final message_delta carries the whole usage, cache counts included
@@ -763,6 +990,37 @@ GOOGLE = VendorCase(
                 reason="toolUse",
             ),
             counts=(310, 40, 0, 0, 350),
+        ),
+        # code execution parts become server tool blocks between the text blocks
+        "code_execution": Scenario(
+            g.CODE_EXECUTION,
+            answer(text_rows(0, "Let me compute."), text_rows(3, "It is 4.")),
+            content=[
+                TextContent(text="Let me compute."),
+                server_tool(
+                    "google-generative-ai",
+                    "executable_code",
+                    {"code": "print(2 + 2)\n", "language": "PYTHON"},
+                    "print(2 + 2)\n",
+                ),
+                server_tool(
+                    "google-generative-ai",
+                    "code_execution_result",
+                    {"outcome": "OUTCOME_OK", "output": "4\n"},
+                    "4\n",
+                ),
+                TextContent(text="It is 4."),
+            ],
+            counts=(40, 30, 0, 0, 70),
+        ),
+        # tokens of server-side tools are input, priced as input: 32 + 4610
+        "tool_use_prompt_tokens": Scenario(
+            g.TOOL_USE_PROMPT,
+            answer(text_rows(0, "The page says hi.")),
+            counts=(4642, 62, 0, 0, 4704),
+        ),
+        "length": Scenario(
+            g.MAX_TOKENS, answer(text_rows(0, "It was a dark"), reason="length"), counts=(8, 4, 0, 0, 12)
         ),
         "usage_only_final": Scenario(
             g.USAGE_ONLY_FINAL,
@@ -1095,6 +1353,29 @@ async def test_two_turn_tool_session_through_the_agent_loop(server, case, fresh_
     assert case.agent_follow_up(server.requests[1].json) == case.agent_follow_up_expected
 
 
+def test_compatible_servers_claimed_are_covered_by_tests_and_documented():
+    """What ``models list`` and docs/vendors.md claim is what these tests serve."""
+    from pathlib import Path
+
+    from openprogram.providers.vendors.compatible import COMPATIBLE_SERVERS
+
+    tests = set(COMPLETIONS.scenarios) | {"plain"} | set(globals())
+    docs = (Path(__file__).parent.parent / "docs" / "vendors.md").read_text(encoding="utf-8")
+    for server in COMPATIBLE_SERVERS:
+        assert set(server.covered_by) <= tests, server.name
+        assert f"| {server.name} |" in docs, server.name
+
+
+def test_models_list_names_the_compatible_servers_and_their_quirks(capsys, isolated_home):
+    from openprogram.cli.main import main
+
+    assert main(["models", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "OpenAI-compatible servers covered by tests (api openai-completions):" in out
+    assert "  OpenRouter: no finish_reason from some hosts: [DONE] ends the answer;" in out
+    assert "  Mistral: list-typed delta.content" in out
+
+
 def test_every_vendor_is_covered():
     from openprogram.providers.vendors import (
         anthropic_messages,
@@ -1148,3 +1429,69 @@ async def test_session_recorded_against_the_vendor_replays_offline(
     ]
     assert len(turns[0]) == 2 and turns[0][-1].content == case.agent_answer
     assert turns[1] == turns[0]
+
+
+# --------------------------------------------------------------------------- server-side tools
+
+
+async def test_server_tool_blocks_survive_record_replay_and_show(
+    server, fresh_registry, tmp_path, capsys
+):
+    """An Anthropic web search paused and resumed through the agent loop: recorded through the
+    wire, replayed offline into equal messages (server tool blocks through the recording's
+    general paths), and printed readably by ``show --conversation``."""
+    from openprogram.agent import AgentContext, AgentLoopConfig, agent_loop
+    from openprogram.cli.main import main
+
+    case = ANTHROPIC
+    fresh_registry.register_api_provider(case.api, case.provider())
+    server.queue(ScriptedResponse(chunks=a.PAUSED), ScriptedResponse(chunks=a.WEB_SEARCH))
+    model = case.model(server.url)
+    path = tmp_path / "search.jsonl"
+
+    async def session(key: str | None) -> list:
+        context = AgentContext(system_prompt=None, messages=[], tools=[])
+        config = AgentLoopConfig(model=model, api_key=key)
+        prompt = [UserMessage(content="Weather in Oslo?", timestamp=1)]
+        return [e async for e in agent_loop(prompt, context, config)][-1].messages
+
+    with use_recording(path, "record"):
+        recorded = await session(case.key)
+    with use_recording(path, "replay") as scope:
+        replayed = await session(None)
+    scope.assert_consumed()
+    assert len(server.requests) == 2
+    assert replayed == recorded
+    kinds = [b.kind for m in replayed[1:] for b in m.content if isinstance(b, ServerToolContent)]
+    assert kinds == [
+        "server_tool_use",
+        "pause_turn",
+        "server_tool_use",
+        "web_search_tool_result",
+        "citations",
+    ]
+    assert main(["recordings", "show", str(path), "--conversation"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "  [server tool anthropic web_search_tool_result]" in out
+    assert "    Oslo forecast https://weather.example/oslo" in out
+    assert '    web_search({"query":"Oslo weather"})' in out
+
+
+async def test_a_secret_inside_a_server_tool_result_never_reaches_the_recording(
+    server, fresh_registry, tmp_path
+):
+    """A search result quoting a key: the block's payload and readable text are redacted in
+    the file like any other content (they do not stream as deltas)."""
+    from openprogram.providers.stream import complete
+
+    secret = "sk-ant-api03-" + "Qv7" * 20
+    title = a.SEARCH_RESULT["title"].encode()
+    chunks = [chunk.replace(title, f"leaked {secret}".encode()) for chunk in a.WEB_SEARCH]
+    fresh_registry.register_api_provider(ANTHROPIC.api, ANTHROPIC.provider())
+    server.queue(ScriptedResponse(chunks=chunks))
+    path = tmp_path / "secret.jsonl"
+    with use_recording(path, "record"):
+        message = await complete(ANTHROPIC.model(server.url), HELLO, ANTHROPIC.options())
+    assert secret in message.content[2].text  # the live message is the vendor's own
+    text = path.read_text(encoding="utf-8")
+    assert "web_search_tool_result" in text and "Qv7Qv7" not in text

@@ -20,6 +20,7 @@ from ..providers.types import (
     AssistantMessage,
     Context,
     Message,
+    ServerToolContent,
     Tool,
     ToolCall,
     ToolResultMessage,
@@ -92,9 +93,17 @@ async def agent_loop(
                 yield MessageStartEvent(message=result)
                 yield MessageEndEvent(message=result)
         yield TurnEndEvent(message=assistant, tool_results=results)
-        if not calls:
+        if not calls and not is_paused(assistant):
             break
     yield AgentEndEvent(messages=added)
+
+
+def is_paused(message: AssistantMessage) -> bool:
+    """Whether the vendor paused a long turn (Anthropic ``pause_turn``, kept as a marker block
+    at the end of the message, see docs/vendors.md): the loop then sends the message back as
+    it is so the vendor continues, instead of ending the run."""
+    last = message.content[-1] if message.content else None
+    return isinstance(last, ServerToolContent) and last.kind == "pause_turn"
 
 
 async def _assistant_turn(

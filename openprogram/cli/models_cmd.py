@@ -30,4 +30,16 @@ def run(args: argparse.Namespace) -> int:
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+    _print_compatible_servers()
     return 0
+
+
+def _print_compatible_servers() -> None:
+    """Which OpenAI-compatible servers the tests cover and what each does differently (see
+    docs/vendors.md), so a user knows what to expect before pointing ``base_url`` at one."""
+    from openprogram.providers.vendors.compatible import COMPATIBLE_SERVERS
+
+    print()
+    print("OpenAI-compatible servers covered by tests (api openai-completions):")
+    for server in COMPATIBLE_SERVERS:
+        print(f"  {server.name}: {'; '.join(server.quirks)}")

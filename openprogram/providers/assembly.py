@@ -28,6 +28,7 @@ from .types import (
     EventToolCallEnd,
     EventToolCallStart,
     Model,
+    ServerToolContent,
     TextContent,
     ThinkingContent,
     ToolCall,
@@ -176,6 +177,14 @@ class AssistantStreamAssembler:
             block = self._replace(index, block, arguments=parsed if isinstance(parsed, dict) else {})
         self._open.discard(index)
         return EventToolCallEnd(content_index=index, tool_call=block, partial=self.snapshot())
+
+    # ------------------------------------------------------------------ server-side tools
+
+    def add_server_tool(self, block: ServerToolContent) -> int:
+        """Append a vendor-run tool block, complete as it is: it has no events of its own
+        (the event protocol has none for it) and shows in the next snapshot."""
+        self._message.content.append(block)
+        return len(self._message.content) - 1
 
     # ------------------------------------------------------------------ terminal
 

@@ -98,8 +98,24 @@ class ToolCall(_Value):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
+class ServerToolContent(_Value):
+    """Activity of a tool the vendor ran itself (web search, code execution, MCP calls, their
+    results and citations), kept opaque: ``payload`` is the vendor's own block or item, so the
+    provider of the same ``api`` can send it back on the next turn as the vendor requires;
+    other vendors skip it. ``text`` is a readable rendering where the vendor gives one.
+    ``kind`` is the vendor's type name (``web_search_tool_result``, ``web_search_call``,
+    ``executable_code`` ...). See docs/vendors.md."""
+
+    type: Literal["serverTool"] = "serverTool"
+    vendor: str
+    api: str
+    kind: str
+    payload: dict[str, Any] = Field(default_factory=dict)
+    text: str | None = None
+
+
 AssistantContent: TypeAlias = Annotated[
-    TextContent | ThinkingContent | ToolCall, Field(discriminator="type")
+    TextContent | ThinkingContent | ToolCall | ServerToolContent, Field(discriminator="type")
 ]
 UserContent: TypeAlias = Annotated[TextContent | ImageContent, Field(discriminator="type")]
 
@@ -353,6 +369,7 @@ __all__ = [
     "Model",
     "ModelCost",
     "ReasoningLevel",
+    "ServerToolContent",
     "SimpleStreamOptions",
     "StopReason",
     "StreamOptions",

@@ -62,8 +62,19 @@ def render_message(message: dict[str, Any]) -> list[str]:
         elif kind == "toolCall":
             arguments = orjson.dumps(block.get("arguments") or {}).decode()
             lines.append(f"  -> {block.get('name')}({arguments})")
+        elif kind == "serverTool":
+            lines += _server_tool_lines(block)
     if message.get("stop_reason") in ("error", "aborted"):
         lines.append(f"  [{message.get('stop_reason')}: {message.get('error_message')}]")
+    return lines
+
+
+def _server_tool_lines(block: dict[str, Any]) -> list[str]:
+    """A vendor-run tool block (docs/vendors.md): its kind, then its readable text if any."""
+    lines = [f"  [server tool {block.get('vendor')} {block.get('kind')}]"]
+    text = block.get("text")
+    if isinstance(text, str) and text:
+        lines.append(_indent(text, "    "))
     return lines
 
 

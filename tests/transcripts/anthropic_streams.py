@@ -193,3 +193,94 @@ AGENT_TEXT_TURN = [
     message_delta("end_turn", 8),
     MESSAGE_STOP,
 ]
+
+
+# --------------------------------------------------------------------------- server tools
+# Written from Anthropic's web search, code execution and MCP connector documentation.
+
+SEARCH_ID = "srvtoolu_014hJH82Qum7Td6UV8gDXThB"
+SEARCH_RESULT = {
+    "type": "web_search_result",
+    "title": "Oslo forecast",
+    "url": "https://weather.example/oslo",
+    "encrypted_content": "EqgfCioIARgBIiQ3YTAwMjY1Mi1mZjM5LTQ1NGUtODgxNC1kNjNjNTk1ZWI3Y2E",
+    "page_age": "April 30, 2025",
+}
+CITATION = {
+    "type": "web_search_result_location",
+    "cited_text": "4 C and rain",
+    "url": "https://weather.example/oslo",
+    "title": "Oslo forecast",
+    "encrypted_index": "Eo8BCioIAhgBIiQyYjQ0OWJmZi1lNm",
+}
+WEB_SEARCH = [
+    message_start(input_tokens=2100),
+    *text_block(0, "Let me search."),
+    block_start(1, {"type": "server_tool_use", "id": SEARCH_ID, "name": "web_search", "input": {}}),
+    delta(1, {"type": "input_json_delta", "partial_json": ""}),
+    delta(1, {"type": "input_json_delta", "partial_json": '{"query": "Oslo'}),
+    delta(1, {"type": "input_json_delta", "partial_json": ' weather"}'}),
+    block_stop(1),
+    block_start(2, {"type": "web_search_tool_result", "tool_use_id": SEARCH_ID, "content": [SEARCH_RESULT]}),
+    block_stop(2),
+    block_start(3, {"type": "text", "text": "", "citations": []}),
+    delta(3, {"type": "citations_delta", "citation": CITATION}),
+    text_delta(3, "It is 4 C and raining."),
+    block_stop(3),
+    message_delta("end_turn", 60, server_tool_use={"web_search_requests": 1}),
+    MESSAGE_STOP,
+]
+
+EXEC_ID = "srvtoolu_01Exec"
+CODE_EXECUTION = [
+    message_start(input_tokens=900),
+    block_start(0, {"type": "server_tool_use", "id": EXEC_ID, "name": "code_execution", "input": {}}),
+    delta(0, {"type": "input_json_delta", "partial_json": '{"code": "print(2 + 2)"}'}),
+    block_stop(0),
+    block_start(
+        1,
+        {
+            "type": "code_execution_tool_result",
+            "tool_use_id": EXEC_ID,
+            "content": {"type": "code_execution_result", "stdout": "4\n", "stderr": "", "return_code": 0},
+        },
+    ),
+    block_stop(1),
+    *text_block(2, "It prints 4."),
+    message_delta("end_turn", 20),
+    MESSAGE_STOP,
+]
+
+MCP_ID = "mcptoolu_01Mcp"
+MCP = [
+    message_start(input_tokens=500),
+    block_start(0, {"type": "mcp_tool_use", "id": MCP_ID, "name": "echo", "server_name": "example", "input": {}}),
+    delta(0, {"type": "input_json_delta", "partial_json": '{"text": "hi"}'}),
+    block_stop(0),
+    block_start(
+        1,
+        {"type": "mcp_tool_result", "tool_use_id": MCP_ID, "is_error": False, "content": [{"type": "text", "text": "hi"}]},
+    ),
+    block_stop(1),
+    *text_block(2, "The server said hi."),
+    message_delta("end_turn", 12),
+    MESSAGE_STOP,
+]
+
+#: A long server tool turn paused by the API: the client sends the message back to continue.
+PAUSED = [
+    message_start(input_tokens=2100),
+    block_start(0, {"type": "server_tool_use", "id": SEARCH_ID, "name": "web_search", "input": {}}),
+    delta(0, {"type": "input_json_delta", "partial_json": '{"query": "Oslo weather"}'}),
+    block_stop(0),
+    message_delta("pause_turn", 30),
+    MESSAGE_STOP,
+]
+RESUMED = [
+    message_start(input_tokens=2200),
+    block_start(0, {"type": "web_search_tool_result", "tool_use_id": SEARCH_ID, "content": [SEARCH_RESULT]}),
+    block_stop(0),
+    *text_block(1, "It is 4 C."),
+    message_delta("end_turn", 10),
+    MESSAGE_STOP,
+]

@@ -114,3 +114,32 @@ AGENT_TEXT_TURN = [
     chunk({"text": "The tool said "}),
     chunk({"text": "echo:hi."}, finish="STOP", usage=usage(80, 6)),
 ]
+
+
+# --------------------------------------------------------------------------- server-side tools
+# Written from the Gemini code execution and URL context documentation.
+
+CODE_EXECUTION = [
+    chunk({"text": "Let me compute."}),
+    chunk({"executableCode": {"language": "PYTHON", "code": "print(2 + 2)\n"}}),
+    chunk({"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "4\n"}}),
+    chunk({"text": "It is 4."}, finish="STOP", usage=usage(40, 30)),
+]
+
+#: A URL-context (web fetch) answer: the fetched page's tokens are toolUsePromptTokenCount.
+TOOL_USE_PROMPT = [
+    chunk({"text": "The page says hi."}),
+    chunk(
+        {"text": ""},
+        finish="STOP",
+        usage={
+            "promptTokenCount": 32,
+            "candidatesTokenCount": 62,
+            "toolUsePromptTokenCount": 4610,
+            "totalTokenCount": 4704,
+        },
+    ),
+]
+
+#: maxOutputTokens reached.
+MAX_TOKENS = [chunk({"text": "It was a dark"}, finish="MAX_TOKENS", usage=usage(8, 4))]

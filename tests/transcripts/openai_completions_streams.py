@@ -131,3 +131,83 @@ AGENT_TOOL_TURN = sse_frames(
 AGENT_TEXT_TURN = sse_frames(
     ROLE, chunk('{"content":"It said hi."}'), STOP, usage_chunk(50, 5), done=True
 )
+
+# --------------------------------------------------------------------------- compatible servers
+# Shapes of compatible servers, written from their documentation (see docs/vendors.md).
+
+#: OpenRouter routing to some hosts, Snowflake Cortex: usage and [DONE], never a finish_reason.
+NO_FINISH_REASON_TEXT = sse_frames(
+    ROLE, chunk('{"content":"Hello"}'), chunk('{"content":" there"}'), usage_chunk(11, 2), done=True
+)
+NO_FINISH_REASON_TOOL = sse_frames(
+    chunk(
+        '{"role":"assistant","content":null,"tool_calls":[{"index":0,"id":"call_nf","type":"function",'
+        '"function":{"name":"get_weather","arguments":""}}]}'
+    ),
+    chunk('{"tool_calls":[{"index":0,"function":{"arguments":"{\\"city\\":"}}]}'),
+    chunk('{"tool_calls":[{"index":0,"function":{"arguments":"\\"Oslo\\"}"}}]}'),
+    usage_chunk(40, 9),
+    done=True,
+)
+#: The same stream cut off: no finish_reason and no [DONE].
+NO_FINISH_REASON_CUT = sse_frames(ROLE, chunk('{"content":"Hel"}'))
+
+#: OpenRouter's reasoning_details (beside its plain ``reasoning`` field): text items streamed by
+#: index, their signature last, then an encrypted item a later request must send back.
+ENCRYPTED_DETAIL = "gAAAAABoRz1encryptedreasoning"
+REASONING_DETAILS = sse_frames(
+    chunk(
+        '{"role":"assistant","content":"","reasoning":"The user",'
+        '"reasoning_details":[{"type":"reasoning.text","text":"The user","format":"anthropic-claude-v1","index":0}]}'
+    ),
+    chunk(
+        '{"content":"","reasoning":" greets me.",'
+        '"reasoning_details":[{"type":"reasoning.text","text":" greets me.","format":"anthropic-claude-v1","index":0}]}'
+    ),
+    chunk(
+        '{"content":"","reasoning_details":[{"type":"reasoning.text","signature":"sig-0","format":"anthropic-claude-v1","index":0},'
+        f'{{"type":"reasoning.encrypted","data":"{ENCRYPTED_DETAIL}","format":"anthropic-claude-v1","index":1}}]}}'
+    ),
+    chunk('{"content":"Hi there."}'),
+    STOP,
+    usage_chunk(9, 7),
+    done=True,
+)
+
+#: Mistral reasoning models (Magistral): content is a list of typed parts.
+MISTRAL_LIST_CONTENT = sse_frames(
+    chunk('{"role":"assistant","content":""}'),
+    chunk('{"content":[{"type":"thinking","thinking":[{"type":"text","text":"Two plus"}]}]}'),
+    chunk('{"content":[{"type":"thinking","thinking":[{"type":"text","text":" two."}]}]}'),
+    chunk('{"content":[{"type":"text","text":"It is 4."}]}'),
+    STOP,
+    usage_chunk(10, 6),
+    done=True,
+)
+
+#: Groq compound models report the tools they ran in ``executed_tools``.
+GROQ_EXECUTED_TOOLS = sse_frames(
+    ROLE,
+    chunk(
+        '{"executed_tools":[{"index":0,"type":"search","arguments":"{\\"query\\": \\"Oslo weather\\"}",'
+        '"output":"Title: Oslo forecast\\nURL: https://weather.example/oslo\\nContent: 4 C, rain"}]}'
+    ),
+    chunk('{"content":"It is 4 C in Oslo."}'),
+    # Groq puts the usage under x_groq in the last chunk
+    chunk("{}", '"stop"')[:-1]
+    + ',"x_groq":{"id":"req_01","usage":{"prompt_tokens":120,"completion_tokens":8,"total_tokens":128}}}',
+    done=True,
+)
+
+#: OpenRouter web search: url_citation annotations on the delta.
+OPENROUTER_ANNOTATIONS = sse_frames(
+    ROLE,
+    chunk('{"content":"Rain in Oslo."}'),
+    chunk(
+        '{"content":"","annotations":[{"type":"url_citation","url_citation":{"url":"https://weather.example/oslo",'
+        '"title":"Oslo forecast","content":"4 C, rain","start_index":0,"end_index":13}}]}'
+    ),
+    STOP,
+    usage_chunk(50, 4),
+    done=True,
+)

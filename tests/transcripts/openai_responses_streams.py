@@ -231,3 +231,113 @@ AGENT_TOOL_TURN = (
 AGENT_TEXT_TURN = (
     Transcript().message("msg_02", "It said hi.").completed(input_tokens=50, output_tokens=5)
 )
+
+
+# --------------------------------------------------------------------------- server tools, length
+# Written from the Responses API reference (built-in tools, streaming events).
+
+
+def server_item(transcript: Transcript, item: dict, progress: tuple[str, ...]) -> Transcript:
+    """A built-in tool's output item: added, its progress events, done (the whole item)."""
+    transcript.output_index += 1
+    at = {"output_index": transcript.output_index, "item_id": item["id"]}
+    kind = item["type"]
+    transcript.add("response.output_item.added", output_index=transcript.output_index, item={**item, "status": "in_progress"})
+    for step in progress:
+        transcript.add(f"response.{kind}.{step}", **at)
+    return transcript.add("response.output_item.done", output_index=transcript.output_index, item=item)
+
+
+WEB_SEARCH_ITEM = {
+    "id": "ws_01",
+    "type": "web_search_call",
+    "status": "completed",
+    "action": {"type": "search", "query": "Oslo weather"},
+}
+URL_CITATION = {
+    "type": "url_citation",
+    "start_index": 0,
+    "end_index": 13,
+    "url": "https://weather.example/oslo",
+    "title": "Oslo forecast",
+}
+
+
+def _cited_message(transcript: Transcript, item_id: str, text: str) -> Transcript:
+    transcript.message(item_id, text)
+    done = transcript.events[-1]
+    done["item"]["content"][0]["annotations"] = [URL_CITATION]
+    return transcript
+
+
+WEB_SEARCH = _cited_message(
+    server_item(Transcript(), WEB_SEARCH_ITEM, ("in_progress", "searching", "completed")),
+    "msg_01",
+    "Rain in Oslo.",
+).completed(input_tokens=300, output_tokens=20)
+
+CODE_INTERPRETER_ITEM = {
+    "id": "ci_01",
+    "type": "code_interpreter_call",
+    "status": "completed",
+    "code": "print(2 + 2)",
+    "container_id": "cntr_01",
+    "outputs": [{"type": "logs", "logs": "4\n"}],
+}
+FILE_SEARCH_ITEM = {
+    "id": "fs_01",
+    "type": "file_search_call",
+    "status": "completed",
+    "queries": ["deep research"],
+    "results": None,
+}
+MCP_ITEM = {
+    "id": "mcp_01",
+    "type": "mcp_call",
+    "name": "roll",
+    "server_label": "dice",
+    "arguments": '{"dice":"2d6"}',
+    "output": "7",
+    "error": None,
+}
+OTHER_TOOLS = (
+    server_item(
+        server_item(
+            server_item(Transcript(), CODE_INTERPRETER_ITEM, ("in_progress", "interpreting", "completed")),
+            FILE_SEARCH_ITEM,
+            ("in_progress", "searching", "completed"),
+        ),
+        MCP_ITEM,
+        ("in_progress", "completed"),
+    )
+    .message("msg_01", "Done.")
+    .completed(input_tokens=400, output_tokens=30)
+)
+
+#: max_output_tokens reached: the stream ends with response.incomplete.
+INCOMPLETE = Transcript().message("msg_01", "It was a dark").completed("incomplete", input_tokens=10, output_tokens=4)
+
+
+def parallel_tool_calls() -> list[bytes]:
+    """Two function calls whose argument deltas interleave, as parallel calls may."""
+    transcript = Transcript()
+    items = {}
+    for position, (item_id, call_id) in enumerate((("fc_01", "call_paris"), ("fc_02", "call_rome"))):
+        items[item_id] = {
+            "id": item_id, "type": "function_call", "status": "in_progress",
+            "arguments": "", "call_id": call_id, "name": "get_weather",
+        }
+        transcript.add("response.output_item.added", output_index=position, item=items[item_id])
+    pieces = [("fc_01", 0, '{"city": '), ("fc_02", 1, '{"city": '), ("fc_02", 1, '"Rome"}'), ("fc_01", 0, '"Paris"}')]
+    for item_id, position, piece in pieces:
+        transcript.add("response.function_call_arguments.delta", item_id=item_id, output_index=position, delta=piece)
+    for position, (item_id, city) in enumerate((("fc_01", "Paris"), ("fc_02", "Rome"))):
+        arguments = f'{{"city": "{city}"}}'
+        transcript.add("response.function_call_arguments.done", item_id=item_id, output_index=position, arguments=arguments)
+        transcript.add(
+            "response.output_item.done", output_index=position, item={**items[item_id], "status": "completed", "arguments": arguments}
+        )
+    return transcript.completed(input_tokens=90, output_tokens=40)
+
+
+PARALLEL_TOOL_CALLS = parallel_tool_calls()

@@ -8,6 +8,13 @@ and :class:`StreamTranslator` turns the raw ``message_start`` / ``content_block_
 ``message_delta`` / ``message_stop`` events into our events through the shared assembler. The
 guard turns every failure (HTTP status, broken stream, abort, missing key) into the one terminal
 ``error`` event.
+
+Blocks of tools Anthropic runs itself (``server_tool_use``, ``web_search_tool_result``,
+code execution, ``mcp_tool_use`` / ``mcp_tool_result`` ...) are kept whole as
+:class:`ServerToolContent` and sent back as they came; citations of a text block follow it as a
+``citations`` block and go back on that text block. ``pause_turn`` ends the message with a
+``pause_turn`` marker block, which tells the agent loop to continue the turn (see
+docs/vendors.md).
 """
 
 from __future__ import annotations
@@ -15,14 +22,18 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
+
 from ..assembly import AssistantEvent, AssistantStreamAssembler
 from ..base import AssembledProvider
 from ..guard import ErrorDescriber
+from ..partial_json import parse_streaming_json
 from ..types import (
     AssistantMessage,
     Context,
     ImageContent,
     Model,
+    ServerToolContent,
     StreamOptions,
     TextContent,
     ThinkingContent,
@@ -35,6 +46,7 @@ from ..types import (
 from .common import (
     api_key_for,
     apply_payload_hook,
+    as_plain_dict,
     describe_provider_error,
     normalize_tool_call_id,
     prepare_messages,
@@ -60,12 +72,17 @@ _EFFORT_BY_LEVEL = {"minimal": "low", "low": "low", "medium": "medium", "high": 
 _STOP_REASONS = {
     "end_turn": "stop",
     "stop_sequence": "stop",
-    "pause_turn": "stop",
+    "pause_turn": "stop",  # with a pause_turn marker block: the agent loop continues
     "max_tokens": "length",
     "model_context_window_exceeded": "length",
     "tool_use": "toolUse",
 }
 _REFUSAL_STOP_REASONS = frozenset({"refusal", "sensitive"})
+
+#: The kind of the marker block a ``pause_turn`` stop leaves at the end of the message.
+PAUSE_TURN = "pause_turn"
+#: The kind of the block that holds a text block's citations.
+CITATIONS = "citations"
 
 
 # ----------------------------------------------------------------------------- provider
@@ -300,7 +317,21 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
                     "input": block.arguments,
                 }
             )
+        elif isinstance(block, ServerToolContent) and block.api == ANTHROPIC_API:
+            _add_server_block(blocks, block)
     return blocks
+
+
+def _add_server_block(blocks: list[dict[str, Any]], block: ServerToolContent) -> None:
+    """A server tool block goes back as it came; citations go back on their text block; the
+    pause marker is ours alone."""
+    if block.kind == PAUSE_TURN:
+        return
+    if block.kind == CITATIONS:
+        if blocks and blocks[-1].get("type") == "text":
+            blocks[-1]["citations"] = list(block.payload.get("citations") or [])
+        return
+    blocks.append(dict(block.payload))
 
 
 def convert_messages(
@@ -357,6 +388,8 @@ class StreamTranslator:
         self.blocks: dict[int, int] = {}
         self.stop_reason: str | None = None
         self.usage = Usage()
+        self.server: dict[int, tuple[dict[str, Any], list[str]]] = {}  # their index -> (block, json)
+        self.citations: dict[int, list[dict[str, Any]]] = {}  # our text index -> citations
 
     def handle(self, event: Any) -> list[AssistantEvent]:
         handler = getattr(self, f"_on_{event.type}", None)
@@ -389,16 +422,24 @@ class StreamTranslator:
             index, start = assembler.begin_tool_call(block.id, block.name)
             events = [start]
         else:
+            # a block of a tool Anthropic runs itself: kept whole once it stops
+            self.server[event.index] = (dict(as_plain_dict(block)), [])
             return []
         self.blocks[event.index] = index
         return events
 
     def _on_content_block_delta(self, event: Any) -> list[AssistantEvent]:
         index = self.blocks.get(event.index)
-        if index is None:
-            return []
         delta = event.delta
+        if index is None:
+            server = self.server.get(event.index)
+            if server is not None and delta.type == "input_json_delta" and delta.partial_json:
+                server[1].append(delta.partial_json)
+            return []
         assembler = self.assembler
+        if delta.type == "citations_delta":
+            self.citations.setdefault(index, []).append(dict(as_plain_dict(delta.citation)))
+            return []
         if delta.type == "text_delta":
             return [assembler.append_text(index, delta.text)] if delta.text else []
         if delta.type == "thinking_delta":
@@ -411,10 +452,31 @@ class StreamTranslator:
         return []
 
     def _on_content_block_stop(self, event: Any) -> list[AssistantEvent]:
+        server = self.server.pop(event.index, None)
+        if server is not None:
+            self._add_server_block(*server)
+            return []
         index = self.blocks.get(event.index)
         if index is None or not self.assembler.is_open(index):
             return []
-        return [_end_block(self.assembler, index)]
+        ended = _end_block(self.assembler, index)
+        citations = self.citations.pop(index, None)
+        if citations:
+            self._add(CITATIONS, {"citations": citations}, _citations_text(citations))
+        return [ended]
+
+    def _add_server_block(self, block: dict[str, Any], json_pieces: list[str]) -> None:
+        if json_pieces:
+            try:
+                block["input"] = orjson.loads("".join(json_pieces))
+            except orjson.JSONDecodeError:
+                block["input"] = parse_streaming_json("".join(json_pieces))
+        self._add(str(block.get("type") or "unknown"), block, _server_block_text(block))
+
+    def _add(self, kind: str, payload: dict[str, Any], text: str | None) -> None:
+        self.assembler.add_server_tool(
+            ServerToolContent(vendor=LABEL, api=ANTHROPIC_API, kind=kind, payload=payload, text=text)
+        )
 
     def _on_message_delta(self, event: Any) -> list[AssistantEvent]:
         if event.delta.stop_reason:
@@ -427,7 +489,10 @@ class StreamTranslator:
         if reason in _REFUSAL_STOP_REASONS:
             self.assembler.close_open_blocks()
             return [self.assembler.fail(f"{LABEL}: the model declined to answer (stop_reason {reason})")]
-        return self.assembler.finish(_STOP_REASONS.get(reason, "stop"))
+        events = self.assembler.close_open_blocks()
+        if reason == PAUSE_TURN:
+            self._add(PAUSE_TURN, {"stop_reason": PAUSE_TURN}, "paused by the server; the turn continues")
+        return events + self.assembler.finish(_STOP_REASONS.get(reason, "stop"))
 
     def _update_usage(self, usage: Any) -> None:
         """Anthropic reports input and cache counts at the start and cumulative counts in
@@ -446,6 +511,31 @@ class StreamTranslator:
                 counts[ours] = value
         self.usage = self.usage.model_copy(update=counts)
         self.assembler.set_usage(self.usage.model_copy(update={"total_tokens": 0}))
+
+
+def _server_block_text(block: dict[str, Any]) -> str | None:
+    """A readable line for a server tool block: the call, or what its result holds."""
+    if "input" in block and block.get("name"):
+        return f"{block['name']}({orjson.dumps(block['input']).decode()})"
+    content = block.get("content")
+    if isinstance(content, list):
+        lines = [
+            " ".join(str(item[key]) for key in ("title", "url", "text") if item.get(key))
+            for item in content
+            if isinstance(item, dict)
+        ]
+        return "\n".join(line for line in lines if line) or None
+    if isinstance(content, dict):
+        output = content.get("stdout") or content.get("stderr") or content.get("content")
+        return output if isinstance(output, str) and output else None
+    return None
+
+
+def _citations_text(citations: list[dict[str, Any]]) -> str:
+    return "\n".join(
+        " ".join(str(c[key]) for key in ("title", "url") if c.get(key)) or str(c.get("cited_text", ""))
+        for c in citations
+    )
 
 
 def _end_block(assembler: AssistantStreamAssembler, index: int) -> AssistantEvent:

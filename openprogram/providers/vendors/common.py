@@ -16,6 +16,7 @@ from ..types import (
     ImageContent,
     Message,
     Model,
+    ServerToolContent,
     StreamOptions,
     TextContent,
     ThinkingContent,
@@ -81,6 +82,16 @@ def describe_provider_error(label: str):
     return describe
 
 
+def as_plain_dict(value: Any) -> dict[str, Any]:
+    """An SDK object as the JSON the server sent (unset fields left out)."""
+    if isinstance(value, dict):
+        return value
+    to_dict = getattr(value, "to_dict", None)
+    if to_dict is not None:
+        return to_dict()
+    return value.model_dump(exclude_unset=True)
+
+
 def text_of(content: str | list[Any]) -> str:
     """The text of user or tool-result content, images left out."""
     if isinstance(content, str):
@@ -114,6 +125,7 @@ def prepare_messages(messages: list[Message], model: Model) -> list[Message]:
       that answered their calls: vendors reject half-finished turns.
     - Thinking from another vendor or model becomes plain text (its signature is meaningless
       there), and empty thinking is dropped.
+    - Server-side tool blocks go back only to the API that produced them.
     - A tool call left without a result (the run stopped in between) gets an error result, so
       the vendor sees every call answered.
     """
@@ -147,6 +159,8 @@ def prepare_messages(messages: list[Message], model: Model) -> list[Message]:
             )
             content: list[Any] = []
             for block in message.content:
+                if isinstance(block, ServerToolContent) and block.api != model.api:
+                    continue
                 if isinstance(block, ThinkingContent) and not same_model:
                     if block.thinking.strip() and not block.redacted:
                         content.append(TextContent(text=block.thinking))

@@ -13,6 +13,10 @@ as ``thinking_signature``, one on a text part as ``text_signature``, and both ar
 the same kind of part. Our ``ToolCall`` has no signature field, so a signature that Gemini puts
 on a function call part is not kept; for Gemini 3 models, which reject a function call without
 one, the documented placeholder signature is sent instead.
+
+Code execution parts (``executable_code``, ``code_execution_result``) are kept as
+:class:`ServerToolContent` blocks and sent back as the same parts; prompt tokens spent on
+server-side tools (``toolUsePromptTokenCount``) are input tokens, billed as such.
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from ..types import (
     Context,
     ImageContent,
     Model,
+    ServerToolContent,
     StreamOptions,
     TextContent,
     ThinkingContent,
@@ -63,6 +68,9 @@ RETRY_STATUS_CODES = (408, 429, 500, 502, 503, 504)
 PLACEHOLDER_THOUGHT_SIGNATURE = "skip_thought_signature_validator"
 
 _STOP_REASONS = {"STOP": "stop", "MAX_TOKENS": "length"}
+
+#: Parts of tools Gemini runs itself, kept as server tool blocks under these kinds.
+SERVER_PART_KINDS = ("executable_code", "code_execution_result")
 _PRO_LEVELS = {"minimal": "LOW", "low": "LOW", "medium": "HIGH", "high": "HIGH", "xhigh": "HIGH"}
 _FLASH_LEVELS = {"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH", "xhigh": "HIGH"}
 
@@ -200,6 +208,9 @@ def _model_parts(message: AssistantMessage, model: Model) -> list[dict[str, Any]
             if signature:
                 part["thought_signature"] = signature
             parts.append(part)
+        elif isinstance(block, ServerToolContent):
+            if block.api == GOOGLE_API and block.kind in SERVER_PART_KINDS:
+                parts.append({block.kind: dict(block.payload)})
         elif isinstance(block, ToolCall):
             part = {"function_call": {"name": block.name, "args": block.arguments}}
             if is_gemini_3:
@@ -340,6 +351,10 @@ class StreamTranslator:
     def _part(self, part: Any) -> list[AssistantEvent]:
         if part.function_call is not None:
             return self._close() + self._function_call(part.function_call)
+        for kind in SERVER_PART_KINDS:
+            value = getattr(part, kind, None)
+            if value is not None:
+                return self._close() + self._server_part(kind, value)
         if part.text is None:
             return []
         kind = "thinking" if part.thought else "text"
@@ -378,6 +393,14 @@ class StreamTranslator:
         self.assembler.set_tool_arguments(index, dict(call.args or {}))
         return [start, self.assembler.end_tool_call(index)]
 
+    def _server_part(self, kind: str, value: Any) -> list[AssistantEvent]:
+        payload = value.model_dump(mode="json", exclude_none=True)
+        text = payload.get("code") if kind == "executable_code" else payload.get("output")
+        self.assembler.add_server_tool(
+            ServerToolContent(vendor=LABEL, api=GOOGLE_API, kind=kind, payload=payload, text=text or None)
+        )
+        return []
+
     def _close(self) -> list[AssistantEvent]:
         index, kind = self.open_index, self.open_kind
         self.open_index = self.open_kind = None
@@ -389,8 +412,9 @@ class StreamTranslator:
 
     def _usage(self, metadata: Any) -> None:
         """Gemini counts cached tokens inside the prompt and thoughts apart from the answer;
-        ours keeps ``input`` uncached and ``output`` everything generated."""
-        prompt = metadata.prompt_token_count or 0
+        ours keeps ``input`` uncached and ``output`` everything generated. Prompt tokens of
+        server-side tools (``toolUsePromptTokenCount``) are billed as input, so they are input."""
+        prompt = (metadata.prompt_token_count or 0) + (getattr(metadata, "tool_use_prompt_token_count", None) or 0)
         cached = metadata.cached_content_token_count or 0
         output = (metadata.candidates_token_count or 0) + (metadata.thoughts_token_count or 0)
         self.assembler.set_usage(

@@ -30,6 +30,7 @@ from ..types import (
 from .common import (
     api_key_for,
     apply_payload_hook,
+    as_plain_dict,
     describe_provider_error,
     request_headers,
 )
@@ -159,16 +160,6 @@ def sdk_arguments(body: dict[str, Any], required: tuple[str, ...]) -> dict[str, 
     if extra:
         arguments["extra_body"] = extra
     return arguments
-
-
-def as_plain_dict(value: Any) -> dict[str, Any]:
-    """An SDK object as the JSON the server sent (unset fields left out)."""
-    if isinstance(value, dict):
-        return value
-    to_dict = getattr(value, "to_dict", None)
-    if to_dict is not None:
-        return to_dict()
-    return value.model_dump(exclude_unset=True)
 
 
 # --------------------------------------------------------------------------- the provider base

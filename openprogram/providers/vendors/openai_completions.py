@@ -7,11 +7,17 @@ Compatible servers differ in small ways, so a few choices read ``model.compat``:
 which every compatible server understands), ``supports_usage_in_streaming`` (default True:
 sends ``stream_options.include_usage``), ``supports_developer_role`` (default: OpenAI reasoning
 models only) and ``supports_xhigh``.
+
+What compatible servers stream beyond OpenAI's own shape is read too (see docs/vendors.md):
+``[DONE]`` without any ``finish_reason`` is a normal end; ``delta.reasoning_details``
+(OpenRouter, Snowflake) and list-typed ``delta.content`` (Mistral reasoning models) become
+thinking and text; Groq ``executed_tools`` and ``annotations`` (web search citations) become
+:class:`~openprogram.providers.types.ServerToolContent` blocks.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
 
 import orjson
@@ -23,6 +29,7 @@ from ..types import (
     ImageContent,
     Message,
     Model,
+    ServerToolContent,
     StreamOptions,
     TextContent,
     ThinkingContent,
@@ -36,6 +43,7 @@ from .openai_common import (
     OpenAIProviderBase,
     OpenAIStreamError,
     accepts_images,
+    as_plain_dict,
     compat_flag,
     data_url,
     is_same_model,
@@ -52,6 +60,10 @@ MAX_TOOL_CALL_ID_LENGTH = 40
 #: The delta fields compatible servers put reasoning in, most common first. The name found is
 #: kept as the thinking signature, so the next turn sends the reasoning back in the same field.
 REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
+
+#: The thinking signature of reasoning that came as ``reasoning_details``: the items, as JSON,
+#: follow this prefix, and go back whole in the same field on the next turn.
+DETAILS_SIGNATURE = "reasoning_details:"
 
 _STOP_REASONS = {"stop": "stop", "length": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
 
@@ -83,6 +95,9 @@ def _assistant_message(message: AssistantMessage, model: Model) -> dict[str, Any
     signature = thinking[0].thinking_signature if thinking else None
     if signature in REASONING_FIELDS and is_same_model(message, model):
         wire[signature] = "\n".join(b.thinking for b in thinking)
+    details = _reasoning_details(message) if is_same_model(message, model) else []
+    if details:
+        wire["reasoning_details"] = details
     if calls:
         wire["tool_calls"] = [
             {
@@ -95,6 +110,20 @@ def _assistant_message(message: AssistantMessage, model: Model) -> dict[str, Any
     if not text and not calls:
         return None
     return wire
+
+
+def _reasoning_details(message: AssistantMessage) -> list[dict[str, Any]]:
+    """The ``reasoning_details`` items of this message's thinking (encrypted ones included),
+    as the server sent them."""
+    items: list[dict[str, Any]] = []
+    for block in message.content:
+        signature = block.thinking_signature if isinstance(block, ThinkingContent) else None
+        if signature and signature.startswith(DETAILS_SIGNATURE):
+            try:
+                items.extend(orjson.loads(signature[len(DETAILS_SIGNATURE):]))
+            except (orjson.JSONDecodeError, TypeError):
+                continue
+    return items
 
 
 def _tool_result_message(message: ToolResultMessage, has_images: bool) -> dict[str, Any]:
@@ -196,6 +225,8 @@ class StreamTranslator:
         self.current_index = -1
         self.tools: dict[int, tuple[str, int]] = {}  # tool position -> (id, content index)
         self.finish_reason: str | None = None
+        self.details: list[dict[str, Any]] = []  # reasoning_details of the current thinking
+        self.server_items: dict[tuple[str, int], dict[str, Any]] = {}  # (kind, position) -> item
 
     def handle(self, chunk: Any) -> Iterator[AssistantEvent]:
         usage = getattr(chunk, "usage", None) or _groq_usage(chunk)
@@ -210,21 +241,71 @@ class StreamTranslator:
                 self.finish_reason = finish_reason
 
     def _on_delta(self, delta: Any) -> Iterator[AssistantEvent]:
-        for field in REASONING_FIELDS:
-            value = getattr(delta, field, None)
-            if isinstance(value, str) and value:
-                if self.current != ("thinking", None):
-                    yield from self._begin(("thinking", None))
-                    self.assembler.set_thinking_signature(self.current_index, field)
-                yield self.assembler.append_thinking(self.current_index, value)
-                break
+        details = _extra(delta, "reasoning_details")
+        if isinstance(details, list) and details:
+            yield from self._on_reasoning_details(details)
+        else:
+            for field in REASONING_FIELDS:
+                value = getattr(delta, field, None)
+                if isinstance(value, str) and value:
+                    yield from self._thinking(value, field)
+                    break
         content = getattr(delta, "content", None)
         if isinstance(content, str) and content:
-            if self.current != ("text", None):
-                yield from self._begin(("text", None))
-            yield self.assembler.append_text(self.current_index, content)
+            yield from self._text(content)
+        elif isinstance(content, list):
+            yield from self._on_content_parts(content)
         for call in getattr(delta, "tool_calls", None) or []:
             yield from self._on_tool_call(call)
+        for kind in ("executed_tools", "annotations"):
+            items = _extra(delta, kind)
+            for position, item in enumerate(items if isinstance(items, list) else []):
+                if isinstance(item, dict):
+                    key = (kind, item.get("index", position) if kind == "executed_tools" else len(self.server_items))
+                    self.server_items[key] = {**self.server_items.get(key, {}), **item}
+
+    def _text(self, text: str) -> Iterator[AssistantEvent]:
+        if self.current != ("text", None):
+            yield from self._begin(("text", None))
+        yield self.assembler.append_text(self.current_index, text)
+
+    def _thinking(self, text: str, signature: str | None) -> Iterator[AssistantEvent]:
+        if self.current != ("thinking", None):
+            yield from self._begin(("thinking", None))
+            self.assembler.set_thinking_signature(self.current_index, signature)
+        if text:
+            yield self.assembler.append_thinking(self.current_index, text)
+
+    def _on_reasoning_details(self, items: list[Any]) -> Iterator[AssistantEvent]:
+        """``reasoning.text`` items are thinking; every item (summaries and encrypted ones
+        too) is kept in the signature, merged by ``index``, to go back on the next turn."""
+        for item in items:
+            if not isinstance(item, dict):
+                continue
+            text = item.get("text") if item.get("type") == "reasoning.text" else None
+            if item.get("type") == "reasoning.summary" and not self.details:
+                text = item.get("summary")
+            if self.current != ("thinking", None):
+                self.details = []
+            yield from self._thinking(text if isinstance(text, str) else "", None)
+            _merge_detail(self.details, item)
+            self.assembler.set_thinking_signature(
+                self.current_index, DETAILS_SIGNATURE + orjson.dumps(self.details).decode()
+            )
+
+    def _on_content_parts(self, parts: list[Any]) -> Iterator[AssistantEvent]:
+        """Typed content parts (Mistral reasoning models): ``thinking`` parts hold text parts."""
+        for part in parts:
+            if not isinstance(part, dict):
+                part = as_plain_dict(part)
+            if part.get("type") == "text" and part.get("text"):
+                yield from self._text(part["text"])
+            elif part.get("type") == "thinking":
+                inner = part.get("thinking")
+                pieces = inner if isinstance(inner, list) else [{"type": "text", "text": inner}]
+                for piece in pieces:
+                    if isinstance(piece, dict) and isinstance(piece.get("text"), str) and piece["text"]:
+                        yield from self._thinking(piece["text"], None)
 
     def _on_tool_call(self, call: Any) -> Iterator[AssistantEvent]:
         # Servers that omit ``index`` stream one call at a time, told apart by their ids.
@@ -258,12 +339,62 @@ class StreamTranslator:
             self.current_index, event = self.assembler.begin_tool_call(*tool)
         yield event
 
-    def finish(self) -> list[AssistantEvent]:
-        if self.finish_reason is None:
-            raise ConnectionError("the stream ended before a finish_reason arrived")
-        if self.finish_reason == "content_filter":
+    def finish(self, saw_done: bool) -> list[AssistantEvent]:
+        """The terminal events. ``[DONE]`` after well-formed chunks is a normal end even
+        without a ``finish_reason`` (some compatible servers never send one); a stream that
+        has neither was cut short."""
+        reason = self.finish_reason
+        if reason is None and not saw_done:
+            raise OpenAIStreamError(
+                "the stream ended without a finish_reason and before data: [DONE]; "
+                "the answer is incomplete"
+            )
+        if reason == "content_filter":
             raise OpenAIStreamError("the response was stopped by the content filter (finish_reason content_filter)")
-        return self.assembler.finish(_STOP_REASONS.get(self.finish_reason, "stop"))
+        events = self.assembler.close_open_blocks()
+        self._add_server_tools()
+        return events + self.assembler.finish(_STOP_REASONS.get(reason or "stop", "stop"))
+
+    def _add_server_tools(self) -> None:
+        model = self.assembler.model
+        for (kind, _), item in self.server_items.items():
+            self.assembler.add_server_tool(
+                ServerToolContent(
+                    vendor=model.provider, api=API, kind=kind, payload=item, text=_server_tool_text(kind, item)
+                )
+            )
+
+
+def _extra(delta: Any, name: str) -> Any:
+    """A delta field the SDK's model does not declare (kept in its extra fields)."""
+    value = getattr(delta, name, None)
+    if value is None:
+        extra = getattr(delta, "model_extra", None) or {}
+        value = extra.get(name)
+    return value
+
+
+def _merge_detail(details: list[dict[str, Any]], item: dict[str, Any]) -> None:
+    """Append ``item``, or grow the item of the same type and index by its text pieces."""
+    for kept in details:
+        if kept.get("type") == item.get("type") and kept.get("index") == item.get("index"):
+            for field in ("text", "summary", "data"):
+                if isinstance(item.get(field), str):
+                    kept[field] = (kept.get(field) or "") + item[field]
+            for field, value in item.items():
+                if field not in ("text", "summary", "data") and value is not None:
+                    kept[field] = value
+            return
+    details.append(dict(item))
+
+
+def _server_tool_text(kind: str, item: dict[str, Any]) -> str | None:
+    if kind == "annotations":
+        citation = item.get("url_citation") or {}
+        parts = [citation.get("title"), citation.get("url")]
+        return " ".join(str(p) for p in parts if p) or None
+    output = item.get("output")
+    return output if isinstance(output, str) and output else None
 
 
 def _groq_usage(chunk: Any) -> Any:
@@ -297,11 +428,32 @@ class OpenAICompletionsProvider(OpenAIProviderBase):
         self, assembler: AssistantStreamAssembler, stream: Any, model: Model
     ) -> AsyncIterator[AssistantEvent]:
         translator = StreamTranslator(assembler)
+        saw_done = _watch_done(stream)
         async for chunk in stream:
             for event in translator.handle(chunk):
                 yield event
-        for event in translator.finish():
+        for event in translator.finish(saw_done()):
             yield event
+
+
+def _watch_done(stream: Any) -> Callable[[], bool]:
+    """Whether the stream's ``data: [DONE]`` arrived, which the SDK consumes silently. The
+    SDK reads its server-sent events through ``_iter_events`` (looked up when iteration
+    starts), so a wrapper there sees them; on an SDK without it, no ``[DONE]`` is assumed
+    and a stream without ``finish_reason`` stays an error, as before."""
+    original = getattr(stream, "_iter_events", None)
+    seen = [False]
+    if original is None:
+        return lambda: seen[0]
+
+    async def watched() -> AsyncIterator[Any]:
+        async for event in original():
+            if getattr(event, "data", "").startswith("[DONE]"):
+                seen[0] = True
+            yield event
+
+    stream._iter_events = watched
+    return lambda: seen[0]
 
 
 __all__ = [

@@ -10,6 +10,11 @@ conversation itself:
   the item id (``fc_...``) lets the vendor match the call to the reasoning item before it;
 - an assistant text block keeps its message item id in ``text_signature``.
 
+Items of tools OpenAI runs itself (``web_search_call``, ``file_search_call``,
+``code_interpreter_call``, ``mcp_call`` ...) are kept whole as :class:`ServerToolContent` and go
+back as input items; the annotations (citations) of a message follow its text block and go back
+on that message.
+
 Vendor-private parts (reasoning items, item ids) are sent back only to the model that produced
 them; :func:`~openprogram.providers.vendors.common.prepare_messages` has already turned another
 model's thinking into text.
@@ -28,6 +33,7 @@ from ..types import (
     Context,
     ImageContent,
     Model,
+    ServerToolContent,
     StreamOptions,
     TextContent,
     ThinkingContent,
@@ -55,6 +61,21 @@ API = "openai-responses"
 MAX_ID_LENGTH = 64
 
 _STOP_REASONS = {"completed": "stop", "incomplete": "length"}
+
+#: Output items of tools the vendor runs itself, kept as server tool blocks.
+SERVER_ITEM_TYPES = frozenset(
+    {
+        "web_search_call",
+        "file_search_call",
+        "code_interpreter_call",
+        "image_generation_call",
+        "mcp_call",
+        "mcp_list_tools",
+        "mcp_approval_request",
+    }
+)
+#: The kind of the block that holds a message's annotations.
+ANNOTATIONS = "annotations"
 
 
 # --------------------------------------------------------------------------- request
@@ -118,7 +139,20 @@ def _assistant_items(message: AssistantMessage, model: Model) -> list[dict[str, 
             if own and item_id and len(item_id) <= MAX_ID_LENGTH:
                 item["id"] = item_id
             items.append(item)
+        elif isinstance(block, ServerToolContent) and block.api == API:
+            _add_server_item(items, block)
     return items
+
+
+def _add_server_item(items: list[dict[str, Any]], block: ServerToolContent) -> None:
+    """A server tool item goes back as it came; annotations go back on their message."""
+    if block.kind != ANNOTATIONS:
+        items.append(dict(block.payload))
+        return
+    previous = items[-1] if items else None
+    parts = previous.get("content") if previous is not None else None
+    if isinstance(parts, list) and parts and isinstance(parts[0], dict):
+        parts[0]["annotations"] = list(block.payload.get(ANNOTATIONS) or [])
 
 
 def _tool_output(message: ToolResultMessage, model: Model) -> dict[str, Any]:
@@ -231,6 +265,10 @@ class StreamTranslator:
 
     def _on_response_output_item_done(self, event: Any) -> Iterator[AssistantEvent]:
         item = event.item
+        if item.type in SERVER_ITEM_TYPES:
+            payload = as_plain_dict(item)
+            self._add(item.type, payload, _server_item_text(payload))
+            return
         index = self.blocks.get(item.id)
         if index is None or not self.assembler.is_open(index):
             return
@@ -244,10 +282,23 @@ class StreamTranslator:
         elif item.type == "message":
             self.assembler.set_text_signature(index, item.id)
             yield self.assembler.end_text(index)
+            annotations = [
+                as_plain_dict(a) for part in item.content or [] for a in getattr(part, "annotations", None) or []
+            ]
+            if annotations:
+                text = "\n".join(" ".join(str(a[k]) for k in ("title", "url") if a.get(k)) for a in annotations)
+                self._add(ANNOTATIONS, {ANNOTATIONS: annotations}, text or None)
         elif item.type == "function_call":
             if item.arguments and item.arguments != self.arguments.get(item.id):
                 self._replace_arguments(item.id, item.arguments)
             yield self.assembler.end_tool_call(index)
+
+    def _add(self, kind: str, payload: dict[str, Any], text: str | None) -> None:
+        self.assembler.add_server_tool(
+            ServerToolContent(
+                vendor=self.assembler.model.provider, api=API, kind=kind, payload=payload, text=text
+            )
+        )
 
     # ------------------------------------------------------------------ deltas
 
@@ -318,6 +369,25 @@ class StreamTranslator:
 
     def _on_error(self, event: Any) -> Iterator[AssistantEvent]:
         raise OpenAIStreamError(_failure_message(event, "the stream reported an error"))
+
+
+def _server_item_text(item: dict[str, Any]) -> str | None:
+    """A readable line for a server tool item: what it searched or ran, and what came back."""
+    action = item.get("action") if isinstance(item.get("action"), dict) else {}
+    pieces = [
+        action.get("query"),
+        ", ".join(str(q) for q in item.get("queries") or []),
+        item.get("code"),
+        f"{item.get('name')}({item.get('arguments', '')})" if item.get("name") else None,
+        item.get("output") if isinstance(item.get("output"), str) else None,
+    ]
+    for output in item.get("outputs") or []:
+        if isinstance(output, dict):
+            pieces.append(output.get("logs") or output.get("url"))
+    for result in item.get("results") or []:
+        if isinstance(result, dict):
+            pieces.append(result.get("filename") or result.get("text"))
+    return "\n".join(str(p) for p in pieces if p) or None
 
 
 class OpenAIResponsesProvider(OpenAIProviderBase):

@@ -135,24 +135,53 @@ def call_cost(message: dict[str, Any] | None) -> float:
     return float((usage.get("cost") or {}).get("total") or 0.0)
 
 
+def strands(calls: Iterable[Any]) -> list[tuple[int, str, list[Any]]]:
+    """The calls grouped by session, then lane, in order of first appearance: each strand is
+    one sequential conversation (concurrent sub-agents interleave in the file, not in a
+    strand). ``(session number from 1, lane, calls)``."""
+    sessions: dict[Any, int] = {}
+    groups: dict[tuple[int, str], list[Any]] = {}
+    for call in calls:
+        number = sessions.setdefault(getattr(call, "session", None), len(sessions) + 1)
+        groups.setdefault((number, getattr(call, "lane", "")), []).append(call)
+    return [(number, lane, members) for (number, lane), members in groups.items()]
+
+
 def render_conversation(recording: Any) -> str:
-    """The whole recording as readable text, ending with the total cost a replay saves."""
+    """The whole recording as readable text, ending with the total cost a replay saves.
+    Several sessions (commands) and lanes (concurrent sub-agents) are told one at a time."""
     lines: list[str] = []
     total = 0.0
-    for step in conversation_steps(recording.calls):
-        if step.new_conversation:
+    groups = strands(recording.calls)
+    session_count = len({number for number, _, _ in groups})
+    current_session = 0
+    for number, lane, calls in groups:
+        if session_count > 1 and number != current_session:
             if lines:
                 lines.append("")
-                lines.append("--- new conversation ---")
-            if step.system_prompt:
-                lines += ["system:", _indent(step.system_prompt)]
-        for message in step.new_messages:
-            lines += render_message(message)
-        if step.answer is not None:
-            lines += render_message(step.answer)
-        usage_line, cost = _usage_line(step.call, step.request, step.answer)
-        lines.append(usage_line)
-        total += cost
+            lines.append(f"=== session {number} of {session_count} ===")
+            current_session = number
+        if lane:
+            lines += ["", f"--- lane {lane} ---"]
+        first = True
+        for step in conversation_steps(calls):
+            if step.new_conversation:
+                if lines and not first:
+                    lines.append("")
+                    lines.append("--- new conversation ---")
+                elif lines and not lane and not (session_count > 1 and first):
+                    lines.append("")
+                    lines.append("--- new conversation ---")
+                if step.system_prompt:
+                    lines += ["system:", _indent(step.system_prompt)]
+            first = False
+            for message in step.new_messages:
+                lines += render_message(message)
+            if step.answer is not None:
+                lines += render_message(step.answer)
+            usage_line, cost = _usage_line(step.call, step.request, step.answer)
+            lines.append(usage_line)
+            total += cost
     lines.append("")
     lines.append(
         f"{len(recording.calls)} calls; replaying this recording saves ${total:.6f} of model usage"

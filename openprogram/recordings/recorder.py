@@ -7,6 +7,9 @@ every request and event of its calls to a recording through a shared
   of a secret; the consumer still gets every event at once.
 * **Linear size.** Events are encoded by :mod:`.encoder`: ``partial`` as a patch against the
   previous snapshot.
+* **Timings.** Every event line carries ``t``: the milliseconds from the moment the request
+  was sent (``time.monotonic`` when the call begins) to the moment the event arrived; an event
+  whose line is held back keeps the time it arrived, not the time it was written.
 * **Every exit path ends the call.** Normal end, provider exception, synchronous start
   failure, cancellation, early close and a consumer that stops at the terminal event each
   leave exactly one ``call_end`` with the right outcome.
@@ -18,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import os
+import time
+from collections import deque
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
 from typing import Any
@@ -59,6 +64,16 @@ class _CallRecorder:
         self.redactor = redactor
         self.fallback = False
         self.stored = self.redaction.feed
+        #: When the request was sent, and the arrival time (``t``, ms) of each event fed to
+        #: the stream redaction and not yet written: it releases every event once, in order.
+        self.started = time.monotonic()
+        self.arrivals: deque[int] = deque()
+
+    def arrived(self) -> int:
+        """Note that an event arrived now; return its ``t``."""
+        t = int((time.monotonic() - self.started) * 1000)
+        self.arrivals.append(t)
+        return t
 
     def redact_texts_again(self) -> Any:
         """Switch to an encoder that redacts block texts itself: the stream redaction saw
@@ -72,9 +87,10 @@ class _CallRecorder:
         return self.line_of
 
     def write(self, events: Iterable[AssistantMessageEvent]) -> None:
-        write_line = self.sink.write_event_line
+        write_line, arrivals = self.sink.write_event_line, self.arrivals
         for event in events:
-            write_line(self.redact_texts_again()(event, self.event_count))
+            t = arrivals.popleft() if arrivals else int((time.monotonic() - self.started) * 1000)
+            write_line(self.redact_texts_again()(event, self.event_count, t))
             self.event_count += 1
 
     def flush(self) -> None:
@@ -169,7 +185,7 @@ class RecordingProvider:
         next_event, stored, line_of, write_line = (
             iterator.__anext__, call.stored, call.line_of, self._sink.write_event_line
         )
-        redaction = call.redaction
+        redaction, arrived, popleft = call.redaction, call.arrived, call.arrivals.popleft
         try:
             while True:
                 try:
@@ -181,10 +197,11 @@ class RecordingProvider:
                     return
                 # Written before the consumer sees it, unless its stored form must wait for
                 # more of the stream (see ``StreamRedaction``); the usual delta is one event.
+                arrived()
                 for ready in stored(event):
                     if redaction.unaccounted:  # rare: block text that was not streamed
                         line_of = call.redact_texts_again()
-                    write_line(line_of(ready, call.event_count))
+                    write_line(line_of(ready, call.event_count, popleft()))
                     call.event_count += 1
                 if event.type in TERMINAL_EVENT_TYPES:
                     call.end("complete")  # before the consumer sees it: it may stop here

@@ -279,3 +279,16 @@ def test_agent():
     again.stdout.fnmatch_lines(["*LIVE CALLS: 0*"])
     assert path.read_bytes() == before
     run_inner(pytester, THIRD="THREE", EXPECT_OFFLINE="1").assert_outcomes(passed=1)
+
+
+def test_a_crashed_recording_fails_naming_the_recover_command(inner):
+    from tests.test_recover_cli import cut_recording
+
+    run_inner(inner, "--llm-record-mode=record").assert_outcomes(passed=2)
+    path = recording_file(inner)
+    cut_recording(path, torn=True, record=False)
+    result = run_inner(inner, EXPECT_OFFLINE="1")
+    result.assert_outcomes(failed=1, passed=1)  # the other test's recording is whole
+    result.stdout.fnmatch_lines([f"*openprogram recordings recover {path}*"])
+    result.stdout.fnmatch_lines(["*--llm-record-mode=rewrite*"])
+

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from openprogram.recordings.activation import CMD, FIX_OFF
+from openprogram.recordings.activation import CMD, FIX_OFF, recover_hint
 
 from .errors import EXIT_FAILURE, EXIT_USAGE, CliError
 from .recordings_render import NEXT_START
@@ -239,7 +239,7 @@ def run_replay(args: argparse.Namespace) -> int:
     try:
         recording = read_recording(path)
     except RecordingFileError as error:
-        raise CliError(f"{error}; nothing was changed") from None
+        raise CliError(f"{error}{recover_hint(error)}; nothing was changed") from None
     if _safe_live(path):
         _say(f"warning: {path} is still being recorded into; the replay uses what it holds now", file=sys.stderr)
     with config.config_transaction() as current:
@@ -338,7 +338,7 @@ def run_show(args: argparse.Namespace) -> int:
     try:
         recording = inspection.read_recording(path)
     except RecordingFileError as error:
-        raise CliError(str(error)) from None
+        raise CliError(f"{error}{recover_hint(error)}") from None
     active = _same(path, _active_path(config.load_config()))
     if args.conversation:
         from openprogram.recordings.conversation import render_conversation

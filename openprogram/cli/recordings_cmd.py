@@ -604,7 +604,7 @@ def run_recover(args: argparse.Namespace) -> int:
     if not plan.needed:
         _say(f"recording file {path}: nothing needs recovering (it is a complete recording)")
         return 0
-    _say(f"recording file {path}: {'would ' if args.dry_run else ''}recover:")
+    _say(f"recording file {path}: {'would recover' if args.dry_run else 'recovering'}:")
     for change in plan.describe():
         _say(f"  {change}")
     if args.dry_run:

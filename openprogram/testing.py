@@ -295,6 +295,20 @@ def _legacy_hint(handle: LlmRecording) -> str:
     )
 
 
+def _unreadable_message(error: Any, handle: LlmRecording) -> str:
+    """Why the test's recording cannot be used and how to fix it: recover a file whose writer
+    died (keeping the calls that ended), or re-record."""
+    from openprogram.recordings.activation import recover_command
+
+    rerecord = f"  pytest '{handle.nodeid}' --llm-record-mode=rewrite"
+    if error.kind == "interrupted":
+        return (
+            f"{error}\nKeep the calls that ended before the writer died with:\n"
+            f"  {recover_command(error)}\nor re-record it with:\n{rerecord}"
+        )
+    return f"{error}\nRe-record it with:\n{rerecord}"
+
+
 @contextlib.contextmanager
 def _session(handle: LlmRecording, keep_failed: bool):
     """Replay or record around one test body, and settle the file by how the body ended."""
@@ -314,10 +328,7 @@ def _session(handle: LlmRecording, keep_failed: bool):
             except ValueError as error:
                 pytest.fail(f"llm_recording: {error}", pytrace=False)
             except RecordingFileError as error:
-                pytest.fail(
-                    f"{error}\nRe-record it with:\n  pytest '{handle.nodeid}' --llm-record-mode=rewrite",
-                    pytrace=False,
-                )
+                pytest.fail(_unreadable_message(error, handle), pytrace=False)
             handle.scope = scope
             yield
         return
@@ -338,11 +349,7 @@ def _session(handle: LlmRecording, keep_failed: bool):
             except ValueError as error:  # a bad ignore pattern or normalize regex
                 pytest.fail(f"llm_recording: {error}", pytrace=False)
             except RecordingFileError as error:
-                pytest.fail(
-                    f"{error}\nRe-record it with:\n"
-                    f"  pytest '{handle.nodeid}' --llm-record-mode=rewrite",
-                    pytrace=False,
-                )
+                pytest.fail(_unreadable_message(error, handle), pytrace=False)
             handle.scope = scope
             yield
             scope.assert_consumed()

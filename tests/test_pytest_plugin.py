@@ -311,3 +311,15 @@ async def test_reads_a_file_in_its_folder(tmp_path):
     assert "pytest-of-" not in text and "{{tmp_path}}/notes.txt" in text
     for _ in range(2):  # later runs get other tmp_path folders
         run_inner(pytester, EXPECT_OFFLINE="1").assert_outcomes(passed=1)
+
+def test_a_crashed_recording_fails_naming_the_recover_command(inner):
+    from tests.test_recover_cli import cut_recording
+
+    run_inner(inner, "--llm-record-mode=record").assert_outcomes(passed=2)
+    path = recording_file(inner)
+    cut_recording(path, torn=True, record=False)
+    result = run_inner(inner, EXPECT_OFFLINE="1")
+    result.assert_outcomes(failed=1, passed=1)  # the other test's recording is whole
+    result.stdout.fnmatch_lines([f"*openprogram recordings recover {path}*"])
+    result.stdout.fnmatch_lines(["*--llm-record-mode=rewrite*"])
+

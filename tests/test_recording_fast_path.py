@@ -47,7 +47,7 @@ def stream_events(response: FauxResponse, words_per_chunk: int) -> list:
 
 def general_lines(encoder: EventEncoder, events: list) -> list[bytes]:
     """The lines of the general path alone: the encoder's own fallback, never the hot path."""
-    return [encoder._line % (number, encoder._encode_general(event)) for number, event in enumerate(events)]
+    return [encoder._line % (number, 0, encoder._encode_general(event)) for number, event in enumerate(events)]
 
 
 @settings(max_examples=60, deadline=None)
@@ -79,7 +79,7 @@ def test_hot_path_lines_equal_general_path_lines(thinking, text, second_text, wo
 
     fast._encode_general = counting  # type: ignore[method-assign]
     expected = general_lines(EventEncoder(redactor, texts_redacted=texts_redacted), events)
-    assert [fast.line(event, number) for number, event in enumerate(events)] == expected
+    assert [fast.line(event, number, 0) for number, event in enumerate(events)] == expected
     deltas = sum(1 for e in events if e.type in ("text_delta", "thinking_delta"))
     assert general_calls == len(events) - deltas  # the hot path served every delta, each block's first one included
 
@@ -118,7 +118,7 @@ def test_what_the_hot_path_must_not_take_is_written_by_the_general_path(case):
         events[2] = EventTextDelta.model_construct(content_index=True, delta="ld", partial=third)
     redactor = current_redactor()
     fast = EventEncoder(redactor)
-    lines = [fast.line(event, number) for number, event in enumerate(events)]
+    lines = [fast.line(event, number, 0) for number, event in enumerate(events)]
     assert lines == general_lines(EventEncoder(redactor), events)
     written = {
         "usage changes too": b'["set",["usage","input"],7]',

@@ -119,7 +119,8 @@ def writer_holding(path: Path):
 
 ACTIVATION_FAILURES = [
     pytest.param({"mode": "replay", "file": "missing-one"}, None, "missing_file", "missing-one.jsonl: does not exist", id="missing-file"),
-    pytest.param({"mode": "replay", "file": "corrupt"}, CORRUPT, "corrupt_file", "corrupt.jsonl at line 2", id="corrupt-file"),
+    pytest.param({"mode": "replay", "file": "corrupt"}, CORRUPT, "interrupted_file", "corrupt.jsonl at line 2", id="torn-last-line"),
+    pytest.param({"mode": "replay", "file": "corrupt"}, CORRUPT.replace("call_", "call_\n"), "corrupt_file", "corrupt.jsonl at line 2", id="corrupt-file"),
     pytest.param({"mode": "replay", "file": "future"}, FUTURE, "wrong_version", "format_version 2 is not supported", id="wrong-version"),
     pytest.param({"mode": "rewind", "file": "x"}, None, "unknown_mode", "unknown record_replay.mode 'rewind'", id="unknown-mode"),
     pytest.param({"mode": "replay", "file": ""}, None, "empty_selector", "record_replay.file is empty", id="empty-selector"),
@@ -402,18 +403,19 @@ def test_show_describes_calls_without_content(isolated_home, mixed_folder):
     assert PROMPT_MARKER not in result.stdout and "second" not in result.stdout
     lines = result.stdout.splitlines()
     table_start = next(i for i, line in enumerate(lines) if line.startswith("CALL"))
-    assert lines[table_start].split() == ["CALL", "API", "PROVIDER", "MODEL", "EVENTS", "OUTCOME", "TOKENS", "ERROR"]
+    assert lines[table_start].split() == ["CALL", "API", "PROVIDER", "MODEL", "EVENTS", "OUTCOME", "FIRST", "DURATION", "TOKENS", "ERROR"]
     calls = lines[table_start + 1 :]
     assert len(calls) == 3
     assert calls[0].split()[:4] == ["0", "faux", "faux", "echo"]
-    assert re.search(r"complete\s+\d+ in / \d+ out", calls[0])
+    assert re.search(r"complete\s+\d+ ms\s+\d+ ms\s+\d+ in / \d+ out", calls[0])
     assert calls[2].endswith("boom: the vendor said no")
 
     data = json.loads(recordings(isolated_home, "show", "valid", "--json").stdout)
     assert data["call_count"] == 3 and data["id"] == "valid" and data["active"] is False
     assert data["event_count"] == sum(call["event_count"] for call in data["calls"])
     first = data["calls"][0]
-    assert set(first) == {"call_index", "api", "provider", "model", "event_count", "outcome", "usage", "error_message"}
+    assert set(first) == {"call_index", "api", "provider", "model", "event_count", "outcome", "usage", "error_message", "first_event_ms", "duration_ms"}
+    assert type(first["first_event_ms"]) is int and first["duration_ms"] >= first["first_event_ms"]
     assert set(first["usage"]) == {"input", "output", "cache_read", "cache_write", "total_tokens"}
     assert data["calls"][2]["error_message"] == "boom: the vendor said no"
     assert first["error_message"] is None

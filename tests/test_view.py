@@ -374,3 +374,19 @@ def test_in_the_browser_the_drift_page_marks_the_field(tmp_path):
     assert "What is 6*<mark>7</mark>?" in dom and "What is 6*<mark>8</mark>?" in dom
     assert 'class="msg user drift"' in dom  # the differing message is outlined in the call
 
+
+
+def test_the_page_shows_time_to_first_event_and_duration(tmp_path):
+    from openprogram.recordings.reader import read_recording_file
+    from openprogram.recordings.view import _timings
+
+    path = tmp_path / "timed.jsonl"
+    path.write_text(
+        '{"type":"header","format_version":1}\n'
+        '{"type":"request","call_index":0,"model":{"id":"m","api":"faux","provider":"faux"},"context":{"messages":[]},"options":null}\n'
+        '{"type":"event","call_index":0,"event_index":0,"t":12,"event":{"type":"start","partial":{"role":"assistant","content":[],"api":"faux","provider":"faux","model":"m","timestamp":1}}}\n'
+        '{"type":"event","call_index":0,"event_index":1,"t":340,"event":{"type":"done","reason":"stop","message":{"role":"assistant","content":[],"api":"faux","provider":"faux","model":"m","timestamp":1}}}\n'
+        '{"type":"call_end","call_index":0,"event_count":2}\n'
+    )
+    call = read_recording_file(path).calls[0]
+    assert _timings(call) == "first event 12 ms, duration 340 ms"

@@ -1,4 +1,4 @@
-"""``openprogram recordings status|record|replay|off|list|show|delete|prune``.
+"""``openprogram recordings status|record|replay|off|list|show|delete|prune|recover``.
 
 These commands manage files and configuration directly and never initialise the provider
 runtime, so they work whatever the configuration holds: they are how a user recovers from a
@@ -23,14 +23,14 @@ import time
 from pathlib import Path
 from typing import Any
 
-from openprogram.recordings.activation import CMD, FIX_OFF
+from openprogram.recordings.activation import CMD, FIX_OFF, recover_hint
 
 from .errors import EXIT_FAILURE, EXIT_USAGE, CliError
 from .recordings_render import NEXT_START
 from .terminal import terminal_safe
 
 FIX_LIST = f"{CMD} list"
-MUTATING_VERBS = frozenset({"record", "replay", "off", "delete", "prune"})
+MUTATING_VERBS = frozenset({"record", "replay", "off", "delete", "prune", "recover"})
 
 
 def add_parser(subparsers) -> None:
@@ -97,6 +97,13 @@ def add_parser(subparsers) -> None:
     prune.add_argument("--older-than-days", type=_non_negative_int, required=True, metavar="N")
     prune.add_argument("--dry-run", action="store_true", help="only show what would be deleted")
     prune.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
+
+    recover = verbs.add_parser(
+        "recover", help="repair a recording whose writer died (torn last line, calls without a call_end)"
+    )
+    recover.add_argument("selector", metavar="ID-or-PATH")
+    recover.add_argument("--dry-run", action="store_true", help="only show what would change")
+    recover.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
 
     parser.set_defaults(handler=run)
 
@@ -243,7 +250,7 @@ def run_replay(args: argparse.Namespace) -> int:
     try:
         recording = read_recording(path)
     except RecordingFileError as error:
-        raise CliError(f"{error}; nothing was changed") from None
+        raise CliError(f"{error}{recover_hint(error)}; nothing was changed") from None
     if _safe_live(path):
         _say(f"warning: {path} is still being recorded into; the replay uses what it holds now", file=sys.stderr)
     with config.config_transaction() as current:
@@ -342,7 +349,7 @@ def run_show(args: argparse.Namespace) -> int:
     try:
         recording = inspection.read_recording(path)
     except RecordingFileError as error:
-        raise CliError(str(error)) from None
+        raise CliError(f"{error}{recover_hint(error)}") from None
     active = _same(path, _active_path(config.load_config()))
     if args.conversation:
         from openprogram.recordings.conversation import render_conversation
@@ -617,7 +624,9 @@ def _unlink(path: Path) -> None:
         raise CliError(f"recording file {path}: cannot delete: {error.strerror}") from None
 
 
-def _confirm(assume_yes: bool, expected: str, prompt: str, action: str) -> None:
+def _confirm(
+    assume_yes: bool, expected: str, prompt: str, action: str, unchanged: str = "nothing was deleted"
+) -> None:
     """Ask on a terminal; never guess on a pipe (exit 2 without --yes)."""
     if assume_yes:
         return
@@ -630,7 +639,71 @@ def _confirm(assume_yes: bool, expected: str, prompt: str, action: str) -> None:
     print(prompt, end="", file=sys.stderr, flush=True)
     answer = stdin.readline()
     if answer.strip() != expected:
-        raise CliError(f"not confirmed (expected '{expected}'); nothing was deleted", EXIT_USAGE)
+        raise CliError(f"not confirmed (expected '{expected}'); {unchanged}", EXIT_USAGE)
+
+
+# ============================================================================ recover
+
+
+def run_recover(args: argparse.Namespace) -> int:
+    """Repair a recording whose writer died (see :mod:`openprogram.recordings.recovery`):
+    show the repair, then apply it only when confirmed; anything else is refused unchanged."""
+    from openprogram.recordings.recovery import apply_recovery
+
+    path = _recover_target(args.selector)
+    plan = _recovery_plan(path)
+    if not plan.needed:
+        _say(f"recording file {path}: nothing needs recovering (it is a complete recording)")
+        return 0
+    _say(f"recording file {path}: {'would recover' if args.dry_run else 'recovering'}:")
+    for change in plan.describe():
+        _say(f"  {change}")
+    if args.dry_run:
+        _say("dry run: nothing was changed")
+        return 0
+    _confirm(args.yes, "yes", f"rewrite {path}? type yes to confirm: ", "recover", "nothing was changed")
+    if _recovery_plan(path).repaired != plan.repaired:  # a writer appeared, or the file changed
+        raise CliError(f"recording file {path}: changed while recover was asking; nothing was changed, run recover again")
+    apply_recovery(plan)
+    _say(f"recovered {path}: the strict reader now accepts it")
+    return 0
+
+
+def _recover_target(selector: str) -> Path:
+    """The file to repair; a symbolic link is refused (recover the file it points to)."""
+    from openprogram.recordings.store import is_managed_id
+
+    if is_managed_id(selector) and not _names_local_file(selector):
+        _check_id_argument(selector)
+    path = _resolve_for_reading(selector)
+    if path.is_symlink():
+        raise CliError(
+            f"recording file {path}: is a symbolic link; recover the file it points to "
+            f"({os.path.realpath(path)}); nothing was changed"
+        )
+    return path
+
+
+def _recovery_plan(path: Path):
+    """The repair of ``path``, refusing a file a live process is recording into (its calls
+    are unfinished, not abandoned) and every defect recovery does not repair."""
+    from openprogram.recordings.format import RecordingFileError
+    from openprogram.recordings.recovery import plan_recovery
+    from openprogram.recordings.writer_lock import is_being_recorded
+
+    try:
+        live = is_being_recorded(path)
+    except OSError as error:
+        raise CliError(f"recording file {path}: cannot check for a live writer: {error.strerror}") from None
+    if live:
+        raise CliError(
+            f"recording file {path}: is being recorded into by a running process; stop that "
+            "process first, then run recover again; nothing was changed"
+        )
+    try:
+        return plan_recovery(path)
+    except RecordingFileError as error:
+        raise CliError(f"{error}; nothing was changed") from None
 
 
 # ============================================================================ shared
@@ -694,4 +767,5 @@ VERBS = {
     "view": run_view,
     "delete": run_delete,
     "prune": run_prune,
+    "recover": run_recover,
 }

@@ -100,13 +100,23 @@ def render_show(report: ShowReport, now: float) -> str:
                 safe(call.model or "?"),
                 str(call.event_count),
                 call.outcome,
+                human_ms(call.first_event_ms),
+                human_ms(call.duration_ms),
                 safe(human_usage(call.usage)),
                 safe(one_line(call.error_message)) if call.error_message else "",
             ]
             for call in report.calls
         ]
-        lines.extend(table(["CALL", "API", "PROVIDER", "MODEL", "EVENTS", "OUTCOME", "TOKENS", "ERROR"], rows))
+        headings = ["CALL", "API", "PROVIDER", "MODEL", "EVENTS", "OUTCOME", "FIRST", "DURATION", "TOKENS", "ERROR"]
+        lines.extend(table(headings, rows))
     return "\n".join(lines)
+
+
+def human_ms(milliseconds: int | None) -> str:
+    """A call timing (``t``): ``-`` for a file written before timings."""
+    if milliseconds is None:
+        return "-"
+    return f"{milliseconds} ms" if milliseconds < 10_000 else f"{milliseconds / 1000:.1f} s"
 
 
 def human_usage(usage: dict[str, int] | None) -> str:

@@ -50,6 +50,7 @@ FIX_LIST_THEN_REPLAY = f"{CMD} list, then {FIX_REPLAY}"
 #: The problem code of each :class:`~.format.RecordingFileError` kind.
 PROBLEM_OF_KIND = {
     "corrupt": "corrupt_file",
+    "interrupted": "interrupted_file",
     "wrong_version": "wrong_version",
     "unreadable": "unreadable_file",
     "missing": "missing_file",
@@ -102,9 +103,26 @@ class ActivationPlan:
         opens it, so it reports exactly what ``recordings status`` would."""
         if error.kind in ("unreadable", "missing"):
             fixes = [f"chmod 600 {self.path}", FIX_RECORD]
+        elif error.kind == "interrupted":
+            fixes = [recover_command(error), FIX_RECORD]
         else:
             fixes = [FIX_RECORD, FIX_LIST_THEN_REPLAY]
         return self.blocked_by(PROBLEM_OF_KIND.get(error.kind, "corrupt_file"), str(error), *fixes)
+
+
+def recover_command(error: RecordingFileError) -> str:
+    """The command that repairs the file of an ``interrupted`` error (its writer died)."""
+    import shlex
+
+    return f"{CMD} recover {shlex.quote(error.path)}"
+
+
+def recover_hint(error: RecordingFileError) -> str:
+    """What to add to the message of a file that cannot be read: how to recover it when its
+    writer died (``kind == "interrupted"``), else nothing."""
+    if error.kind != "interrupted":
+        return ""
+    return f"; to keep the calls that ended before the writer died, run '{recover_command(error)}'"
 
 
 def plan_activation(

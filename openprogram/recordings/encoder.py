@@ -324,7 +324,7 @@ class EventEncoder:
         (by :class:`.stream_redaction.StreamRedaction`, which sees the whole stream), so they
         are written as they are: no text is redacted again, which keeps recording linear
         whatever the text looks like. Every other field is still redacted here."""
-        self._head = b'{"type":"event","call_index":%d,"event_index":%%d,"event":' % call_index
+        self._head = b'{"type":"event","call_index":%d,"event_index":%%d,"t":%%d,"event":' % call_index
         self._line = self._head + b"%s}\n"
         self._remove = redactor.remove_secret_values
         if texts_redacted:
@@ -341,8 +341,9 @@ class EventEncoder:
         self._last: _LastGrowth | None = None  # what the hot path knows of the previous partial
         self._getters: dict[tuple[type, str], Callable[[dict[str, Any]], tuple[Any, ...]] | None] = {}
 
-    def line(self, event: AssistantMessageEvent, event_index: int) -> bytes:
-        """The whole event line of one event, newline included.
+    def line(self, event: AssistantMessageEvent, event_index: int, t: int) -> bytes:
+        """The whole event line of one event, newline included; ``t`` is when the event
+        arrived, in milliseconds since the call's request was sent.
 
         The hot path, inline here since it runs for nearly every event: a text or thinking
         delta whose partial is the previous one with the delta appended to its block. Content
@@ -356,7 +357,7 @@ class EventEncoder:
         fields = event.__dict__  # plain dict reads: pydantic attribute access costs more
         partial = fields.get("partial")
         if partial is None:
-            return self._line % (event_index, self._encode_general(event))
+            return self._line % (event_index, t, self._encode_general(event))
         previous, self._previous = self._previous, partial
         index, event_type, last = fields.get("content_index"), fields.get("type"), self._last
         if (
@@ -368,21 +369,21 @@ class EventEncoder:
         ):
             last = self._last = _LastGrowth.of(previous, index, event_type, self)
             if last is None:
-                return self._line % (event_index, self._encode_general(event))
+                return self._line % (event_index, t, self._encode_general(event))
         # Exact classes only: ``isinstance`` on a pydantic class is a Python-level call.
         message = partial.__dict__ if type(partial) is AssistantMessage else None
         content = message.get("content") if message is not None else None
         before = last.content
         if type(content) is not list or len(content) != len(before):
-            return self._line % (event_index, self._encode_general(event))
+            return self._line % (event_index, t, self._encode_general(event))
         block = content[index]  # in range: checked against the previous partial's content
         if type(block) is not last.block_kind:
-            return self._line % (event_index, self._encode_general(event))
+            return self._line % (event_index, t, self._encode_general(event))
         values = block.__dict__
         try:
             rest, block_rest = _MESSAGE_OTHERS(message), last.block_others(values)
         except KeyError:  # built without validation, a field missing
-            return self._line % (event_index, self._encode_general(event))
+            return self._line % (event_index, t, self._encode_general(event))
         text, old_text, delta = values.get(last.field), last.text, fields.get("delta")
         if (
             not all(map(is_, rest, last.message_rest))
@@ -399,14 +400,14 @@ class EventEncoder:
             or not text.endswith(delta)
             or not text.startswith(old_text)
         ):
-            return self._line % (event_index, self._encode_general(event))
+            return self._line % (event_index, t, self._encode_general(event))
         state = last.state
         if state.grow_clean(text, delta, self._safe_cut):  # the usual case: delta is what it gains
             gained = orjson.dumps(delta)
-            line = last.template % (event_index, gained, gained)
+            line = last.template % (event_index, t, gained, gained)
         else:
             op = state.extend(text, self._redact, self._safe_cut, ["content", index, last.field])
-            line = self._line % (event_index, _growth_body(event_type, index, op, state.gained))
+            line = self._line % (event_index, t, _growth_body(event_type, index, op, state.gained))
         last.partial, last.message_rest, last.content = partial, rest, content
         last.block_rest, last.text = block_rest, text
         return line
@@ -430,7 +431,7 @@ class EventEncoder:
 
     def append_line(self, event_type: str, index: int) -> bytes:
         """The line of a delta that appends to block ``index``, to fill in with the event
-        index and the delta's JSON (twice)."""
+        index, its time and the delta's JSON (twice)."""
         return self._head + _append_template(event_type, index) + b"}\n"
 
     def _encode_general(self, event: AssistantMessageEvent) -> bytes:

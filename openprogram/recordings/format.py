@@ -32,8 +32,12 @@ PARTIAL_EVENT_TYPES = frozenset(
 
 
 #: What went wrong with a recording file, for code that must act on it (the activation plan
-#: turns it into a problem code) without reading the English message.
-FILE_ERROR_KINDS = frozenset({"corrupt", "wrong_version", "unreadable", "symlink", "not_a_file", "missing"})
+#: turns it into a problem code) without reading the English message. ``interrupted``: the
+#: writer died (a torn last line, a call without a call_end), which ``recordings recover``
+#: repairs.
+FILE_ERROR_KINDS = frozenset(
+    {"corrupt", "interrupted", "wrong_version", "unreadable", "symlink", "not_a_file", "missing"}
+)
 
 
 class RecordingFileError(Exception):

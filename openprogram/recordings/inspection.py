@@ -135,6 +135,10 @@ class CallSummary:
     outcome: str
     usage: dict[str, int] | None
     error_message: str | None
+    #: Milliseconds from the request to the first event and to the last one (``t``); None
+    #: for a file written before timings.
+    first_event_ms: int | None = None
+    duration_ms: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -146,6 +150,8 @@ class CallSummary:
             "outcome": self.outcome,
             "usage": self.usage,
             "error_message": self.error_message,
+            "first_event_ms": self.first_event_ms,
+            "duration_ms": self.duration_ms,
         }
 
 
@@ -178,6 +184,8 @@ def summarize_call(call: Any) -> CallSummary:
         outcome=call.outcome,
         usage=usage,
         error_message=error_message if isinstance(error_message, str) else None,
+        first_event_ms=call.first_event_ms,
+        duration_ms=call.duration_ms,
     )
 
 

@@ -46,6 +46,7 @@ EVENT_OBJECT_OVERHEAD = 2048
 #: bigger one is refused with a message instead of exhausting memory (docs/recordings-cli.md).
 MAX_RECORDING_BYTES = 2 * 1024 * 1024 * 1024
 _READ_BUFFER = 1024 * 1024
+_NO_TIME = object()  # an event line without ``t`` (written before timings)
 
 # ============================================================================ the parsed file
 
@@ -70,6 +71,10 @@ class RecordedCall:
     session: str | None = None
     #: False when read for a summary (``summary_only``): only the last event row is kept.
     has_all_events: bool = True
+    #: The ``t`` of the first and of the last event (ms since the request was sent), None
+    #: when absent (a file written before timings).
+    first_event_ms: int | None = None
+    duration_ms: int | None = None
     _events: list[AssistantMessageEvent] | None = field(default=None, repr=False)
 
     @property
@@ -220,7 +225,7 @@ class _Reader:
             if total > budget:
                 raise self.fail("the file grew while it was read (still being recorded?); read it again later")
             if line[-1:] != b"\n":  # only the last line can lack it: one the writer never finished
-                raise self.fail("the last line is incomplete (no newline at its end)", number)
+                raise self.fail("the last line is incomplete (no newline at its end)", number, kind="interrupted")
             if line.isspace():
                 continue
             if line.startswith(b'{"type":"event",'):  # this writer's event lines: the hot path
@@ -345,6 +350,13 @@ class _Reader:
             raise self.fail(
                 f"event_index {_short(event_index)} where {len(rows)} was expected", number, index
             )
+        t = row.get("t", _NO_TIME)
+        if t is not _NO_TIME:
+            if type(t) is not int or t < 0:
+                raise self.fail(f"t must be a non-negative integer (milliseconds), not {_short(t)}", number, index)
+            if not rows:
+                call.first_event_ms = t
+        call.duration_ms = None if t is _NO_TIME else t
         stored = row.get("event")
         if type(stored) is not dict:
             raise self.fail("the event must be a JSON object", number, index)
@@ -457,6 +469,7 @@ class _Reader:
                 "written)",
                 first.request_line,
                 first.call_index,
+                kind="interrupted",
             )
         count = len(self.calls)
         if set(self.calls) != set(range(count)):

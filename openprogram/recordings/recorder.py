@@ -7,6 +7,9 @@ every request and event of its calls to a recording through a shared
   of a secret; the consumer still gets every event at once.
 * **Linear size.** Events are encoded by :mod:`.encoder`: ``partial`` as a patch against the
   previous snapshot.
+* **Timings.** Every event line carries ``t``: the milliseconds from the moment the request
+  was sent (``time.monotonic_ns`` when the call begins) to the moment the event arrived; an event
+  whose line is held back keeps the time it arrived, not the time it was written.
 * **Every exit path ends the call.** Normal end, provider exception, synchronous start
   failure, cancellation, early close and a consumer that stops at the terminal event each
   leave exactly one ``call_end`` with the right outcome.
@@ -18,8 +21,10 @@ from __future__ import annotations
 
 import asyncio
 import os
+from collections import deque
 from collections.abc import AsyncIterator, Iterable
 from pathlib import Path
+from time import monotonic_ns
 from typing import Any
 
 from ..providers.credentials import note_secret_value
@@ -59,6 +64,10 @@ class _CallRecorder:
         self.redactor = redactor
         self.fallback = False
         self.stored = self.redaction.feed
+        #: When the request was sent, and the arrival time (``t``, ms) of each event the
+        #: stream redaction holds: it releases every event once, in the order fed.
+        self.started = monotonic_ns()
+        self.arrivals: deque[int] = deque()
 
     def redact_texts_again(self) -> Any:
         """Switch to an encoder that redacts block texts itself: the stream redaction saw
@@ -72,9 +81,10 @@ class _CallRecorder:
         return self.line_of
 
     def write(self, events: Iterable[AssistantMessageEvent]) -> None:
-        write_line = self.sink.write_event_line
+        write_line, arrivals = self.sink.write_event_line, self.arrivals
         for event in events:
-            write_line(self.redact_texts_again()(event, self.event_count))
+            t = arrivals.popleft() if arrivals else (monotonic_ns() - self.started) // 1_000_000
+            write_line(self.redact_texts_again()(event, self.event_count, t))
             self.event_count += 1
 
     def flush(self) -> None:
@@ -169,7 +179,7 @@ class RecordingProvider:
         next_event, stored, line_of, write_line = (
             iterator.__anext__, call.stored, call.line_of, self._sink.write_event_line
         )
-        redaction = call.redaction
+        redaction, started, arrivals = call.redaction, call.started, call.arrivals
         try:
             while True:
                 try:
@@ -181,11 +191,21 @@ class RecordingProvider:
                     return
                 # Written before the consumer sees it, unless its stored form must wait for
                 # more of the stream (see ``StreamRedaction``); the usual delta is one event.
+                # The stage releases in order: held events first (their times queued in
+                # ``arrivals``), then this one, unless it is held too (its time is queued).
+                t = (monotonic_ns() - started) // 1_000_000  # integer ops: no float, no int()
+                held = True
                 for ready in stored(event):
                     if redaction.unaccounted:  # rare: block text that was not streamed
                         line_of = call.redact_texts_again()
-                    write_line(line_of(ready, call.event_count))
+                    if arrivals:
+                        write_line(line_of(ready, call.event_count, arrivals.popleft()))
+                    else:
+                        write_line(line_of(ready, call.event_count, t))
+                        held = False
                     call.event_count += 1
+                if held:
+                    arrivals.append(t)
                 if event.type in TERMINAL_EVENT_TYPES:
                     call.end("complete")  # before the consumer sees it: it may stop here
                     await _close_quietly(iterator)

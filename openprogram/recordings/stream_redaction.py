@@ -143,7 +143,10 @@ class StreamRedaction:
     order, with stored (redacted) block texts; ``flush()`` returns whatever is still held
     (the call ended, failed, was cancelled or closed early). Both return iterables to
     consume whole before the next call. Held text deltas keep no snapshot text (``_thin``),
-    so memory stays linear in the text however long it is held."""
+    so memory stays linear in the text however long it is held.
+
+    Every event fed is released exactly once, in the order fed: the recorder relies on that
+    to give each written line the time its event arrived (``t``), however long it was held."""
 
     def __init__(self, redactor: Redactor) -> None:
         self._redact = redactor.str_redactor()

@@ -200,8 +200,7 @@ def _usage(answer: dict[str, Any] | None) -> dict[str, Any]:
 def _timings(call: Any) -> str:
     """Time to first event and duration, when the recording has them (event lines with
     ``t``; older files do not)."""
-    first = getattr(call, "time_to_first_event_ms", None)
-    duration = getattr(call, "duration_ms", None)
+    first, duration = call.first_event_ms, call.duration_ms
     parts = []
     if isinstance(first, int | float):
         parts.append(f"first event {first:g} ms")

@@ -41,8 +41,8 @@ from typing import Any
 
 import orjson
 
-from ..providers.partial_json import parse_streaming_json
-from ..providers.types import TERMINAL_EVENT_TYPES, AssistantMessage
+from ..providers.partial_json import StreamingJsonObject, parse_streaming_json
+from ..providers.types import TERMINAL_EVENT_TYPES, AssistantMessage, ToolCall
 from .redaction import Redactor
 
 __all__ = ["StreamRedaction", "spread"]
@@ -65,6 +65,23 @@ def _common_prefix_length(a: str, b: str) -> int:
         else:
             high = middle - 1
     return low
+
+
+def _copy(model: Any, **changes: Any) -> Any:
+    """``model.model_copy(update=changes)`` for the values this stage rebuilds per held delta,
+    without pydantic's generic copy (several times the cost of the rest of a delta's work):
+    the same shallow copy of the field values."""
+    if model.__pydantic_extra__ is not None or model.__pydantic_private__ is not None:
+        return model.model_copy(update=changes)
+    kind = type(model)
+    copy = kind.__new__(kind)
+    values = model.__dict__.copy()
+    values.update(changes)
+    object.__setattr__(copy, "__dict__", values)
+    object.__setattr__(copy, "__pydantic_fields_set__", model.__pydantic_fields_set__ | changes.keys())
+    object.__setattr__(copy, "__pydantic_extra__", None)
+    object.__setattr__(copy, "__pydantic_private__", None)
+    return copy
 
 
 def spread(pieces: list[str], target: str) -> list[str]:
@@ -120,7 +137,7 @@ class _Block:
 
     __slots__ = (
         "field", "pending", "settled", "length", "waiting", "released", "dirty", "closed", "view",
-        "thinned_to", "raw", "emitted",
+        "thinned_to", "raw", "emitted", "parsed",
     )
 
     def __init__(self, field: str) -> None:
@@ -136,6 +153,9 @@ class _Block:
         self.thinned_to = -1  # raw length at the last thinned delta
         self.raw = ""  # raw text rebuilt for thinned deltas, as of the last one released
         self.emitted = 0  # raw length of the deltas released so far
+        #: A tool call's stored deltas released so far, parsed incrementally: the arguments its
+        #: released events show (each event's own value, sharing unchanged parts).
+        self.parsed = StreamingJsonObject() if field == "arguments" else None
 
 
 class StreamRedaction:
@@ -307,6 +327,8 @@ class StreamRedaction:
             block.pending.append(delta)
             if block.field != "arguments":
                 self._thin(held, block)
+            else:
+                self._thin_arguments(held)
         self._held.append(held)
 
     @staticmethod
@@ -329,9 +351,36 @@ class StreamRedaction:
         block.thinned_to = held.end
         rest = list(content)
         rest[index] = None
-        template = content[index].model_copy(update={block.field: ""})
+        template = _copy(content[index], **{block.field: ""})
         held.thin = (rest, template, base)
-        held.event = event.model_copy(update={"partial": partial.model_copy(update={"content": []})})
+        held.event = _copy(event, partial=_copy(partial, content=[]))
+
+    @staticmethod
+    def _thin_arguments(held: _Held) -> None:
+        """Keep a held tool-call delta without its snapshot's arguments (each holds the whole
+        arguments so far: quadratic memory); on release it shows the arguments parsed from
+        the stored deltas instead (:meth:`_release`)."""
+        event = held.event
+        partial = getattr(event, "partial", None)
+        index = event.content_index
+        if type(partial) is not AssistantMessage or type(index) is not int:
+            return
+        content = partial.content
+        if not 0 <= index < len(content) or type(content[index]) is not ToolCall:
+            return
+        content = list(content)
+        content[index] = _copy(content[index], arguments={})
+        held.thin = (content, None, None)
+        held.event = _copy(event, partial=_copy(partial, content=content))
+
+    @staticmethod
+    def _thick_arguments(held: _Held, arguments: dict[str, Any]) -> Any:
+        """The event of a thinned tool-call delta, showing ``arguments``."""
+        event = held.event
+        partial = event.partial
+        content = list(partial.content)
+        content[event.content_index] = _copy(content[event.content_index], arguments=arguments)
+        return _copy(event, partial=_copy(partial, content=content))
 
     @staticmethod
     def _thick(held: _Held) -> Any:
@@ -344,8 +393,8 @@ class StreamRedaction:
             block.raw = base
         block.raw = text = block.raw + event.delta
         content = list(rest)
-        content[event.content_index] = template.model_copy(update={block.field: text})
-        return event.model_copy(update={"partial": event.partial.model_copy(update={"content": content})})
+        content[event.content_index] = _copy(template, **{block.field: text})
+        return _copy(event, partial=_copy(event.partial, content=content))
 
     def _pass(self, event: Any) -> Iterable[Any]:
         self._held.append(_Held(event))
@@ -358,9 +407,13 @@ class StreamRedaction:
         held = self._held
         while held and held[0].stored is not None:
             entry = held.popleft()
-            if entry.thin is not None:
-                entry.event = self._thick(entry)
             block = entry.block
+            if block is not None and block.parsed is not None:
+                arguments = block.parsed.feed(entry.stored)  # type: ignore[arg-type]
+                if entry.thin is not None:
+                    entry.event = self._thick_arguments(entry, arguments)
+            elif entry.thin is not None:
+                entry.event = self._thick(entry)
             if block is not None:
                 block.released.append(entry.stored)  # type: ignore[arg-type]
                 block.emitted = entry.end
@@ -448,8 +501,7 @@ class StreamRedaction:
         view = block.view
         if view is not None and view[0] is raw_block and view[1] == size:
             return view[2]
-        text = "".join(block.released)
-        value: Any = parse_streaming_json(text) if block.field == "arguments" else text
+        value: Any = block.parsed.feed("") if block.parsed is not None else "".join(block.released)
         stored = raw_block.model_copy(update={block.field: value})
         block.view = (raw_block, size, stored)
         return stored

@@ -14,6 +14,11 @@ Two properties make recording linear in what was streamed:
   are searched. Deltas are redacted in the context of the text before them, so a credential
   split across chunks ("Bearer " + "abc123...") is still caught.
 
+* **Linear tool-call arguments.** With ``texts_redacted`` the arguments of a tool call still
+  streaming are those parsed, incrementally, from its stored deltas (as the stream redaction
+  shows them), not redacted again; a ``toolcall_delta`` is patched along the one path of the
+  arguments its delta changed (:func:`.patches.growth_patch`), never by dumping them whole.
+
 The encoder of a call writes its whole event lines: the usual delta is one ``bytes`` format of
 a template in which the call index and the block's content index are already filled in.
 

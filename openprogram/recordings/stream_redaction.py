@@ -22,8 +22,10 @@ deltas included, and the events reach the encoder as the very objects the provid
 redacted segment: the prefix and suffix the raw and redacted texts share stay where they were,
 the replaced middle goes to the delta in which it starts (:func:`spread`). Tool-call deltas then
 join to the compact JSON of the redacted arguments. Once anything in a call was rewritten, each
-released event's ``partial`` shows the stored texts so far (for a tool call still streaming,
-the arguments parsed from its stored deltas so far).
+released event's ``partial`` shows the stored texts so far. A released ``toolcall_delta`` always
+shows the arguments parsed, incrementally, from the tool call's stored deltas so far (held ones
+keep none: each snapshot holds the whole arguments so far, quadratic memory), which is also
+what :mod:`.encoder` writes for a tool call still streaming.
 
 Everything the stage hands on is redacted text, so the encoder does not redact block texts
 again: recording costs O(total length) whatever the text looks like.
@@ -67,21 +69,48 @@ def _common_prefix_length(a: str, b: str) -> int:
     return low
 
 
-def _copy(model: Any, **changes: Any) -> Any:
-    """``model.model_copy(update=changes)`` for the values this stage rebuilds per held delta,
-    without pydantic's generic copy (several times the cost of the rest of a delta's work):
-    the same shallow copy of the field values."""
+def _shell(model: Any, **changes: Any) -> tuple[type, dict[str, Any], set[str]] | None:
+    """What :func:`_filled` rebuilds ``model`` from, with ``changes`` made (a field that would
+    hold a long text or a snapshot left out): its class and a copy of its field values. None
+    for a model that holds more than its fields."""
     if model.__pydantic_extra__ is not None or model.__pydantic_private__ is not None:
-        return model.model_copy(update=changes)
-    kind = type(model)
-    copy = kind.__new__(kind)
+        return None
     values = model.__dict__.copy()
     values.update(changes)
-    object.__setattr__(copy, "__dict__", values)
-    object.__setattr__(copy, "__pydantic_fields_set__", model.__pydantic_fields_set__ | changes.keys())
-    object.__setattr__(copy, "__pydantic_extra__", None)
-    object.__setattr__(copy, "__pydantic_private__", None)
-    return copy
+    return type(model), values, model.__pydantic_fields_set__ | changes.keys()
+
+
+def _filled(shell: tuple[type, dict[str, Any], set[str]], **changes: Any) -> Any:
+    """The model of a :func:`_shell` with ``changes`` made (the shell is used up): the shallow
+    copy ``model_copy`` makes, without pydantic's generic copy, which costs several times the
+    rest of a held delta's work."""
+    kind, values, fields_set = shell
+    values.update(changes)
+    model = kind.__new__(kind)
+    object.__setattr__(model, "__dict__", values)
+    object.__setattr__(model, "__pydantic_fields_set__", fields_set | changes.keys())
+    object.__setattr__(model, "__pydantic_extra__", None)
+    object.__setattr__(model, "__pydantic_private__", None)
+    return model
+
+
+def _copy(model: Any, **changes: Any) -> Any:
+    """``model.model_copy(update=changes)``, by :func:`_shell` and :func:`_filled`."""
+    shell = _shell(model)
+    return model.model_copy(update=changes) if shell is None else _filled(shell, **changes)
+
+
+def _delta_block(event: Any) -> tuple[AssistantMessage, list[Any], int] | None:
+    """The snapshot of a delta event, its content and the index of the block it grew; None
+    when the event does not show that block (it is then held as it is)."""
+    partial = getattr(event, "partial", None)
+    index = event.content_index
+    if type(partial) is not AssistantMessage or type(index) is not int:
+        return None
+    content = partial.content
+    if not 0 <= index < len(content):
+        return None
+    return partial, content, index
 
 
 def spread(pieces: list[str], target: str) -> list[str]:
@@ -127,8 +156,9 @@ class _Held:
         self.start, self.end = start, end  # the raw range of the delta in its block
         self.stored: str | None = None if block is not None else ""
         self.pieces: list[str] = []  # stored pieces gathered while the delta spans segments
-        #: A held text delta keeps no snapshot text (see ``_thin``): (content with the growing
-        #: block left out, that block without its text, the raw text before the delta or None).
+        #: A held delta keeps no snapshot text or arguments. Text (``_thin``): content with the
+        #: growing block left out, the shells of the event, partial and block, the raw text
+        #: before the delta or None; tool call (``_thin_arguments``): the content as kept.
         self.thin: tuple[list[Any], Any, str | None] | None = None
 
 
@@ -337,23 +367,23 @@ class StreamRedaction:
         snapshots each hold the whole text so far, which for a long text without a safe point
         would be quadratic memory."""
         event = held.event
-        partial = getattr(event, "partial", None)
-        index = event.content_index
-        if type(partial) is not AssistantMessage or type(index) is not int:
+        found = _delta_block(event)
+        if found is None:
             return
-        content = partial.content
-        if not 0 <= index < len(content):
-            return
+        partial, content, index = found
         text = getattr(content[index], block.field, None)
         if type(text) is not str or len(text) != held.end or not text.endswith(event.delta):
+            return
+        shells = (_shell(event, partial=None), _shell(partial, content=None), _shell(content[index]))
+        if None in shells:
             return
         base = None if block.thinned_to == held.start else text[: held.start]
         block.thinned_to = held.end
         rest = list(content)
         rest[index] = None
-        template = _copy(content[index], **{block.field: ""})
-        held.thin = (rest, template, base)
-        held.event = _copy(event, partial=_copy(partial, content=[]))
+        shells[2][1][block.field] = ""  # type: ignore[index]
+        held.thin = (rest, shells, base)
+        held.event = None  # the shells hold all of it but the text
 
     @staticmethod
     def _thin_arguments(held: _Held) -> None:
@@ -361,13 +391,10 @@ class StreamRedaction:
         arguments so far: quadratic memory); on release it shows the arguments parsed from
         the stored deltas instead (:meth:`_release`)."""
         event = held.event
-        partial = getattr(event, "partial", None)
-        index = event.content_index
-        if type(partial) is not AssistantMessage or type(index) is not int:
+        found = _delta_block(event)
+        if found is None or type(found[1][found[2]]) is not ToolCall:
             return
-        content = partial.content
-        if not 0 <= index < len(content) or type(content[index]) is not ToolCall:
-            return
+        partial, content, index = found
         content = list(content)
         content[index] = _copy(content[index], arguments={})
         held.thin = (content, None, None)
@@ -387,14 +414,13 @@ class StreamRedaction:
         """The event of a thinned held delta, snapshot text restored."""
         block = held.block
         assert held.thin is not None and block is not None
-        rest, template, base = held.thin
-        event = held.event
+        content, (event, partial, item), base = held.thin
         if base is not None:
             block.raw = base
-        block.raw = text = block.raw + event.delta
-        content = list(rest)
-        content[event.content_index] = _copy(template, **{block.field: text})
-        return _copy(event, partial=_copy(event.partial, content=content))
+        values = event[1]
+        block.raw = text = block.raw + values["delta"]
+        content[values["content_index"]] = _filled(item, **{block.field: text})
+        return _filled(event, partial=_filled(partial, content=content))
 
     def _pass(self, event: Any) -> Iterable[Any]:
         self._held.append(_Held(event))

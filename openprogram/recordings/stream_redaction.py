@@ -69,35 +69,21 @@ def _common_prefix_length(a: str, b: str) -> int:
     return low
 
 
-def _shell(model: Any, **changes: Any) -> tuple[type, dict[str, Any], set[str]] | None:
-    """What :func:`_filled` rebuilds ``model`` from, with ``changes`` made (a field that would
-    hold a long text or a snapshot left out): its class and a copy of its field values. None
-    for a model that holds more than its fields."""
+def _copy(model: Any, **changes: Any) -> Any:
+    """``model.model_copy(update=changes)`` for the values this stage rebuilds per held delta,
+    without pydantic's generic copy (several times the cost of the rest of a delta's work):
+    the same shallow copy of the field values."""
     if model.__pydantic_extra__ is not None or model.__pydantic_private__ is not None:
-        return None
+        return model.model_copy(update=changes)
+    kind = type(model)
+    copy = kind.__new__(kind)
     values = model.__dict__.copy()
     values.update(changes)
-    return type(model), values, model.__pydantic_fields_set__ | changes.keys()
-
-
-def _filled(shell: tuple[type, dict[str, Any], set[str]], **changes: Any) -> Any:
-    """The model of a :func:`_shell` with ``changes`` made (the shell is used up): the shallow
-    copy ``model_copy`` makes, without pydantic's generic copy, which costs several times the
-    rest of a held delta's work."""
-    kind, values, fields_set = shell
-    values.update(changes)
-    model = kind.__new__(kind)
-    object.__setattr__(model, "__dict__", values)
-    object.__setattr__(model, "__pydantic_fields_set__", fields_set | changes.keys())
-    object.__setattr__(model, "__pydantic_extra__", None)
-    object.__setattr__(model, "__pydantic_private__", None)
-    return model
-
-
-def _copy(model: Any, **changes: Any) -> Any:
-    """``model.model_copy(update=changes)``, by :func:`_shell` and :func:`_filled`."""
-    shell = _shell(model)
-    return model.model_copy(update=changes) if shell is None else _filled(shell, **changes)
+    object.__setattr__(copy, "__dict__", values)
+    object.__setattr__(copy, "__pydantic_fields_set__", model.__pydantic_fields_set__ | changes.keys())
+    object.__setattr__(copy, "__pydantic_extra__", None)
+    object.__setattr__(copy, "__pydantic_private__", None)
+    return copy
 
 
 def _delta_block(event: Any) -> tuple[AssistantMessage, list[Any], int] | None:
@@ -157,8 +143,8 @@ class _Held:
         self.stored: str | None = None if block is not None else ""
         self.pieces: list[str] = []  # stored pieces gathered while the delta spans segments
         #: A held delta keeps no snapshot text or arguments. Text (``_thin``): content with the
-        #: growing block left out, the shells of the event, partial and block, the raw text
-        #: before the delta or None; tool call (``_thin_arguments``): the content as kept.
+        #: growing block left out, that block without its text, the raw text before the delta
+        #: or None; tool call (``_thin_arguments``): the content as kept.
         self.thin: tuple[list[Any], Any, str | None] | None = None
 
 
@@ -374,16 +360,13 @@ class StreamRedaction:
         text = getattr(content[index], block.field, None)
         if type(text) is not str or len(text) != held.end or not text.endswith(event.delta):
             return
-        shells = (_shell(event, partial=None), _shell(partial, content=None), _shell(content[index]))
-        if None in shells:
-            return
         base = None if block.thinned_to == held.start else text[: held.start]
         block.thinned_to = held.end
         rest = list(content)
         rest[index] = None
-        shells[2][1][block.field] = ""  # type: ignore[index]
-        held.thin = (rest, shells, base)
-        held.event = None  # the shells hold all of it but the text
+        template = _copy(content[index], **{block.field: ""})
+        held.thin = (rest, template, base)
+        held.event = _copy(event, partial=_copy(partial, content=[]))
 
     @staticmethod
     def _thin_arguments(held: _Held) -> None:
@@ -414,13 +397,14 @@ class StreamRedaction:
         """The event of a thinned held delta, snapshot text restored."""
         block = held.block
         assert held.thin is not None and block is not None
-        content, (event, partial, item), base = held.thin
+        rest, template, base = held.thin
+        event = held.event
         if base is not None:
             block.raw = base
-        values = event[1]
-        block.raw = text = block.raw + values["delta"]
-        content[values["content_index"]] = _filled(item, **{block.field: text})
-        return _filled(event, partial=_filled(partial, content=content))
+        block.raw = text = block.raw + event.delta
+        content = list(rest)
+        content[event.content_index] = _copy(template, **{block.field: text})
+        return _copy(event, partial=_copy(event.partial, content=content))
 
     def _pass(self, event: Any) -> Iterable[Any]:
         self._held.append(_Held(event))

@@ -291,13 +291,10 @@ class _FixedDeltas:
 
 
 STREAMED_KB = 200
-# The live assembler re-parses a tool call's whole argument text at every delta (quadratic: 200 KB
-# would take minutes bare); until that is linear, the tool-argument row streams less.
-TOOL_ARGUMENT_KB = 20
 
 
 def _streamed(folder: Path, kind: str, size: int, name: str) -> Row:
-    kilobytes = TOOL_ARGUMENT_KB if kind == "tool" else STREAMED_KB
+    kilobytes = STREAMED_KB
     body = ("k=v&" * (kilobytes * 256))[: kilobytes * 1024]
     if kind == "tool":
         body = orjson.dumps({"q": body[:-8]}).decode()
@@ -325,5 +322,5 @@ def run() -> list[Row]:
         rows.append(_allocation(folder))
         rows.append(_append_in_new_process(folder))
         rows.append(_streamed(folder, "text", 4, f"record {STREAMED_KB} KB whitespace-free text (4-char deltas)"))
-        rows.append(_streamed(folder, "tool", 8, f"record {TOOL_ARGUMENT_KB} KB tool arguments (8-char deltas)"))
+        rows.append(_streamed(folder, "tool", 8, f"record {STREAMED_KB} KB tool arguments (8-char deltas)"))
         return rows

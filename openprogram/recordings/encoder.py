@@ -14,6 +14,11 @@ Two properties make recording linear in what was streamed:
   are searched. Deltas are redacted in the context of the text before them, so a credential
   split across chunks ("Bearer " + "abc123...") is still caught.
 
+* **Linear tool-call arguments.** With ``texts_redacted`` the arguments of a tool call still
+  streaming are those parsed, incrementally, from its stored deltas (as the stream redaction
+  shows them), not redacted again; a ``toolcall_delta`` is patched along the one path of the
+  arguments its delta changed (:func:`.patches.growth_patch`), never by dumping them whole.
+
 The encoder of a call writes its whole event lines: the usual delta is one ``bytes`` format of
 a template in which the call index and the block's content index are already filled in.
 
@@ -28,8 +33,9 @@ from typing import Any
 
 import orjson
 
-from ..providers.types import AssistantMessage, AssistantMessageEvent
-from .patches import compute_patch
+from ..providers.partial_json import StreamingJsonObject
+from ..providers.types import AssistantMessage, AssistantMessageEvent, ToolCall
+from .patches import compute_patch, growth_patch
 from .redaction import Redactor, Trigger
 
 __all__ = ["EventEncoder"]
@@ -259,6 +265,8 @@ _NOTHING_TO_FIND = Trigger(_find_nothing, 1)
 
 _MESSAGE_OTHERS = _fields_besides(AssistantMessage, "content")
 assert _MESSAGE_OTHERS is not None, "AssistantMessage must not allow extra fields"
+_TOOL_CALL_OTHERS = _fields_besides(ToolCall, "arguments")
+assert _TOOL_CALL_OTHERS is not None, "ToolCall must not allow extra fields"
 
 #: Event fields that are literals or integers by their type, so they cannot hold a secret.
 _FIXED_EVENT_FIELDS = frozenset({"type", "content_index", "reason"})
@@ -335,11 +343,14 @@ class EventEncoder:
             self._trigger = redactor.trigger()
         self._texts: dict[tuple[int, str], _GrowingText] = {}
         self._deltas: dict[tuple[str, Any], _DeltaContext] = {}
-        self._rest_bytes: bytes | None = None
+        self._rest_bytes: tuple[bytes, tuple[int, ...]] | None = None
         self._rest: dict[str, Any] | None = None  # redacted, texts blanked
         self._previous: Any = None  # the previous event's partial, as an object
         self._last: _LastGrowth | None = None  # what the hot path knows of the previous partial
         self._getters: dict[tuple[type, str], Callable[[dict[str, Any]], tuple[Any, ...]] | None] = {}
+        #: The arguments of each tool call still streaming, parsed from its (stored) deltas:
+        #: only when those are already redacted (``texts_redacted``), see :meth:`_tool_line`.
+        self._arguments: dict[int, StreamingJsonObject] | None = {} if texts_redacted else None
 
     def line(self, event: AssistantMessageEvent, event_index: int, t: int) -> bytes:
         """The whole event line of one event, newline included; ``t`` is when the event
@@ -360,6 +371,8 @@ class EventEncoder:
             return self._line % (event_index, t, self._encode_general(event))
         previous, self._previous = self._previous, partial
         index, event_type, last = fields.get("content_index"), fields.get("type"), self._last
+        if event_type == "toolcall_delta" and self._arguments is not None:
+            return self._line % (event_index, t, self._tool_line(event, partial, previous))
         if (
             last is None
             or last.partial is not previous
@@ -434,7 +447,9 @@ class EventEncoder:
         index, its time and the delta's JSON (twice)."""
         return self._head + _append_template(event_type, index) + b"}\n"
 
-    def _encode_general(self, event: AssistantMessageEvent) -> bytes:
+    def _encode_general(self, event: AssistantMessageEvent, *, fed: bool = False) -> bytes:
+        """The event object of any event; ``fed``: a tool call's delta already went to its
+        parse (see :meth:`_tool_line`)."""
         dump = type(event).__pydantic_serializer__.to_python(event, mode="json")
         partial = dump.pop("partial", None)
         # A text or thinking delta is what its block's text gained: its redaction comes from
@@ -449,11 +464,15 @@ class EventEncoder:
                 dump["partial"] = self._remove(partial)
             return orjson.dumps(dump)
         lifted = _lift_texts(partial)
-        rest_bytes = orjson.dumps(partial)
+        streaming = self._streamed_arguments(dump, partial, fed)
+        # Arguments kept out of redaction or not: part of what the rest is.
+        rest_bytes = (orjson.dumps(partial), tuple(index for index, _ in streaming))
         rest_changed = rest_bytes != self._rest_bytes
         if rest_changed:
             previous_full = self._full() if self._rest is not None else None
             self._rest, self._rest_bytes = self._remove(partial), rest_bytes
+            for index, value in streaming:  # stored deltas parsed: redacted already
+                self._rest["content"][index]["arguments"] = value
         texts, redact, cut = self._texts, self._redact, self._safe_cut
         ops: list[Any] = []
         for index, field, value in lifted:
@@ -484,6 +503,88 @@ class EventEncoder:
         else:
             dump["partial_patch"] = patch
         return orjson.dumps(dump)
+
+    # ------------------------------------------------------------------ tool calls
+
+    def _streamed_arguments(self, dump: dict[str, Any], partial: dict[str, Any], fed: bool) -> list[tuple[int, Any]]:
+        """Put, in the dumped ``partial``, the arguments of every tool call still streaming as
+        parsed from its stored deltas (the stream redaction's rule, see
+        :mod:`.stream_redaction`); return them, to be kept out of redaction. A
+        ``toolcall_delta`` feeds its delta first; ``toolcall_end`` ends the parse (its
+        arguments are whole, redacted by field name like any other value)."""
+        streams = self._arguments
+        if streams is None:
+            return []
+        kind, index = dump.get("type"), dump.get("content_index")
+        if kind == "toolcall_end":
+            streams.pop(index, None)
+        elif kind == "toolcall_delta" and type(dump.get("delta")) is str and not fed:
+            self._parse_delta(index, dump["delta"])
+        content = partial.get("content")
+        placed = []
+        for index, stream in streams.items():
+            if type(content) is list and type(index) is int and 0 <= index < len(content):
+                block = content[index]
+                if type(block) is dict and block.get("type") == "toolCall":
+                    value = stream.feed("")
+                    block["arguments"] = value
+                    placed.append((index, value))
+        return placed
+
+    def _parse_delta(self, index: Any, delta: str) -> tuple[Any, Any, bool]:
+        """Feed a stored delta to its tool call's parse: (value before, value after, whether
+        the parse stayed incremental, so that the two share every unchanged part)."""
+        streams = self._arguments
+        assert streams is not None
+        stream = streams.get(index)
+        if stream is None:
+            stream = streams[index] = StreamingJsonObject()
+        before, parses = stream.feed(""), stream.full_parses
+        after = stream.feed(delta)
+        return before, after, stream.full_parses == parses
+
+    def _tool_line(self, event: AssistantMessageEvent, partial: Any, previous: Any) -> bytes:
+        """The event object of a ``toolcall_delta`` whose partial is the previous one with only
+        the arguments of its block changed (identity checks, as for text growth): the patch is
+        taken along the one changed path of the parsed arguments (:func:`growth_patch`), never
+        from a dump of the whole partial. Anything else goes to the general path."""
+        fields = event.__dict__
+        index, delta = fields.get("content_index"), fields.get("delta")
+        message = partial.__dict__ if type(partial) is AssistantMessage else None
+        before = previous.__dict__ if type(previous) is AssistantMessage else None
+        if (
+            message is None
+            or before is None
+            or type(index) is not int
+            or type(delta) is not str
+            or self._rest is None
+            or not delta
+        ):
+            return self._encode_general(event)
+        content, old_content = message["content"], before["content"]
+        if (
+            len(content) != len(old_content)
+            or not 0 <= index < len(content)
+            or type(content[index]) is not ToolCall
+            or type(old_content[index]) is not ToolCall
+            or not all(map(is_, _MESSAGE_OTHERS(message), _MESSAGE_OTHERS(before)))
+            or not all(map(is_, _TOOL_CALL_OTHERS(content[index].__dict__), _TOOL_CALL_OTHERS(old_content[index].__dict__)))
+            or not all(map(is_, content[:index], old_content[:index]))
+            or not all(map(is_, content[index + 1 :], old_content[index + 1 :]))
+        ):
+            return self._encode_general(event)
+        old_value, value, incremental = self._parse_delta(index, delta)
+        patch = growth_patch(old_value, value, ["content", index, "arguments"]) if incremental else None
+        if patch is None:  # the parse gave up sharing, or a member went away: the general path
+            self._rest_bytes = None
+            return self._encode_general(event, fed=True)
+        rest = self._rest
+        rest_content = rest["content"] = list(rest["content"])
+        rest_content[index] = {**rest_content[index], "arguments": value}
+        self._rest_bytes = None  # the next general event compares the partial afresh
+        return orjson.dumps(
+            {"type": "toolcall_delta", "content_index": index, "delta": delta, "partial_patch": patch}
+        )
 
     def _derived_delta(
         self,

@@ -37,7 +37,24 @@ def compute_patch(previous: Any, current: Any) -> Patch | None:
     Both values are JSON-shaped (dicts with str keys, lists, str, int, float, bool, None).
     """
     ops: Patch = []
-    if not _diff(previous, current, [], ops):
+    if not _diff(previous, current, [], ops, False):
+        return None
+    return ops
+
+
+def growth_patch(previous: Any, current: Any, path: list[Any]) -> Patch | None:
+    """:func:`compute_patch` of two values built one from the other by copy on write, for a
+    value at ``path``: containers off the changed path are the very same objects (skipped by
+    identity), and a string that became longer was extended (written as ``append`` without
+    comparing its old part). Work is bounded by the width of the copied containers and what
+    was added, not by the size of the value.
+
+    The caller vouches for the growth (``partial_json.StreamingJsonObject`` in its incremental
+    mode only ever extends a string it already holds); any other change is compared as
+    :func:`compute_patch` compares it, and the operations are the ones it would give.
+    """
+    ops: Patch = []
+    if not _diff(previous, current, list(path), ops, True):
         return None
     return ops
 
@@ -46,8 +63,9 @@ def _same_leaf(a: Any, b: Any) -> bool:
     return a is b or (type(a) is type(b) and a == b)
 
 
-def _diff(previous: Any, current: Any, path: list[Any], ops: Patch) -> bool:
-    """Append the operations for one value to ``ops``; False when it cannot be expressed."""
+def _diff(previous: Any, current: Any, path: list[Any], ops: Patch, grown: bool) -> bool:
+    """Append the operations for one value to ``ops``; False when it cannot be expressed.
+    ``grown``: a longer string is known to extend the previous one (see :func:`growth_patch`)."""
     if previous is current:
         return True
     previous_type = type(previous)
@@ -55,9 +73,12 @@ def _diff(previous: Any, current: Any, path: list[Any], ops: Patch) -> bool:
         ops.append(["set", list(path), current])
         return True
     if previous_type is dict:
-        return _diff_dict(previous, current, path, ops)
+        return _diff_dict(previous, current, path, ops, grown)
     if previous_type is list:
-        return _diff_list(previous, current, path, ops)
+        return _diff_list(previous, current, path, ops, grown)
+    if grown and previous_type is str and path and len(current) > len(previous):
+        ops.append(["append", list(path), current[len(previous):]])
+        return True
     if previous == current:
         return True
     if previous_type is str and path and current.startswith(previous):
@@ -67,13 +88,13 @@ def _diff(previous: Any, current: Any, path: list[Any], ops: Patch) -> bool:
     return True
 
 
-def _diff_dict(previous: dict, current: dict, path: list[Any], ops: Patch) -> bool:
+def _diff_dict(previous: dict, current: dict, path: list[Any], ops: Patch, grown: bool) -> bool:
     if len(previous) > len(current) or any(key not in current for key in previous):
         return False  # a removed key: no operation deletes
     for key, value in current.items():
         if key in previous:
             path.append(key)
-            expressible = _diff(previous[key], value, path, ops)
+            expressible = _diff(previous[key], value, path, ops, grown)
             path.pop()
             if not expressible:
                 return False
@@ -82,12 +103,12 @@ def _diff_dict(previous: dict, current: dict, path: list[Any], ops: Patch) -> bo
     return True
 
 
-def _diff_list(previous: list, current: list, path: list[Any], ops: Patch) -> bool:
+def _diff_list(previous: list, current: list, path: list[Any], ops: Patch, grown: bool) -> bool:
     if len(current) < len(previous):
         return False  # a shrunk list: no operation removes
     for index in range(len(previous)):
         path.append(index)
-        expressible = _diff(previous[index], current[index], path, ops)
+        expressible = _diff(previous[index], current[index], path, ops, grown)
         path.pop()
         if not expressible:
             return False

@@ -22,8 +22,10 @@ deltas included, and the events reach the encoder as the very objects the provid
 redacted segment: the prefix and suffix the raw and redacted texts share stay where they were,
 the replaced middle goes to the delta in which it starts (:func:`spread`). Tool-call deltas then
 join to the compact JSON of the redacted arguments. Once anything in a call was rewritten, each
-released event's ``partial`` shows the stored texts so far (for a tool call still streaming,
-the arguments parsed from its stored deltas so far).
+released event's ``partial`` shows the stored texts so far. A released ``toolcall_delta`` always
+shows the arguments parsed, incrementally, from the tool call's stored deltas so far (held ones
+keep none: each snapshot holds the whole arguments so far, quadratic memory), which is also
+what :mod:`.encoder` writes for a tool call still streaming.
 
 Everything the stage hands on is redacted text, so the encoder does not redact block texts
 again: recording costs O(total length) whatever the text looks like.
@@ -41,8 +43,8 @@ from typing import Any
 
 import orjson
 
-from ..providers.partial_json import parse_streaming_json
-from ..providers.types import TERMINAL_EVENT_TYPES, AssistantMessage
+from ..providers.partial_json import StreamingJsonObject, parse_streaming_json
+from ..providers.types import TERMINAL_EVENT_TYPES, AssistantMessage, ToolCall
 from .redaction import Redactor
 
 __all__ = ["StreamRedaction", "spread"]
@@ -65,6 +67,36 @@ def _common_prefix_length(a: str, b: str) -> int:
         else:
             high = middle - 1
     return low
+
+
+def _copy(model: Any, **changes: Any) -> Any:
+    """``model.model_copy(update=changes)`` for the values this stage rebuilds per held delta,
+    without pydantic's generic copy (several times the cost of the rest of a delta's work):
+    the same shallow copy of the field values."""
+    if model.__pydantic_extra__ is not None or model.__pydantic_private__ is not None:
+        return model.model_copy(update=changes)
+    kind = type(model)
+    copy = kind.__new__(kind)
+    values = model.__dict__.copy()
+    values.update(changes)
+    object.__setattr__(copy, "__dict__", values)
+    object.__setattr__(copy, "__pydantic_fields_set__", model.__pydantic_fields_set__ | changes.keys())
+    object.__setattr__(copy, "__pydantic_extra__", None)
+    object.__setattr__(copy, "__pydantic_private__", None)
+    return copy
+
+
+def _delta_block(event: Any) -> tuple[AssistantMessage, list[Any], int] | None:
+    """The snapshot of a delta event, its content and the index of the block it grew; None
+    when the event does not show that block (it is then held as it is)."""
+    partial = getattr(event, "partial", None)
+    index = event.content_index
+    if type(partial) is not AssistantMessage or type(index) is not int:
+        return None
+    content = partial.content
+    if not 0 <= index < len(content):
+        return None
+    return partial, content, index
 
 
 def spread(pieces: list[str], target: str) -> list[str]:
@@ -110,8 +142,9 @@ class _Held:
         self.start, self.end = start, end  # the raw range of the delta in its block
         self.stored: str | None = None if block is not None else ""
         self.pieces: list[str] = []  # stored pieces gathered while the delta spans segments
-        #: A held text delta keeps no snapshot text (see ``_thin``): (content with the growing
-        #: block left out, that block without its text, the raw text before the delta or None).
+        #: A held delta keeps no snapshot text or arguments. Text (``_thin``): content with the
+        #: growing block left out, that block without its text, the raw text before the delta
+        #: or None; tool call (``_thin_arguments``): the content as kept.
         self.thin: tuple[list[Any], Any, str | None] | None = None
 
 
@@ -120,7 +153,7 @@ class _Block:
 
     __slots__ = (
         "field", "pending", "settled", "length", "waiting", "released", "dirty", "closed", "view",
-        "thinned_to", "raw", "emitted",
+        "thinned_to", "raw", "emitted", "parsed",
     )
 
     def __init__(self, field: str) -> None:
@@ -136,6 +169,9 @@ class _Block:
         self.thinned_to = -1  # raw length at the last thinned delta
         self.raw = ""  # raw text rebuilt for thinned deltas, as of the last one released
         self.emitted = 0  # raw length of the deltas released so far
+        #: A tool call's stored deltas released so far, parsed incrementally: the arguments its
+        #: released events show (each event's own value, sharing unchanged parts).
+        self.parsed = StreamingJsonObject() if field == "arguments" else None
 
 
 class StreamRedaction:
@@ -310,6 +346,8 @@ class StreamRedaction:
             block.pending.append(delta)
             if block.field != "arguments":
                 self._thin(held, block)
+            else:
+                self._thin_arguments(held)
         self._held.append(held)
 
     @staticmethod
@@ -318,13 +356,10 @@ class StreamRedaction:
         snapshots each hold the whole text so far, which for a long text without a safe point
         would be quadratic memory."""
         event = held.event
-        partial = getattr(event, "partial", None)
-        index = event.content_index
-        if type(partial) is not AssistantMessage or type(index) is not int:
+        found = _delta_block(event)
+        if found is None:
             return
-        content = partial.content
-        if not 0 <= index < len(content):
-            return
+        partial, content, index = found
         text = getattr(content[index], block.field, None)
         if type(text) is not str or len(text) != held.end or not text.endswith(event.delta):
             return
@@ -332,9 +367,33 @@ class StreamRedaction:
         block.thinned_to = held.end
         rest = list(content)
         rest[index] = None
-        template = content[index].model_copy(update={block.field: ""})
+        template = _copy(content[index], **{block.field: ""})
         held.thin = (rest, template, base)
-        held.event = event.model_copy(update={"partial": partial.model_copy(update={"content": []})})
+        held.event = _copy(event, partial=_copy(partial, content=[]))
+
+    @staticmethod
+    def _thin_arguments(held: _Held) -> None:
+        """Keep a held tool-call delta without its snapshot's arguments (each holds the whole
+        arguments so far: quadratic memory); on release it shows the arguments parsed from
+        the stored deltas instead (:meth:`_release`)."""
+        event = held.event
+        found = _delta_block(event)
+        if found is None or type(found[1][found[2]]) is not ToolCall:
+            return
+        partial, content, index = found
+        content = list(content)
+        content[index] = _copy(content[index], arguments={})
+        held.thin = (content, None, None)
+        held.event = _copy(event, partial=_copy(partial, content=content))
+
+    @staticmethod
+    def _thick_arguments(held: _Held, arguments: dict[str, Any]) -> Any:
+        """The event of a thinned tool-call delta, showing ``arguments``."""
+        event = held.event
+        partial = event.partial
+        content = list(partial.content)
+        content[event.content_index] = _copy(content[event.content_index], arguments=arguments)
+        return _copy(event, partial=_copy(partial, content=content))
 
     @staticmethod
     def _thick(held: _Held) -> Any:
@@ -347,8 +406,8 @@ class StreamRedaction:
             block.raw = base
         block.raw = text = block.raw + event.delta
         content = list(rest)
-        content[event.content_index] = template.model_copy(update={block.field: text})
-        return event.model_copy(update={"partial": event.partial.model_copy(update={"content": content})})
+        content[event.content_index] = _copy(template, **{block.field: text})
+        return _copy(event, partial=_copy(event.partial, content=content))
 
     def _pass(self, event: Any) -> Iterable[Any]:
         self._held.append(_Held(event))
@@ -361,9 +420,13 @@ class StreamRedaction:
         held = self._held
         while held and held[0].stored is not None:
             entry = held.popleft()
-            if entry.thin is not None:
-                entry.event = self._thick(entry)
             block = entry.block
+            if block is not None and block.parsed is not None:
+                arguments = block.parsed.feed(entry.stored)  # type: ignore[arg-type]
+                if entry.thin is not None:
+                    entry.event = self._thick_arguments(entry, arguments)
+            elif entry.thin is not None:
+                entry.event = self._thick(entry)
             if block is not None:
                 block.released.append(entry.stored)  # type: ignore[arg-type]
                 block.emitted = entry.end
@@ -451,8 +514,7 @@ class StreamRedaction:
         view = block.view
         if view is not None and view[0] is raw_block and view[1] == size:
             return view[2]
-        text = "".join(block.released)
-        value: Any = parse_streaming_json(text) if block.field == "arguments" else text
+        value: Any = block.parsed.feed("") if block.parsed is not None else "".join(block.released)
         stored = raw_block.model_copy(update={block.field: value})
         block.view = (raw_block, size, stored)
         return stored

@@ -1,0 +1,97 @@
+"""Recording long tool-call arguments does work linear in their length (issue #12): counted,
+never timed. Per ``toolcall_delta`` the recorder must not redact, dump or compare the
+arguments so far, only what the delta added."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import orjson
+import pytest
+
+from openprogram.providers.partial_json import StreamingJsonObject
+from openprogram.providers.replay import read_recording_file
+from openprogram.recordings import patches, redaction
+
+from .test_stream_redaction import record, streamed
+
+
+def _arguments(kilobytes: int) -> str:
+    """Whitespace-free text full of what redaction acts on ("=", "&"): no safe cut anywhere."""
+    body = ("k=v&" * (kilobytes * 256))[: kilobytes * 1024]
+    return orjson.dumps({"q": body[:-8]}).decode()
+
+
+def _work(path: Path, kilobytes: int) -> dict[str, int]:
+    """Characters redacted or searched for triggers, values compared by the patch diff (string
+    characters included), and whole-prefix parses, while recording ``kilobytes`` KB of tool
+    arguments in 8-character deltas."""
+    counts = {"redacted": 0, "compared": 0, "full_parses": 0}
+    real_redact, real_trigger, real_diff = redaction._redact, redaction._trigger_for, patches._diff
+    real_feed = StreamingJsonObject.feed
+
+    def counting_redact(known, text):
+        counts["redacted"] += len(text)
+        return real_redact(known, text)
+
+    def counting_trigger(values):
+        search, reach = real_trigger(values)
+
+        def counting_search(text, start=0):
+            counts["redacted"] += len(text) - start
+            return search(text, start)
+
+        return redaction.Trigger(counting_search, reach)
+
+    def counting_diff(previous, current, path, ops, grown):
+        # A string compared in full costs its length; one known to have grown, nothing.
+        if type(previous) is str and type(current) is str and not (grown and len(current) > len(previous)):
+            counts["compared"] += len(current)
+        counts["compared"] += 1
+        return real_diff(previous, current, path, ops, grown)
+
+    def counting_feed(self, delta):
+        before = self.full_parses
+        value = real_feed(self, delta)
+        counts["full_parses"] += self.full_parses - before
+        return value
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(redaction, "_redact", counting_redact)
+        patch.setattr(redaction, "_trigger_for", counting_trigger)
+        patch.setattr(redaction, "_known_cache", None)
+        patch.setattr(patches, "_diff", counting_diff)
+        patch.setattr(StreamingJsonObject, "feed", counting_feed)
+        events = streamed([("tool", _arguments(kilobytes))], 8)
+        live = record(path, events)
+    (call,) = read_recording_file(path).calls
+    assert list(call.events()) == live  # nothing to redact: the replay is the live stream
+    return counts
+
+
+def test_recording_tool_arguments_does_linear_work(tmp_path):
+    counts = {kb: _work(tmp_path / f"{kb}.jsonl", kb) for kb in (50, 100, 200)}
+    assert counts[50]["redacted"] >= 50 * 1024  # the whole arguments were looked at, once
+    for small, large in ((50, 100), (100, 200)):
+        # Twice the arguments, about twice the work (quadratic work would be four times).
+        assert counts[large]["redacted"] <= 2.2 * counts[small]["redacted"]
+        assert counts[large]["compared"] <= 2.2 * counts[small]["compared"]
+    # A few comparisons per delta (the one changed path), the whole value a bounded number of
+    # times (once the arguments are whole, at toolcall_end), never the value at every delta.
+    arguments = len(_arguments(200))
+    assert counts[200]["compared"] <= 4 * (arguments // 8 + 1) + 2 * arguments
+    assert counts[200]["full_parses"] == 0
+
+
+def test_the_patches_of_long_arguments_restore_every_snapshot(tmp_path):
+    """The trusted growth of the arguments (``growth_patch``) writes patches that restore
+    every live snapshot exactly, escapes and nested values included."""
+    arguments = orjson.dumps(
+        {"path": "a/b.txt", "content": "line \\ \"quoted\" é\u2028" * 40, "options": {"n": 12, "flags": [True, None, 1.5]}}
+    ).decode()
+    path = tmp_path / "rec.jsonl"
+    live = record(path, streamed([("tool", arguments), ("text", "done. ")], 3))
+    (call,) = read_recording_file(path).calls
+    assert list(call.events()) == live
+    lines = path.read_bytes().count(b'"partial":{')
+    assert lines <= 2  # the first event and at most one more: the rest are patches

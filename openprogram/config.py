@@ -169,6 +169,34 @@ def _record_replay_file(value: Any) -> Any:
     return value
 
 
+def _record_replay_ignore(value: Any) -> Any:
+    from .recordings.volatile import RequestFilter
+
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(
+            'must be a JSON list of field patterns, e.g. ["context.system_prompt", "options.metadata.*"]'
+        )
+    try:
+        RequestFilter(ignore=value)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    return value
+
+
+def _record_replay_normalize(value: Any) -> Any:
+    from .recordings.volatile import RequestFilter
+
+    if not isinstance(value, list):
+        raise ConfigError(
+            'must be a JSON list of [regex, replacement] pairs, e.g. [["\\d{4}-\\d\\d-\\d\\d", "<date>"]]'
+        )
+    try:
+        RequestFilter(normalize=value)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    return value
+
+
 def _check_record_replay(before: dict[str, Any], after: dict[str, Any]) -> None:
     """When a change touches ``record_replay``, the result must be usable as it stands: its
     activation plan (the one the runtime and ``recordings status`` use) must not block."""
@@ -188,6 +216,8 @@ KEY_VALIDATORS: dict[str, Validator] = {
     "run.max_turns": _positive_int,
     "record_replay.mode": _record_replay_mode,
     "record_replay.file": _record_replay_file,
+    "record_replay.ignore": _record_replay_ignore,
+    "record_replay.normalize": _record_replay_normalize,
 }
 
 #: Checks of the whole configuration after a change, given (before, after); each raises

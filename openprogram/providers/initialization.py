@@ -194,7 +194,7 @@ def _install_for(plan: ActivationPlan) -> None:
     else:
         from ..recordings.replayer import ReplayProvider
 
-        replay = ReplayProvider(plan.path)
+        replay = ReplayProvider(plan.path, ignore=plan.ignore, normalize=plan.normalize)
 
         def replay_transform(api: str, original: Any) -> Any:
             return replay

@@ -81,6 +81,10 @@ class ActivationPlan:
     fixes: tuple[str, ...] = ()
     calls: int | None = None
     events: int | None = None
+    #: ``record_replay.ignore`` and ``record_replay.normalize``, checked: what a replay
+    #: overlooks in requests (see :mod:`.volatile`).
+    ignore: tuple[str, ...] = ()
+    normalize: tuple[tuple[str, str], ...] = ()
 
     @property
     def blocked(self) -> bool:
@@ -148,6 +152,24 @@ def plan_activation(
         )
     if mode == OFF:
         return _off_plan(plan, selector, profile)
+    # Replay's volatile-value settings (unused when off).
+    subtree = config.get("record_replay")
+    if isinstance(subtree, dict) and ("ignore" in subtree or "normalize" in subtree):
+        from .volatile import RequestFilter
+
+        ignore, normalize = subtree.get("ignore") or [], subtree.get("normalize") or []
+        for key, settings in (("ignore", {"ignore": ignore}), ("normalize", {"normalize": normalize})):
+            try:
+                RequestFilter(**settings)
+            except (TypeError, ValueError) as error:
+                return plan.blocked_by(
+                    "invalid_volatile",
+                    f"record_replay.{key}: {error}",
+                    f"openprogram config unset record_replay.{key}",
+                )
+        plan = dataclasses.replace(
+            plan, ignore=tuple(ignore), normalize=tuple(tuple(rule) for rule in normalize)
+        )
     if selector is not None and not isinstance(selector, str):
         return plan.blocked_by(
             "invalid_id",

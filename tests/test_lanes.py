@@ -210,3 +210,39 @@ def test_two_commands_recorded_into_one_recording_replay_in_either_order(isolate
         "openprogram: replay mismatch at call 0 (session 1 of 2), field context.messages[0].content:",
         "recorded 'hello one', incoming 'something else'",
     ]
+
+
+def test_show_and_the_conversation_tell_sessions_and_lanes(isolated_home, tmp_path):
+    import subprocess
+
+    from tests.conftest import PYTHON, cli_env
+
+    path = tmp_path / "strands.jsonl"
+    model = get_model("faux/echo")
+
+    async def record() -> None:
+        for prompt in ("first command", "second command"):
+            with use_recording(path, "record"):
+                await complete_simple(model, Context(messages=[UserMessage(content=prompt)]))
+                with lane("helper"):
+                    await complete_simple(model, Context(messages=[UserMessage(content=f"{prompt} helper")]))
+
+    asyncio.run(record())
+
+    def show(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run(
+            [PYTHON, "-m", "openprogram", "recordings", "show", str(path), *args],
+            env=cli_env(isolated_home), capture_output=True, text=True, timeout=120,
+        )
+
+    table = show().stdout.splitlines()
+    heading = next(line for line in table if line.startswith("CALL"))
+    assert heading.split()[:3] == ["CALL", "SESSION", "LANE"]
+    rows = [line.split() for line in table[table.index(heading) + 1 :] if line.strip() and not set(line) <= {"-", " "}]
+    assert [(row[1], row[2]) for row in rows] == [("1", "-"), ("1", "helper"), ("2", "-"), ("2", "helper")]
+    summary = json.loads(show("--json").stdout)["calls"]
+    assert [(c["session"], c["lane"]) for c in summary] == [(1, ""), (1, "helper"), (2, ""), (2, "helper")]
+    conversation = show("--conversation").stdout
+    assert "=== session 1 of 2 ===" in conversation and "=== session 2 of 2 ===" in conversation
+    assert conversation.count("--- lane helper ---") == 2
+    assert conversation.index("first command helper") < conversation.index("=== session 2 of 2 ===")

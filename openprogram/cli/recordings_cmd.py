@@ -367,7 +367,7 @@ def run_show(args: argparse.Namespace) -> int:
         size=info.st_size,
         mtime=info.st_mtime,
         header=remove_secret_values(recording.header),
-        calls=[inspection.summarize_call(call) for call in recording.calls],
+        calls=inspection.summarize_calls(recording.calls),
     )
     now = render.now()
     if args.json:

@@ -92,9 +92,13 @@ def render_show(report: ShowReport, now: float) -> str:
     ]
     if report.calls:
         lines.append("")
+        sessions = len({call.session for call in report.calls}) > 1
+        lanes = any(call.lane for call in report.calls)
         rows = [
             [
                 str(call.call_index),
+                *([str(call.session)] if sessions else []),
+                *([safe(call.lane or "-")] if lanes else []),
                 safe(call.api or "?"),
                 safe(call.provider or "?"),
                 safe(call.model or "?"),
@@ -107,7 +111,12 @@ def render_show(report: ShowReport, now: float) -> str:
             ]
             for call in report.calls
         ]
-        headings = ["CALL", "API", "PROVIDER", "MODEL", "EVENTS", "OUTCOME", "FIRST", "DURATION", "TOKENS", "ERROR"]
+        headings = [
+            "CALL",
+            *(["SESSION"] if sessions else []),
+            *(["LANE"] if lanes else []),
+            "API", "PROVIDER", "MODEL", "EVENTS", "OUTCOME", "FIRST", "DURATION", "TOKENS", "ERROR",
+        ]
         lines.extend(table(headings, rows))
     return "\n".join(lines)
 

@@ -139,6 +139,10 @@ class CallSummary:
     #: for a file written before timings.
     first_event_ms: int | None = None
     duration_ms: int | None = None
+    #: The session (numbered from 1 in file order; the recording sink that wrote the call)
+    #: and the lane (``""``: the root) of the call.
+    session: int = 1
+    lane: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -152,10 +156,23 @@ class CallSummary:
             "error_message": self.error_message,
             "first_event_ms": self.first_event_ms,
             "duration_ms": self.duration_ms,
+            "session": self.session,
+            "lane": self.lane,
         }
 
 
 USAGE_FIELDS = ("input", "output", "cache_read", "cache_write", "total_tokens")
+
+
+def summarize_calls(calls: list[Any]) -> list[CallSummary]:
+    """:func:`summarize_call` of each call, with its session numbered in file order."""
+    sessions: dict[Any, int] = {}
+    summaries = []
+    for call in calls:
+        summary = summarize_call(call)
+        summary.session = sessions.setdefault(getattr(call, "session", None), len(sessions) + 1)
+        summaries.append(summary)
+    return summaries
 
 
 def summarize_call(call: Any) -> CallSummary:
@@ -186,6 +203,7 @@ def summarize_call(call: Any) -> CallSummary:
         error_message=error_message if isinstance(error_message, str) else None,
         first_event_ms=call.first_event_ms,
         duration_ms=call.duration_ms,
+        lane=getattr(call, "lane", ""),
     )
 
 

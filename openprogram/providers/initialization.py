@@ -157,11 +157,11 @@ def _activate_record_replay() -> RuntimeSnapshot:
     The plan checks the settings and that the file exists; the file itself is read once, by
     the sink or the replay provider built here, and a failure there blocks with the plan's
     own mapping, so the diagnosis is the one ``recordings status`` prints."""
-    from ..recordings.activation import RECORD, REPLAY, load_activation_plan
+    from ..recordings.activation import RECORD, REPLAY, UPDATE, load_activation_plan
     from ..recordings.format import RecordingFileError
 
     plan = load_activation_plan(check_file=False)
-    if plan.mode in (RECORD, REPLAY):
+    if plan.mode in (RECORD, REPLAY, UPDATE):
         try:
             _install_for(plan)
         except RecordingFileError as error:
@@ -178,10 +178,24 @@ def _activate_record_replay() -> RuntimeSnapshot:
 
 def _install_for(plan: ActivationPlan) -> None:
     """Build the recording sink or the replay provider of ``plan`` and install its transform."""
-    from ..recordings.activation import RECORD
+    from ..recordings.activation import RECORD, UPDATE
     from .api_registry import configure_provider_transform
 
-    if plan.mode == RECORD:
+    if plan.mode == UPDATE:
+        import atexit
+
+        from ..recordings.updating import UpdateSession
+
+        session = UpdateSession(plan.path, ignore=plan.ignore, normalize=plan.normalize)
+
+        def update_transform(api: str, original: Any) -> Any:
+            return session.provider_for(api, original)
+
+        configure_provider_transform(update_transform)
+        # The process is the scope: the file is rewritten when it exits normally (a process
+        # killed hard leaves the recording as it was).
+        atexit.register(session.finish, True)
+    elif plan.mode == RECORD:
         from ..recordings.recorder import RecordingProvider
         from ..recordings.sink import RecordingSink
 

@@ -39,7 +39,7 @@ from .store import (
 if TYPE_CHECKING:
     from .format import RecordingFileError
 
-OFF, RECORD, REPLAY, BLOCKED = "off", "record", "replay", "blocked"
+OFF, RECORD, REPLAY, UPDATE, BLOCKED = "off", "record", "replay", "update", "blocked"
 
 CMD = "openprogram recordings"
 FIX_OFF = f"{CMD} off"
@@ -184,10 +184,10 @@ def plan_activation(
             FIX_RECORD,
             FIX_REPLAY,
         )
-    if mode == RECORD and not is_managed_id(selector):
+    if mode in (RECORD, UPDATE) and not is_managed_id(selector):
         return plan.blocked_by(
             "path_selector_in_record_mode",
-            f"record mode needs a managed recording ID, not a path ('{selector}')",
+            f"{mode} mode needs a managed recording ID, not a path ('{selector}')",
             FIX_RECORD,
             f"{CMD} replay {selector}",
         )
@@ -198,6 +198,9 @@ def plan_activation(
     plan = dataclasses.replace(plan, path=path, managed_id=managed_id_of(path, profile))
     if mode == RECORD:
         return _check_record_target(plan, check_file)
+    absence = absence_of(path) if mode == UPDATE else None
+    if absence is not None and absence[0] == MISSING:
+        return dataclasses.replace(plan, file_usable=True)  # update records it from scratch
     return _check_replay_file(plan, check_file)
 
 

@@ -17,7 +17,7 @@ from ..state import ConfigError, check_private_dir, ensure_private_dir, state_di
 RECORDINGS_FOLDER = "recordings"
 RECORDING_SUFFIX = ".jsonl"
 RECORDING_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-VALID_MODES = ("off", "record", "replay")
+VALID_MODES = ("off", "record", "replay", "update")
 
 
 class SelectorError(ConfigError):
@@ -96,7 +96,7 @@ def resolve_selector(selector: str, *, mode: str, profile: str | None = None) ->
         )
     if is_managed_id(selector):
         return managed_path(selector, profile)
-    if mode == "record":
+    if mode in ("record", "update"):
         raise SelectorError(
             f"record mode needs a managed recording ID, not a path ('{selector}'); "
             "use 'openprogram recordings record --name NAME'"

@@ -6,7 +6,8 @@ match are replayed; from the first call that does not match (or runs past the re
 call and every later one go to the live provider and are recorded into a temporary file beside
 the recording. When the scope ends normally, the recording is replaced atomically by the
 replayed calls followed by the new ones (calls never reached are dropped, ``call_index``
-renumbered from 0, the file's mode kept); when nothing drifted, the file is left byte for byte
+renumbered from 0, the file's mode kept; in a recording of several sessions, the sessions this
+run did not follow are kept as they were); when nothing drifted, the file is left byte for byte
 as it was; when the scope ends with an exception, the new calls are thrown away.
 See ``docs/tutorial.md``.
 """
@@ -88,6 +89,7 @@ class UpdateSession:
 
         with self._lock:
             if self._sink is None:
+                self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
                 descriptor, name = tempfile.mkstemp(
                     prefix=f".{self.path.name}.", suffix=".update", dir=self.path.parent
                 )
@@ -108,21 +110,38 @@ class UpdateSession:
                 self._sink.close()
             if not succeeded:
                 return
-            unused = self.replay is not None and self.replay.call_count < len(self.replay.recording.calls)
-            if not self._drifted and not unused:
+            kept = self._kept_calls()
+            unchanged = self.replay is not None and len(kept) == len(self.replay.recording.calls)
+            if not self._drifted and unchanged:
                 return  # nothing changed: the file stays byte for byte as it was
-            self._write_updated()
+            self._write_updated(kept)
         finally:
             if self._new_path is not None:
                 with contextlib.suppress(FileNotFoundError):
                     self._new_path.unlink()
 
-    def _write_updated(self) -> None:
-        header, kept = _calls_of(self.path, {call.call_index for call in self.replayed}) if self.replay else (None, {})
+    def _kept_calls(self) -> list[int]:
+        """The ``call_index`` of every recorded call the updated file keeps, in file order: the
+        replayed ones, and in a file of several sessions (several commands recorded into one
+        recording) every call of the sessions this run did not follow. Unreached calls of the
+        followed session are dropped: the run went another way."""
+        if self.replay is None:
+            return []
+        replayed = {call.call_index for call in self.replayed}
+        calls = self.replay.recording.calls
+        several = len({call.session for call in calls}) > 1
+        followed = {call.session for call in self.replayed}
+        return [
+            call.call_index
+            for call in calls
+            if call.call_index in replayed or (several and call.session not in followed)
+        ]
+
+    def _write_updated(self, kept_indexes: list[int]) -> None:
+        header, kept = _calls_of(self.path, set(kept_indexes)) if self.replay else (None, {})
         new_header, new_calls = _calls_of(self._new_path, None) if self._new_path is not None else (None, {})
         rows = [header or new_header or _fresh_header()]
-        order = [call.call_index for call in self.replayed]
-        renumbered = [kept[index] for index in order] + [new_calls[index] for index in sorted(new_calls)]
+        renumbered = [kept[index] for index in kept_indexes] + [new_calls[index] for index in sorted(new_calls)]
         for number, call_rows in enumerate(renumbered):
             rows.extend({**row, "call_index": number} for row in call_rows)
         mode = stat.S_IMODE(os.stat(self.path).st_mode) if self.replay is not None else 0o600

@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from operator import is_, itemgetter
 from typing import Any
 
 import orjson
@@ -72,10 +73,20 @@ def _common_prefix_length(a: str, b: str) -> int:
 _set = object.__setattr__
 
 
-def _plain(*models: Any) -> bool:
-    """Whether every model holds only its fields (no extra, no private values), so that
-    :func:`_build` can rebuild it from its ``__dict__``."""
-    return all(m.__pydantic_extra__ is None and m.__pydantic_private__ is None for m in models)
+_PLAIN_CLASSES: dict[type, bool] = {}
+
+
+def _plain(model: Any) -> bool:
+    """Whether the model's class lets it hold only its fields (no extra, no private values),
+    so that :func:`_build` can rebuild it from its ``__dict__``."""
+    kind = type(model)
+    plain = _PLAIN_CLASSES.get(kind)
+    if plain is None:
+        config = getattr(kind, "model_config", {})
+        plain = _PLAIN_CLASSES[kind] = config.get("extra") != "allow" and not getattr(
+            kind, "__private_attributes__", None
+        )
+    return plain
 
 
 def _build(kind: type, values: dict[str, Any], fields_set: set[str]) -> Any:
@@ -90,6 +101,14 @@ def _build(kind: type, values: dict[str, Any], fields_set: set[str]) -> Any:
     return model
 
 
+def _others(values: dict[str, Any], excluded: str) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    """A getter of the tuple of the values of every key of ``values`` but ``excluded``."""
+    names = [name for name in values if name != excluded]
+    if not names:
+        return lambda values: ()
+    return itemgetter(*names, names[0])  # always a tuple, even of one name
+
+
 class _Frame:
     """A held delta's snapshot without the value its block grows (text, thinking or
     arguments): the message's field values, its content with that block left out, and the
@@ -98,7 +117,10 @@ class _Frame:
     from one frame share every value but the grown one (the encoder's hot path checks that by
     identity)."""
 
-    __slots__ = ("message_kind", "message", "message_set", "content", "block_kind", "block", "block_set")
+    __slots__ = (
+        "message_kind", "message", "message_set", "message_others", "message_rest",
+        "content", "block_kind", "block", "block_set", "block_others", "block_rest",
+    )
 
     def __init__(self, partial: Any, content: list[Any], index: int, field: str) -> None:
         item = content[index]
@@ -108,21 +130,30 @@ class _Frame:
         self.content[index] = None
         self.block_kind, self.block_set = type(item), item.__pydantic_fields_set__
         self.block = {**item.__dict__, field: None}
+        # What :meth:`fits` compares by identity: every value but the content and the grown one.
+        self.message_others = _others(self.message, "content")
+        self.block_others = _others(self.block, field)
+        self.message_rest, self.block_rest = self.message_others(self.message), self.block_others(self.block)
 
-    def fits(self, partial: Any, content: list[Any], index: int, field: str) -> bool:
-        """Whether ``partial`` is this frame with only block ``index``'s ``field`` changed."""
-        if type(partial) is not self.message_kind or len(content) != len(self.content):
-            return False
+    def fits(self, partial: Any, content: list[Any], index: int) -> bool:
+        """Whether ``partial`` is this frame with only block ``index``'s grown value changed
+        (the frame's block, which keeps its field)."""
         item = content[index]
-        values, message = item.__dict__, partial.__dict__
-        return (
-            type(item) is self.block_kind
-            and all(v is values.get(k) for k, v in self.block.items() if k != field)
-            and len(values) == len(self.block)
-            and all(v is message.get(k) for k, v in self.message.items() if k != "content")
-            and len(message) == len(self.message)
-            and all(a is b for n, (a, b) in enumerate(zip(content, self.content, strict=True)) if n != index)
-        )
+        message, values, before = partial.__dict__, item.__dict__, self.content
+        try:
+            return (
+                type(partial) is self.message_kind
+                and type(item) is self.block_kind
+                and len(content) == len(before)
+                and len(message) == len(self.message)
+                and len(values) == len(self.block)
+                and all(map(is_, self.message_others(message), self.message_rest))
+                and all(map(is_, self.block_others(values), self.block_rest))
+                and all(map(is_, content[:index], before[:index]))
+                and all(map(is_, content[index + 1 :], before[index + 1 :]))
+            )
+        except KeyError:  # a field missing (built without validation)
+            return False
 
     def event(self, held: _Held, field: str, value: Any) -> Any:
         """The held delta's event, its snapshot showing ``value`` as the grown field."""
@@ -247,6 +278,25 @@ class StreamRedaction:
         #: sets text without streaming it): the texts are not known to be redacted, and the
         #: recorder must have the encoder redact them itself from then on.
         self.unaccounted = False
+        #: The frame of the last event accounted: later events rebuilt from it differ only in
+        #: the grown value, which is their deltas' by construction (nothing left to check).
+        self._accounted: _Frame | None = None
+        #: The text of the last rebuilt text delta and the text it was made from by appending
+        #: the delta (None: from a slice), for :meth:`extends`.
+        self._grown: tuple[str, str | None] = ("", None)
+
+    def extends(self, text: str, previous: str) -> bool:
+        """Whether this stage made ``text`` by appending a delta to ``previous`` (identity,
+        not equality): the encoder then knows ``text.startswith(previous)`` without comparing
+        the whole text so far."""
+        grown = self._grown
+        return grown[0] is text and grown[1] is previous
+
+    def arguments_parse(self, index: int) -> StreamingJsonObject | None:
+        """The parse of tool call ``index``'s stored deltas released so far (None: no tool
+        call streams there), for the encoder to read instead of parsing them again."""
+        block = self._blocks.get(index)
+        return block.parsed if block is not None else None
 
     # ------------------------------------------------------------------------ input
 
@@ -410,7 +460,7 @@ class StreamRedaction:
         partial, content, index = found
         field = block.field
         item = content[index]
-        if not _plain(event, partial, item):
+        if not (_plain(event) and _plain(partial) and _plain(item)):
             return
         if field == "arguments":
             if type(item) is not ToolCall:
@@ -423,22 +473,21 @@ class StreamRedaction:
             base = None if block.thinned_to == held.start else text[: held.start]
             block.thinned_to = held.end
         frame = block.frame
-        if frame is None or not frame.fits(partial, content, index, field):
+        if frame is None or not frame.fits(partial, content, index):
             frame = block.frame = _Frame(partial, content, index, field)
         held.thin = (frame, base)
         held.event = (type(event), {**event.__dict__, "partial": None}, event.__pydantic_fields_set__)
 
-    @staticmethod
-    def _thick(held: _Held, arguments: Any = None) -> Any:
+    def _thick(self, held: _Held, arguments: Any = None) -> Any:
         """The event of a thinned held delta, its snapshot's text (or ``arguments``) restored."""
         block = held.block
         assert held.thin is not None and block is not None
         frame, base = held.thin
         if block.field == "arguments":
             return frame.event(held, "arguments", arguments)
-        if base is not None:
-            block.raw = base
-        block.raw = text = block.raw + held.delta
+        previous = block.raw if base is None else None
+        block.raw = text = (block.raw if base is None else base) + held.delta
+        self._grown = (text, previous)
         return frame.event(held, block.field, text)
 
     def _pass(self, event: Any) -> Iterable[Any]:
@@ -462,7 +511,10 @@ class StreamRedaction:
             if block is not None:
                 block.released.append(entry.stored)  # type: ignore[arg-type]
                 block.emitted = entry.end
-            self._account(entry.event)
+            frame = entry.thin[0] if entry.thin is not None else None
+            if frame is None or frame is not self._accounted:
+                self._account(entry.event)
+                self._accounted = frame
             yield self._stored(entry, entry.stored) if self._dirty else entry.event
 
     def _account_delta(self, event: Any, block: _Block) -> None:

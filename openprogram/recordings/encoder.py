@@ -579,8 +579,10 @@ class EventEncoder:
                 after = stream.feed("")
                 self._adopted[index] = (after, stream.full_parses)
                 return seen[0], after, stream.full_parses == seen[1]
-            del self._adopted[index]
-            stream = streams[index] = StreamingJsonObject(stream.text)
+            del self._adopted[index]  # no longer fed: a parse of our own, as far as it got
+            text, stream = stream.text, StreamingJsonObject()
+            streams[index] = stream
+            stream.feed(text)
         before, parses = stream.feed(""), stream.full_parses
         after = stream.feed(delta)
         return before, after, stream.full_parses == parses

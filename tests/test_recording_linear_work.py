@@ -95,3 +95,71 @@ def test_the_patches_of_long_arguments_restore_every_snapshot(tmp_path):
     assert list(call.events()) == live
     lines = path.read_bytes().count(b'"partial":{')
     assert lines <= 2  # the first event and at most one more: the rest are patches
+
+
+def _fed_characters(path: Path, events: list) -> tuple[int, list]:
+    """Characters fed to any argument parse while recording ``events`` (already built)."""
+    fed = [0]
+    real_feed = StreamingJsonObject.feed
+
+    def counting_feed(self, delta):
+        fed[0] += len(delta)
+        return real_feed(self, delta)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(StreamingJsonObject, "feed", counting_feed)
+        live = record(path, events)
+    return fed[0], live
+
+
+def test_recording_parses_tool_arguments_once(tmp_path):
+    """The encoder reads the stream redaction's parse of the stored deltas rather than parsing
+    them a second time: the arguments are fed to a parse once while recording."""
+    arguments = _arguments(20)
+    path = tmp_path / "rec.jsonl"
+    fed, live = _fed_characters(path, streamed([("tool", arguments), ("text", "done. ")], 8))
+    assert fed == len(arguments)
+    (call,) = read_recording_file(path).calls
+    assert list(call.events()) == live
+
+
+def test_the_encoder_writes_the_same_lines_whoever_parses_the_arguments():
+    """An encoder reading a parse the stage keeps (``parse_of``) writes exactly the lines of
+    one parsing the deltas itself, and when that parse is replaced by another (the stage
+    started another block at the index) it gives the adopted one up and stays exact."""
+    from openprogram.recordings.encoder import EventEncoder
+
+    events = streamed([("tool", orjson.dumps({"q": "a=b&" * 30, "n": [1, 2]}).decode())], 5)
+    redactor = redaction.current_redactor()
+    own = EventEncoder(redactor, texts_redacted=True)
+    shared: dict[int, StreamingJsonObject] = {}
+    reading = EventEncoder(redactor, texts_redacted=True, parse_of=shared.get)
+    deltas = 0
+    for number, event in enumerate(events):
+        if event.type == "toolcall_delta":
+            deltas += 1
+            if deltas == 10:  # another parse of the same text: the encoder cannot know it
+                shared[event.content_index] = StreamingJsonObject(shared[event.content_index].text)
+            shared.setdefault(event.content_index, StreamingJsonObject()).feed(event.delta)
+        assert reading.line(event, number, 0) == own.line(event, number, 0)
+    assert deltas > 10
+
+
+def test_the_encoder_trusts_only_the_texts_the_stage_grew():
+    """``extends`` is taken for what it says (no comparison of the whole text) only when it
+    vouches for the very text objects; the lines are those of an encoder comparing texts."""
+    from openprogram.recordings.encoder import EventEncoder
+
+    events = streamed([("text", "k=v&" * 200)], 4)
+    redactor = redaction.current_redactor()
+    asked: list[bool] = []
+
+    def extends(text: str, previous: str) -> bool:
+        asked.append(True)
+        return False
+
+    plain = EventEncoder(redactor, texts_redacted=True)
+    checked = EventEncoder(redactor, texts_redacted=True, extends=extends)
+    for number, event in enumerate(events):
+        assert checked.line(event, number, 0) == plain.line(event, number, 0)
+    assert len(asked) >= 190  # asked at every growth of the hot path

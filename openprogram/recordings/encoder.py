@@ -256,6 +256,10 @@ def _unchanged(text: str) -> str:
     return text
 
 
+def _never(text: str, previous: str) -> bool:
+    return False
+
+
 def _find_nothing(text: str, start: int) -> None:
     return None
 
@@ -327,11 +331,27 @@ class EventEncoder:
     one, everything else compared by its exact JSON encoding).
     """
 
-    def __init__(self, redactor: Redactor, call_index: int = 0, *, texts_redacted: bool = False) -> None:
+    def __init__(
+        self,
+        redactor: Redactor,
+        call_index: int = 0,
+        *,
+        texts_redacted: bool = False,
+        parse_of: Callable[[int], StreamingJsonObject | None] | None = None,
+        extends: Callable[[str, str], bool] | None = None,
+    ) -> None:
         """``texts_redacted``: the block texts and deltas of the events are already redacted
         (by :class:`.stream_redaction.StreamRedaction`, which sees the whole stream), so they
         are written as they are: no text is redacted again, which keeps recording linear
-        whatever the text looks like. Every other field is still redacted here."""
+        whatever the text looks like. Every other field is still redacted here.
+
+        ``parse_of(index)``: the parse of tool call ``index``'s stored deltas that the stream
+        redaction keeps (it has fed each delta before the event reaches this encoder), so
+        that the arguments are not parsed twice (see :meth:`_parse_delta`).
+
+        ``extends(text, previous)``: True when the stream redaction made ``text`` by appending
+        to ``previous`` (the hot path then skips comparing the whole text so far); False says
+        nothing, and the texts are compared."""
         self._head = b'{"type":"event","call_index":%d,"event_index":%%d,"t":%%d,"event":' % call_index
         self._line = self._head + b"%s}\n"
         self._remove = redactor.remove_secret_values
@@ -351,6 +371,11 @@ class EventEncoder:
         #: The arguments of each tool call still streaming, parsed from its (stored) deltas:
         #: only when those are already redacted (``texts_redacted``), see :meth:`_tool_line`.
         self._arguments: dict[int, StreamingJsonObject] | None = {} if texts_redacted else None
+        self._parse_of = parse_of if texts_redacted else None
+        self._extends = extends if texts_redacted and extends is not None else _never
+        #: Per tool call whose parse is ``parse_of``'s: its value and full-parse count as of
+        #: the last delta encoded (the "before" of the next one).
+        self._adopted: dict[int, tuple[Any, int]] = {}
 
     def line(self, event: AssistantMessageEvent, event_index: int, t: int) -> bytes:
         """The whole event line of one event, newline included; ``t`` is when the event
@@ -411,7 +436,7 @@ class EventEncoder:
             or type(text) is not str
             or len(text) != len(old_text) + len(delta)
             or not text.endswith(delta)
-            or not text.startswith(old_text)
+            or not (self._extends(text, old_text) or text.startswith(old_text))
         ):
             return self._line % (event_index, t, self._encode_general(event))
         state = last.state
@@ -518,6 +543,7 @@ class EventEncoder:
         kind, index = dump.get("type"), dump.get("content_index")
         if kind == "toolcall_end":
             streams.pop(index, None)
+            self._adopted.pop(index, None)
         elif kind == "toolcall_delta" and type(dump.get("delta")) is str and not fed:
             self._parse_delta(index, dump["delta"])
         content = partial.get("content")
@@ -533,12 +559,30 @@ class EventEncoder:
 
     def _parse_delta(self, index: Any, delta: str) -> tuple[Any, Any, bool]:
         """Feed a stored delta to its tool call's parse: (value before, value after, whether
-        the parse stayed incremental, so that the two share every unchanged part)."""
+        the parse stayed incremental, so that the two share every unchanged part). A parse the
+        stream redaction keeps (``parse_of``) has been fed already and is only read: it is
+        adopted at the tool call's first delta (when it holds exactly that delta), and given
+        up, for one of our own holding the same text, if the stage starts another."""
         streams = self._arguments
         assert streams is not None
         stream = streams.get(index)
+        shared = self._parse_of(index) if self._parse_of is not None and type(index) is int else None
         if stream is None:
-            stream = streams[index] = StreamingJsonObject()
+            if shared is not None and shared.text == delta:
+                stream = streams[index] = shared
+                self._adopted[index] = ({}, 0)
+            else:
+                stream = streams[index] = StreamingJsonObject()
+        seen = self._adopted.get(index)
+        if seen is not None:
+            if stream is shared:
+                after = stream.feed("")
+                self._adopted[index] = (after, stream.full_parses)
+                return seen[0], after, stream.full_parses == seen[1]
+            del self._adopted[index]  # no longer fed: a parse of our own, as far as it got
+            text, stream = stream.text, StreamingJsonObject()
+            streams[index] = stream
+            stream.feed(text)
         before, parses = stream.feed(""), stream.full_parses
         after = stream.feed(delta)
         return before, after, stream.full_parses == parses

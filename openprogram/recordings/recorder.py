@@ -57,10 +57,18 @@ class _CallRecorder:
         self.call_index = call_index
         self.event_count = 0
         self.ended = False
-        #: ``line_of(event, event_index)``: the event's whole line (see ``RecordingProvider``).
-        self.line_of = EventEncoder(redactor, call_index, texts_redacted=True).line
         #: ``stored(event)``: the events that may be written now, block texts redacted.
         self.redaction = StreamRedaction(redactor)
+        #: ``line_of(event, event_index)``: the event's whole line (see ``RecordingProvider``);
+        #: the encoder reads the stage's parse of tool-call arguments rather than parsing again,
+        #: and trusts the texts it grew by appending.
+        self.line_of = EventEncoder(
+            redactor,
+            call_index,
+            texts_redacted=True,
+            parse_of=self.redaction.arguments_parse,
+            extends=self.redaction.extends,
+        ).line
         self.redactor = redactor
         self.fallback = False
         self.stored = self.redaction.feed

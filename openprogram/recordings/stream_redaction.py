@@ -38,7 +38,8 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
+from operator import is_, itemgetter
 from typing import Any
 
 import orjson
@@ -69,21 +70,98 @@ def _common_prefix_length(a: str, b: str) -> int:
     return low
 
 
-def _copy(model: Any, **changes: Any) -> Any:
-    """``model.model_copy(update=changes)`` for the values this stage rebuilds per held delta,
-    without pydantic's generic copy (several times the cost of the rest of a delta's work):
-    the same shallow copy of the field values."""
-    if model.__pydantic_extra__ is not None or model.__pydantic_private__ is not None:
-        return model.model_copy(update=changes)
+_set = object.__setattr__
+
+
+_PLAIN_CLASSES: dict[type, bool] = {}
+
+
+def _plain(model: Any) -> bool:
+    """Whether the model's class lets it hold only its fields (no extra, no private values),
+    so that :func:`_build` can rebuild it from its ``__dict__``."""
     kind = type(model)
-    copy = kind.__new__(kind)
-    values = model.__dict__.copy()
-    values.update(changes)
-    object.__setattr__(copy, "__dict__", values)
-    object.__setattr__(copy, "__pydantic_fields_set__", model.__pydantic_fields_set__ | changes.keys())
-    object.__setattr__(copy, "__pydantic_extra__", None)
-    object.__setattr__(copy, "__pydantic_private__", None)
-    return copy
+    plain = _PLAIN_CLASSES.get(kind)
+    if plain is None:
+        config = getattr(kind, "model_config", {})
+        plain = _PLAIN_CLASSES[kind] = config.get("extra") != "allow" and not getattr(
+            kind, "__private_attributes__", None
+        )
+    return plain
+
+
+def _build(kind: type, values: dict[str, Any], fields_set: set[str]) -> Any:
+    """A model of class ``kind`` holding ``values``, without validation nor pydantic's generic
+    copy (several times the cost of the rest of a delta's work): what ``model_copy`` makes of
+    a plain model, for the snapshots this stage rebuilds per held delta."""
+    model = kind.__new__(kind)
+    _set(model, "__dict__", values)
+    _set(model, "__pydantic_fields_set__", fields_set)
+    _set(model, "__pydantic_extra__", None)
+    _set(model, "__pydantic_private__", None)
+    return model
+
+
+def _others(values: dict[str, Any], excluded: str) -> Callable[[dict[str, Any]], tuple[Any, ...]]:
+    """A getter of the tuple of the values of every key of ``values`` but ``excluded``."""
+    names = [name for name in values if name != excluded]
+    if not names:
+        return lambda values: ()
+    return itemgetter(*names, names[0])  # always a tuple, even of one name
+
+
+class _Frame:
+    """A held delta's snapshot without the value its block grows (text, thinking or
+    arguments): the message's field values, its content with that block left out, and the
+    block's other field values. Deltas held in a row share one frame while those values stay
+    the same objects, so holding a delta costs no copy of the snapshot, and the events rebuilt
+    from one frame share every value but the grown one (the encoder's hot path checks that by
+    identity)."""
+
+    __slots__ = (
+        "message_kind", "message", "message_set", "message_others", "message_rest",
+        "content", "block_kind", "block", "block_set", "block_others", "block_rest",
+    )
+
+    def __init__(self, partial: Any, content: list[Any], index: int, field: str) -> None:
+        item = content[index]
+        self.message_kind, self.message_set = type(partial), partial.__pydantic_fields_set__
+        self.message = {**partial.__dict__, "content": None}
+        self.content = list(content)
+        self.content[index] = None
+        self.block_kind, self.block_set = type(item), item.__pydantic_fields_set__
+        self.block = {**item.__dict__, field: None}
+        # What :meth:`fits` compares by identity: every value but the content and the grown one.
+        self.message_others = _others(self.message, "content")
+        self.block_others = _others(self.block, field)
+        self.message_rest, self.block_rest = self.message_others(self.message), self.block_others(self.block)
+
+    def fits(self, partial: Any, content: list[Any], index: int) -> bool:
+        """Whether ``partial`` is this frame with only block ``index``'s grown value changed
+        (the frame's block, which keeps its field)."""
+        item = content[index]
+        message, values, before = partial.__dict__, item.__dict__, self.content
+        try:
+            return (
+                type(partial) is self.message_kind
+                and type(item) is self.block_kind
+                and len(content) == len(before)
+                and len(message) == len(self.message)
+                and len(values) == len(self.block)
+                and all(map(is_, self.message_others(message), self.message_rest))
+                and all(map(is_, self.block_others(values), self.block_rest))
+                and all(map(is_, content[:index], before[:index]))
+                and all(map(is_, content[index + 1 :], before[index + 1 :]))
+            )
+        except KeyError:  # a field missing (built without validation)
+            return False
+
+    def event(self, held: _Held, field: str, value: Any) -> Any:
+        """The held delta's event, its snapshot showing ``value`` as the grown field."""
+        kind, values, fields_set = held.event
+        content = self.content.copy()
+        content[values["content_index"]] = _build(self.block_kind, {**self.block, field: value}, self.block_set)
+        values["partial"] = _build(self.message_kind, {**self.message, "content": content}, self.message_set)
+        return _build(kind, values, fields_set)
 
 
 def _delta_block(event: Any) -> tuple[AssistantMessage, list[Any], int] | None:
@@ -134,18 +212,20 @@ def spread(pieces: list[str], target: str) -> list[str]:
 class _Held:
     """One event waiting to be written; a delta also waits for its stored form."""
 
-    __slots__ = ("event", "block", "start", "end", "stored", "pieces", "thin")
+    __slots__ = ("event", "block", "start", "end", "stored", "pieces", "thin", "delta")
 
     def __init__(self, event: Any, block: _Block | None = None, start: int = 0, end: int = 0) -> None:
+        #: The event, or while thinned (class, field values without the snapshot, fields set).
         self.event = event
+        self.delta = event.delta if block is not None else None
         self.block = block
         self.start, self.end = start, end  # the raw range of the delta in its block
         self.stored: str | None = None if block is not None else ""
         self.pieces: list[str] = []  # stored pieces gathered while the delta spans segments
-        #: A held delta keeps no snapshot text or arguments. Text (``_thin``): content with the
-        #: growing block left out, that block without its text, the raw text before the delta
-        #: or None; tool call (``_thin_arguments``): the content as kept.
-        self.thin: tuple[list[Any], Any, str | None] | None = None
+        #: A held delta keeps no snapshot text or arguments (``_thin``): the frame to rebuild
+        #: its snapshot from, and for text the raw text before the delta (None: the text
+        #: the previous thinned delta ended with).
+        self.thin: tuple[_Frame, str | None] | None = None
 
 
 class _Block:
@@ -153,7 +233,7 @@ class _Block:
 
     __slots__ = (
         "field", "pending", "settled", "length", "waiting", "released", "dirty", "closed", "view",
-        "thinned_to", "raw", "emitted", "parsed",
+        "thinned_to", "raw", "emitted", "parsed", "frame",
     )
 
     def __init__(self, field: str) -> None:
@@ -172,6 +252,7 @@ class _Block:
         #: A tool call's stored deltas released so far, parsed incrementally: the arguments its
         #: released events show (each event's own value, sharing unchanged parts).
         self.parsed = StreamingJsonObject() if field == "arguments" else None
+        self.frame: _Frame | None = None  # the frame of the last thinned delta
 
 
 class StreamRedaction:
@@ -197,6 +278,25 @@ class StreamRedaction:
         #: sets text without streaming it): the texts are not known to be redacted, and the
         #: recorder must have the encoder redact them itself from then on.
         self.unaccounted = False
+        #: The frame of the last event accounted: later events rebuilt from it differ only in
+        #: the grown value, which is their deltas' by construction (nothing left to check).
+        self._accounted: _Frame | None = None
+        #: The text of the last rebuilt text delta and the text it was made from by appending
+        #: the delta (None: from a slice), for :meth:`extends`.
+        self._grown: tuple[str, str | None] = ("", None)
+
+    def extends(self, text: str, previous: str) -> bool:
+        """Whether this stage made ``text`` by appending a delta to ``previous`` (identity,
+        not equality): the encoder then knows ``text.startswith(previous)`` without comparing
+        the whole text so far."""
+        grown = self._grown
+        return grown[0] is text and grown[1] is previous
+
+    def arguments_parse(self, index: int) -> StreamingJsonObject | None:
+        """The parse of tool call ``index``'s stored deltas released so far (None: no tool
+        call streams there), for the encoder to read instead of parsing them again."""
+        block = self._blocks.get(index)
+        return block.parsed if block is not None else None
 
     # ------------------------------------------------------------------------ input
 
@@ -311,7 +411,7 @@ class StreamRedaction:
         when redaction changes nothing, else joined to the compact JSON of the redacted
         arguments (``arguments`` None: the call ended before the block did, and what
         streamed so far is all there is)."""
-        pieces = [held.event.delta for held in block.waiting]
+        pieces = [held.delta for held in block.waiting]
         raw = "".join(pieces)
         if arguments is None:
             arguments = parse_streaming_json(raw)
@@ -344,70 +444,51 @@ class StreamRedaction:
         else:
             block.waiting.append(held)
             block.pending.append(delta)
-            if block.field != "arguments":
-                self._thin(held, block)
-            else:
-                self._thin_arguments(held)
+            self._thin(held, block)
         self._held.append(held)
 
     @staticmethod
     def _thin(held: _Held, block: _Block) -> None:
-        """Keep a held text delta without its snapshot's text, rebuilt on release: held
-        snapshots each hold the whole text so far, which for a long text without a safe point
-        would be quadratic memory."""
+        """Keep a held delta without its snapshot's text or arguments, rebuilt on release:
+        held snapshots each hold the whole value so far, which for a long text without a safe
+        point (or a long tool call) would be quadratic memory. Text shown must be the raw
+        text before the delta plus the delta, to be rebuilt from the deltas alone."""
         event = held.event
         found = _delta_block(event)
         if found is None:
             return
         partial, content, index = found
-        text = getattr(content[index], block.field, None)
-        if type(text) is not str or len(text) != held.end or not text.endswith(event.delta):
+        field = block.field
+        item = content[index]
+        if not (_plain(event) and _plain(partial) and _plain(item)):
             return
-        base = None if block.thinned_to == held.start else text[: held.start]
-        block.thinned_to = held.end
-        rest = list(content)
-        rest[index] = None
-        template = _copy(content[index], **{block.field: ""})
-        held.thin = (rest, template, base)
-        held.event = _copy(event, partial=_copy(partial, content=[]))
+        if field == "arguments":
+            if type(item) is not ToolCall:
+                return
+            base = None
+        else:
+            text = getattr(item, field, None)
+            if type(text) is not str or len(text) != held.end or not text.endswith(held.delta):
+                return
+            base = None if block.thinned_to == held.start else text[: held.start]
+            block.thinned_to = held.end
+        frame = block.frame
+        if frame is None or not frame.fits(partial, content, index):
+            frame = block.frame = _Frame(partial, content, index, field)
+        held.thin = (frame, base)
+        held.event = (type(event), {**event.__dict__, "partial": None}, event.__pydantic_fields_set__)
 
-    @staticmethod
-    def _thin_arguments(held: _Held) -> None:
-        """Keep a held tool-call delta without its snapshot's arguments (each holds the whole
-        arguments so far: quadratic memory); on release it shows the arguments parsed from
-        the stored deltas instead (:meth:`_release`)."""
-        event = held.event
-        found = _delta_block(event)
-        if found is None or type(found[1][found[2]]) is not ToolCall:
-            return
-        partial, content, index = found
-        content = list(content)
-        content[index] = _copy(content[index], arguments={})
-        held.thin = (content, None, None)
-        held.event = _copy(event, partial=_copy(partial, content=content))
-
-    @staticmethod
-    def _thick_arguments(held: _Held, arguments: dict[str, Any]) -> Any:
-        """The event of a thinned tool-call delta, showing ``arguments``."""
-        event = held.event
-        partial = event.partial
-        content = list(partial.content)
-        content[event.content_index] = _copy(content[event.content_index], arguments=arguments)
-        return _copy(event, partial=_copy(partial, content=content))
-
-    @staticmethod
-    def _thick(held: _Held) -> Any:
-        """The event of a thinned held delta, snapshot text restored."""
+    def _thick(self, held: _Held, arguments: Any = None) -> Any:
+        """The event of a thinned held delta, its snapshot's text (or ``arguments``) restored."""
         block = held.block
         assert held.thin is not None and block is not None
-        rest, template, base = held.thin
-        event = held.event
-        if base is not None:
-            block.raw = base
-        block.raw = text = block.raw + event.delta
-        content = list(rest)
-        content[event.content_index] = _copy(template, **{block.field: text})
-        return _copy(event, partial=_copy(event.partial, content=content))
+        frame, base = held.thin
+        if block.field == "arguments":
+            return frame.event(held, "arguments", arguments)
+        previous = block.raw if base is None else None
+        block.raw = text = (block.raw if base is None else base) + held.delta
+        self._grown = (text, previous)
+        return frame.event(held, block.field, text)
 
     def _pass(self, event: Any) -> Iterable[Any]:
         self._held.append(_Held(event))
@@ -424,13 +505,16 @@ class StreamRedaction:
             if block is not None and block.parsed is not None:
                 arguments = block.parsed.feed(entry.stored)  # type: ignore[arg-type]
                 if entry.thin is not None:
-                    entry.event = self._thick_arguments(entry, arguments)
+                    entry.event = self._thick(entry, arguments)
             elif entry.thin is not None:
                 entry.event = self._thick(entry)
             if block is not None:
                 block.released.append(entry.stored)  # type: ignore[arg-type]
                 block.emitted = entry.end
-            self._account(entry.event)
+            frame = entry.thin[0] if entry.thin is not None else None
+            if frame is None or frame is not self._accounted:
+                self._account(entry.event)
+                self._accounted = frame
             yield self._stored(entry, entry.stored) if self._dirty else entry.event
 
     def _account_delta(self, event: Any, block: _Block) -> None:

@@ -105,30 +105,22 @@ def apply_recovery(plan: RecoveryPlan) -> None:
 
 
 def _read_regular_file(path: Path) -> tuple[bytes, int]:
-    """The file's bytes and mode; a symlink, a FIFO or a device is refused without blocking."""
+    """The file's bytes and mode, read with the checks every reader makes (a symlink, a FIFO or
+    a device is refused without blocking, the read is bounded)."""
+    from ..state import FileRefusal, read_regular_file
+    from .reader import MAX_RECORDING_BYTES
+
     try:
-        descriptor = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        data = read_regular_file(path, MAX_RECORDING_BYTES, follow_symlinks=False)
+        mode = stat.S_IMODE(os.lstat(path).st_mode)
+    except FileRefusal as refusal:
+        reason = "is a symbolic link; recover the file it points to" if refusal.kind == "symlink" else refusal.reason
+        kind = refusal.kind if refusal.kind in ("symlink", "not_a_file") else "corrupt"
+        raise RecordingFileError(path, reason, kind=kind) from None
     except OSError as error:
-        if os.path.islink(path):
-            raise RecordingFileError(
-                path, "is a symbolic link; recover the file it points to", kind="symlink"
-            ) from None
         kind = "missing" if isinstance(error, FileNotFoundError) else "unreadable"
         raise RecordingFileError(path, f"cannot read: {error.strerror}", kind=kind) from None
-    try:
-        info = os.fstat(descriptor)
-        if not stat.S_ISREG(info.st_mode):
-            raise RecordingFileError(path, "is not a regular file", kind="not_a_file")
-        chunks, remaining = [], info.st_size
-        while remaining > 0:
-            chunk = os.read(descriptor, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        return b"".join(chunks), stat.S_IMODE(info.st_mode)
-    finally:
-        os.close(descriptor)
+    return data, mode
 
 
 def _check_strictly(plan: RecoveryPlan) -> None:

@@ -87,6 +87,18 @@ def is_plain_int(value: Any) -> bool:
     return type(value) is int
 
 
+def raw_request_payloads(
+    model: Model, context: Context, options: StreamOptions | None
+) -> dict[str, Any]:
+    """The request's payloads before redaction: what replay compares first, redacting only
+    what differs (:mod:`.lazy_redaction`). Never written anywhere as they are."""
+    return {
+        "model": model.model_dump(mode="json"),
+        "context": context.model_dump(mode="json"),
+        "options": None if options is None else options.model_dump(mode="json"),
+    }
+
+
 def request_payloads(
     model: Model,
     context: Context,
@@ -95,11 +107,7 @@ def request_payloads(
 ) -> dict[str, Any]:
     """The redacted ``model``, ``context`` and ``options`` of a request, as recorded and as
     compared on replay (runtime-only options are excluded by the types themselves)."""
-    payloads = {
-        "model": model.model_dump(mode="json"),
-        "context": context.model_dump(mode="json"),
-        "options": None if options is None else options.model_dump(mode="json"),
-    }
+    payloads = raw_request_payloads(model, context, options)
     if redactor is None:
         from .redaction import current_redactor
 

@@ -25,9 +25,17 @@ from ..providers.types import (
     StreamOptions,
 )
 from .differences import ReplayMismatch, find_first_difference
-from .format import EVENT_CLASSES, request_payloads
+from .format import EVENT_CLASSES, raw_request_payloads, request_payloads
+from .lazy_redaction import settle
 from .reader import RecordedCall, Recording, read_recording_file
-from .redaction import check_run_values, remove_secret_values, use_run_values, value_token
+from .redaction import (
+    Redactor,
+    check_run_values,
+    current_redactor,
+    remove_secret_values,
+    use_run_values,
+    value_token,
+)
 from .volatile import RequestFilter
 
 __all__ = ["RecordedCallInterrupted", "ReplayProvider"]
@@ -118,6 +126,54 @@ def _substituted(value: Any, tokens: list[tuple[str, str]]) -> Any:
     if isinstance(value, list):
         return [_substituted(item, tokens) for item in value]
     return value
+
+
+#: How deep replay looks for the parts of a context that differ from the recording before
+#: redacting them: context -> messages -> one message (redacted whole).
+_SETTLE_DEPTH = 2
+
+
+@dataclass(frozen=True)
+class _Incoming:
+    """An incoming request as it is compared. ``model`` and ``options`` (small) are redacted
+    at once; the context stays unredacted, with the redactor of this call, so that only what
+    differs from a recorded context gets redacted (:mod:`.lazy_redaction`): redacting a long
+    context whole would cost more than everything else replay does for the call. With
+    ignore/normalize rules the request is redacted and filtered whole instead (``redactor`` is
+    None): the rules apply to the redacted request."""
+
+    payloads: dict[str, Any]
+    redactor: Redactor | None
+
+    @classmethod
+    def of(
+        cls, model: Model, context: Context, options: StreamOptions | None, request_filter: RequestFilter
+    ) -> _Incoming:
+        if request_filter:
+            payloads = request_payloads(model, context, options)
+            if payloads["options"] is None:
+                payloads["options"] = _default_options_dump()
+            return cls(request_filter.apply(payloads), None)
+        redactor = current_redactor()
+        payloads = raw_request_payloads(model, context, options)
+        payloads["model"] = redactor.remove_secret_values(payloads["model"])
+        options_dump = payloads["options"]
+        payloads["options"] = (
+            _default_options_dump() if options_dump is None else redactor.remove_secret_values(options_dump)
+        )
+        return cls(payloads, redactor)
+
+    def difference(self, recorded: dict[str, Any]) -> tuple[str, Any, Any] | None:
+        """The first difference from ``recorded``, as the redacted request would show it. A
+        context equal to the recorded one as it is costs one comparison and no redaction."""
+        if self.redactor is None:
+            return first_request_difference(recorded, self.payloads)
+        recorded_context, context = recorded["context"], self.payloads["context"]
+        if find_first_difference(recorded_context, context) is None:
+            # Equal as it is: only the (redacted) model and options can still differ.
+            return first_request_difference({**recorded, "context": None}, {**self.payloads, "context": None})
+        settled = settle(recorded_context, context, self.redactor, _SETTLE_DEPTH)
+        return first_request_difference(recorded, {**self.payloads, "context": settled.value})
 
 
 @dataclass(eq=False)
@@ -224,11 +280,7 @@ class ReplayProvider:
     def take(self, model: Model, context: Context, options: StreamOptions | None) -> RecordedCall:
         """Match the request against the next recorded call of its lane and consume it,
         atomically; a mismatch consumes nothing, so the same request may be retried."""
-        incoming = request_payloads(model, context, options)
-        if incoming["options"] is None:
-            incoming["options"] = _default_options_dump()
-        if self._filter:
-            incoming = self._filter.apply(incoming)
+        incoming = _Incoming.of(model, context, options, self._filter)
         lane = current_lane() if self._uses_lanes else ROOT_LANE
         with self._lock:
             session = self._session
@@ -237,17 +289,18 @@ class ReplayProvider:
                 if call is not None:
                     self._check(call, incoming, session, lane)
                     return self._consume(session, lane, call)
-            candidates = [s for s in self._sessions if s not in self._used]
-            for candidate in candidates:
-                call = self._next(candidate, lane)
-                if call is not None and self._differs(call, incoming) is None:
+            first_mismatch: ReplayMismatch | None = None
+            for candidate in self._sessions:
+                call = None if candidate in self._used else self._next(candidate, lane)
+                if call is None:
+                    continue
+                difference = self._differs(call, incoming)
+                if difference is None:
                     return self._consume(candidate, lane, call)
+                if first_mismatch is None:
+                    first_mismatch = self._mismatch(call, difference, candidate, lane)
             # Nothing matches: report against the call that would have come next.
-            for candidate in candidates:
-                call = self._next(candidate, lane)
-                if call is not None:
-                    self._check(call, incoming, candidate, lane)
-            raise self._exhausted(lane)
+            raise first_mismatch or self._exhausted(lane)
 
     def _next(self, session: _Session, lane: str) -> RecordedCall | None:
         calls = session.lanes.get(lane)
@@ -263,11 +316,12 @@ class ReplayProvider:
         self._call_count += 1
         return call
 
-    def _differs(self, call: RecordedCall, incoming: dict[str, Any]) -> tuple[str, Any, Any] | None:
+    def _differs(self, call: RecordedCall, incoming: _Incoming) -> tuple[str, Any, Any] | None:
         recorded = self._filtered.get(call.call_index) if self._filter else call.request
         if recorded is None:  # filtered once per recorded call, when first compared
             recorded = self._filtered[call.call_index] = self._filter.apply(self._with_options(call.request))
-        return first_request_difference(self._with_options(recorded), incoming)
+        recorded = self._with_options(recorded)
+        return incoming.difference(recorded)
 
     @staticmethod
     def _with_options(request: dict[str, Any]) -> dict[str, Any]:
@@ -275,10 +329,15 @@ class ReplayProvider:
             return {**request, "options": _default_options_dump()}
         return request
 
-    def _check(self, call: RecordedCall, incoming: dict[str, Any], session: _Session, lane: str) -> None:
+    def _check(self, call: RecordedCall, incoming: _Incoming, session: _Session, lane: str) -> None:
         difference = self._differs(call, incoming)
         if difference is not None:
-            raise ReplayMismatch(call.call_index, *difference, where=self._where(session, lane))
+            raise self._mismatch(call, difference, session, lane)
+
+    def _mismatch(
+        self, call: RecordedCall, difference: tuple[str, Any, Any], session: _Session, lane: str
+    ) -> ReplayMismatch:
+        return ReplayMismatch(call.call_index, *difference, where=self._where(session, lane))
 
     def _where(self, session: _Session | None, lane: str) -> str | None:
         """Which lane and session a mismatch was compared against, when there is a choice."""

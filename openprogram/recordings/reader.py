@@ -5,8 +5,9 @@ event parsed into its class, every ``partial_patch`` applied), so a replay never
 because of the file. What it keeps is compact, and no ``partial`` snapshot is built at open:
 
 * an event that only grows the previous snapshot's text (nearly every streamed event), or
-  leaves it unchanged, is kept as its validated field values and its append; its snapshot is
-  built when the event is served, from the previous one, without a second validation;
+  leaves it unchanged, is kept as its validated object without a snapshot, and its append;
+  its snapshot is built when the event is served, from the previous one, without a second
+  validation;
 * an event without a snapshot (``done``, ``error``) is kept as its validated object;
 * any other event (a full ``partial``, or a patch that adds a block or sets a value) is kept
   as its stored form and validated again when served: the same input, so it cannot fail.
@@ -38,7 +39,7 @@ from .format import (
     is_plain_int,
 )
 from .patches import PatchError, apply_patch
-from .reader_fast import Append, EventShape, Snapshots, collector_paused
+from .reader_fast import Append, Snapshots, collector_paused, kept_for_later, served_event
 
 __all__ = ["RecordedCall", "Recording", "read_recording_file"]
 
@@ -62,7 +63,8 @@ class RecordedCall:
     #: without events). None otherwise: the events are kept as ``entries``.
     rows: list[dict[str, Any]] | None = None
     #: One per event, in order (see the module's docstring): an event object, a stored event
-    #: dict, or ``(shape, append, values)`` with ``append`` ``()`` for an unchanged snapshot.
+    #: dict, or ``(event, append)`` (:func:`~.reader_fast.kept_for_later`), ``append`` ``()``
+    #: for an unchanged snapshot.
     entries: list[Any] = field(default_factory=list, repr=False)
     event_lines: list[int] = field(default_factory=list, repr=False)
     outcome: str = "complete"
@@ -174,12 +176,12 @@ def _served(entries: list[Any]) -> Iterator[AssistantMessageEvent]:
     for entry in entries:
         kind = type(entry)
         if kind is tuple:
-            shape, append, values = entry
+            kept, append = entry
             snapshots = chain.snapshots
             if append:
                 snapshots.grow(append)
                 chain.pending.append(append)
-            yield shape.build(values, snapshots.snapshot())
+            yield served_event(kept, snapshots.snapshot())
         elif kind is dict:
             if "partial_patch" in entry:
                 dump = entry.copy()
@@ -232,8 +234,8 @@ class _Reader:
         self.header: dict[str, Any] | None = None
         self.header_line = 0
         self.calls: dict[int, _CallState] = {}
-        #: The shapes of the events kept as values, one object per distinct shape.
-        self.shapes: dict[Any, EventShape] = {}
+        #: The fields set the events kept for later share, the latest one per event class.
+        self.fields_sets: dict[type, frozenset[str]] = {}
 
     def fail(
         self, reason: str, line: int | None = None, call: int | None = None, kind: str = "corrupt"
@@ -271,7 +273,7 @@ class _Reader:
                 except orjson.JSONDecodeError:
                     self.line(number, line)  # raises with the reason
                 if type(row) is dict and row.get("type") == "event" and self.header is not None:
-                    event_row(number, row, len(line))
+                    event_row(number, row)
                     continue
             self.line(number, line)
         return number
@@ -307,7 +309,7 @@ class _Reader:
         if kind == "request":
             self.request_row(number, row)
         elif kind == "event":
-            self.event_row(number, row, len(line))
+            self.event_row(number, row)
         else:
             self.call_end_row(number, row)
 
@@ -373,7 +375,7 @@ class _Reader:
             call.rows, call.has_all_events = [], False
         self.calls[index] = _CallState(call)
 
-    def event_row(self, number: int, row: dict[str, Any], size: int) -> None:
+    def event_row(self, number: int, row: dict[str, Any]) -> None:
         """The hot path of reading: written for speed, the checks of :meth:`open_call` are
         repeated inline and its messages used only on failure."""
         index = row.get("call_index")
@@ -405,7 +407,7 @@ class _Reader:
             dump, append = self.patched(state, stored, number)
         else:
             dump = stored
-            if "partial" in stored:
+            if "partial" in stored and event_type in PARTIAL_EVENT_TYPES:
                 state.chain.restart(stored["partial"])
         try:
             event = cls.__pydantic_validator__.validate_python(dump)
@@ -415,9 +417,10 @@ class _Reader:
                 number,
                 index,
             ) from None
-        if append is False and "partial" in dump:
-            state.placeholder = event.partial
-            state.chain.snapshots = Snapshots(event.partial)
+        partial = event.__dict__.get("partial")
+        if append is False and partial is not None:
+            state.placeholder = partial
+            state.chain.snapshots = Snapshots(partial)
         state.count += 1
         if self.summary_only:
             call.rows, call.event_lines = [stored], [number]
@@ -461,10 +464,9 @@ class _Reader:
         if "partial" not in event.__dict__:
             return event
         if append is not False:
-            shaped = EventShape.of(event, self.shapes)
-            if shaped is not None:
-                shape, values = shaped
-                return shape, append, values
+            kept = kept_for_later(event, append, self.fields_sets)
+            if kept is not None:
+                return kept
         return stored
 
     def call_end_row(self, number: int, row: dict[str, Any]) -> None:

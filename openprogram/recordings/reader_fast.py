@@ -13,9 +13,10 @@ and memory on large files and change no result; the tests hold them to the plain
   patches qualify depends only on the snapshot's structure (block kinds, which fields hold a
   string), never on the text, so the reader checks them at open and grows the text only
   when the event is served; anything else returns None and takes the plain way.
-* :class:`EventShape` keeps such an event as its validated field values (a tuple) instead of
-  an object or a parsed line: the memory of a large recording. Building the object back is
-  exact: the values are the ones validation produced, only ``partial`` is put back.
+* :func:`kept_for_later` keeps such an event as its validated object without its snapshot,
+  slimmed, instead of a parsed line: the memory of a large recording. :func:`served_event`
+  builds it back exactly: the values are the ones validation produced, only ``partial`` is
+  put back.
 * :func:`collector_paused` saves the cyclic collector's rescans while a file is read and kept.
   It is correct because reading creates no reference cycles, so a paused collector frees
   nothing late; afterwards the collector is as it was, the objects read now in its oldest
@@ -29,19 +30,30 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from pydantic import BaseModel
+
 __all__ = [
-    "EventShape",
     "Snapshots",
     "appended_snapshot",
     "collector_paused",
+    "kept_for_later",
     "promote_to_oldest_generation",
+    "served_event",
 ]
 
-_setattr = object.__setattr__
+# The setters of the slots every pydantic model has, called directly: building an object
+# this way costs about half of four ``object.__setattr__`` calls, which look each slot up.
+_new = object.__new__
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 #: Per block class, the fields any grown string still validates for (see ``_free_text_fields``).
 _FREE_TEXT_FIELDS: dict[type, frozenset[str]] = {}
 #: ``(index, field, suffix)``: the one append a patch makes to a content block's string.
 Append = tuple[int, str, str]
+#: Field names appended to, one string object each (a file repeats them on every line).
+_FIELD_NAMES: dict[str, str] = {}
 
 
 def _free_text_fields(kind: type) -> frozenset[str]:
@@ -61,11 +73,11 @@ def _free_text_fields(kind: type) -> frozenset[str]:
 
 def _unvalidated(cls: type, values: dict[str, Any], fields_set: set[str], extra: Any) -> Any:
     """An object of pydantic class ``cls`` holding ``values``, which validation produced."""
-    built = cls.__new__(cls)
-    _setattr(built, "__dict__", values)
-    _setattr(built, "__pydantic_fields_set__", fields_set)
-    _setattr(built, "__pydantic_extra__", None if extra is None else dict(extra))
-    _setattr(built, "__pydantic_private__", None)
+    built = _new(cls)
+    _set_dict(built, values)
+    _set_fields_set(built, fields_set)
+    _set_extra(built, None if extra is None else dict(extra))
+    _set_private(built, None)
     return built
 
 
@@ -140,35 +152,38 @@ def appended_snapshot(previous: Any, patch: list[Any]) -> tuple[Any, Append] | N
     return snapshots.snapshot(), append
 
 
-class EventShape:
-    """The class and field names of a validated event kept as a tuple of its values
-    (``partial`` left out), shared by every event of that shape in a recording."""
+def kept_for_later(
+    event: Any, append: Append | tuple[()], fields_sets: dict[type, frozenset[str]]
+) -> tuple[Any, Append | tuple[()]] | None:
+    """``(event, append)``: what the reader keeps of ``event``, a validated event whose
+    snapshot is built when it is served (:func:`served_event`), or None when it cannot be
+    built back that way (extra or private attributes).
 
-    __slots__ = ("cls", "names", "fields_set", "_key")
+    The kept object is never handed out, so it is slimmed: its ``partial`` (a stand-in) is
+    dropped, its fields set is one shared frozen set per class, the appended field's name is
+    one string per name, and a suffix equal to the event's ``delta`` is that same string."""
+    if event.__pydantic_extra__ is not None or event.__pydantic_private__ is not None:
+        return None
+    fields = event.__dict__
+    fields["partial"] = None  # keeps its place: the served event's fields stay in order
+    fields_set = event.__pydantic_fields_set__
+    shared = fields_sets.get(type(event))
+    if shared is None or shared != fields_set:
+        shared = fields_sets[type(event)] = frozenset(fields_set)
+    _set_fields_set(event, shared)
+    if append:
+        index, name, suffix = append
+        if fields.get("delta") == suffix:
+            suffix = fields["delta"]
+        append = (index, _FIELD_NAMES.setdefault(name, name), suffix)
+    return event, append
 
-    def __init__(self, cls: type, names: tuple[str, ...], fields_set: frozenset[str]) -> None:
-        self.cls, self.names, self.fields_set = cls, names, fields_set
-        self._key = (cls, names, fields_set)
 
-    @staticmethod
-    def of(event: Any, shapes: dict[Any, EventShape]) -> tuple[EventShape, tuple[Any, ...]] | None:
-        """The shape (one per distinct shape in ``shapes``) and the values of ``event``,
-        a validated event with a ``partial``; None when it cannot be rebuilt from them
-        (extra or private attributes)."""
-        if event.__pydantic_extra__ is not None or event.__pydantic_private__ is not None:
-            return None
-        values = event.__dict__
-        key = (type(event), tuple(values), frozenset(event.__pydantic_fields_set__))
-        shape = shapes.get(key)
-        if shape is None:
-            shape = shapes[key] = EventShape(*key)
-        return shape, tuple(None if name == "partial" else value for name, value in values.items())
-
-    def build(self, values: tuple[Any, ...], partial: Any) -> Any:
-        """The event these values came from, with ``partial`` as its snapshot."""
-        fields = dict(zip(self.names, values, strict=True))
-        fields["partial"] = partial
-        return _unvalidated(self.cls, fields, set(self.fields_set), None)
+def served_event(kept: Any, partial: Any) -> Any:
+    """A new event equal to the one :func:`kept_for_later` kept, ``partial`` its snapshot."""
+    return _unvalidated(
+        type(kept), {**kept.__dict__, "partial": partial}, set(kept.__pydantic_fields_set__), None
+    )
 
 
 @contextmanager

@@ -163,6 +163,22 @@ def test_the_reader_reads_the_same_events_without_the_shortcut(tmp_path, monkeyp
     assert fast == plain == live == live_again  # byte for byte
 
 
+def test_events_whose_check_took_the_shortcut_may_still_be_kept_as_stored(tmp_path, monkeypatch):
+    """When an event cannot be kept for later (``kept_for_later`` declines), its stored form
+    is kept and served the plain way, while the appends before it were only checked: the
+    snapshots still come out the same."""
+    declined = []
+
+    def decline(event, append, fields_sets):
+        declined.append(append)
+        return None
+
+    monkeypatch.setattr(reader, "kept_for_later", decline)
+    live, served = _live_and_served(tmp_path / "r.jsonl", 1, monkeypatch, shortcut=True)
+    assert len(declined) > 20
+    assert served == live
+
+
 def test_events_served_lazily_are_new_objects_a_consumer_may_change(tmp_path):
     """Snapshots are built from private state: changing an event received (its message,
     its content list) changes neither the later events nor a second serving."""

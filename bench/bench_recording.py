@@ -4,8 +4,11 @@
 * size and cost of a 20,000-delta answer: file bytes vs the events dumped without ``partial``,
   recording time vs the bare provider;
 * replay: opening (strict validation included) and replaying the 50-call recording vs
-  building the same event objects from in-memory dicts with pydantic;
+  building the same event objects from in-memory dicts with pydantic; the 20,000-delta answer
+  vs the least any replay of it does (parsing its lines and growing its text);
 * replay memory: peak RSS of a subprocess replaying the 20,000-delta answer;
+* opening a 1,000-call file (1,000 calls x 100 deltas): strict validation vs parsing its lines
+  into kept dicts, and the peak RSS of a subprocess that opens it;
 * appending from a new process: one more call into a 1,000-call file vs an empty file;
 * call_index allocation: a call recorded after 1,000 others (written alternately by two sinks,
   as two processes would) vs one of the first calls;
@@ -118,6 +121,18 @@ async def _plain_size(provider) -> int:
     return total
 
 
+def _replay_all(path: Path, calls: int) -> None:
+    """Open ``path`` (strict validation included) and replay its first ``calls`` calls."""
+
+    async def replay() -> None:
+        provider = ReplayProvider(path)
+        for number in range(calls):
+            async for _ in provider.stream(MODEL, _context(number)):
+                pass
+
+    asyncio.run(replay())
+
+
 def _replay_cost(folder: Path, name: str, calls: int, deltas: int, limit: float) -> Row:
     """Open (strict validation included) and replay every call, vs validating the same event
     dicts with pydantic; the events per second of the replay are in the note."""
@@ -130,19 +145,69 @@ def _replay_cost(folder: Path, name: str, calls: int, deltas: int, limit: float)
         for dump in dumps:
             EVENT_CLASSES[dump["type"]].model_validate(dump)
 
-    async def replay_all(provider: ReplayProvider) -> None:
-        for number in range(calls):
-            async for _ in provider.stream(MODEL, _context(number)):
-                pass
-
-    rounds = 9 if calls * deltas <= 10_000 else 3
-    baseline, measured = paired_best(build, lambda: asyncio.run(replay_all(ReplayProvider(path))), rounds)
+    baseline, measured = paired_best(build, lambda: _replay_all(path, calls), 9)
     rate = len(dumps) / measured if measured > 0 else float("inf")
-    label = f"{calls} x {deltas}" if calls > 1 else f"a {deltas}-delta answer"
     return ratio_row(
-        f"open + replay {label}", measured, baseline, limit,
+        f"open + replay {calls} x {deltas}", measured, baseline, limit,
         f"{rate / 1000:.1f}k events/s ({len(dumps)} events, CPU time); "
         "vs validating the same event dicts with pydantic",
+    )
+
+
+#: The issue's target for the 20,000-delta answer is 60k events/s (CPU time) on the 2-core
+#: benchmark machine: 20,004 events in 333 ms. There the floor below took 60 ms (its best of
+#: several runs), so the target is 333 / 60 = 5.5 times the floor measured in the same run.
+LONG_REPLAY_LIMIT = 5.5
+
+
+def _text_growth_floor(path: Path) -> None:
+    """The least any replay of ``path`` does: parse every line and grow each appended text
+    to its full length, one new string per delta (each event's snapshot holds its own)."""
+    texts: dict[tuple, str] = {}
+    with open(path, "rb") as handle:
+        for line in handle:
+            row = orjson.loads(line)
+            for op in row.get("event", {}).get("partial_patch", ()):
+                if op[0] == "append":
+                    key = (row["call_index"], *op[1])
+                    texts[key] = texts.get(key, "") + op[2]
+
+
+def _long_replay_cost(folder: Path) -> Row:
+    """Open and replay the 20,000-delta answer, vs the floor of :func:`_text_growth_floor`.
+
+    Validating the event dicts with pydantic (the other replay rows' baseline) is the wrong
+    measure here: given snapshots already built, it never copies their growing text, which
+    any replay must do once per event, so the ratio to it grows with the answer's length.
+    The floor grows as a replay does."""
+    path = folder / "replay-long.jsonl"
+    _record(path, 1, LONG_DELTAS)
+    events = read_recording_file(path).calls[0].event_count
+    baseline, measured = paired_best(lambda: _text_growth_floor(path), lambda: _replay_all(path, 1), 5)
+    rate = events / measured if measured > 0 else float("inf")
+    return ratio_row(
+        f"open + replay a {LONG_DELTAS}-delta answer", measured, baseline, LONG_REPLAY_LIMIT,
+        f"{rate / 1000:.1f}k events/s ({events} events, CPU time; target 60k); vs parsing its "
+        "lines and growing its text, one new string per delta (what any replay does; "
+        "validating the event dicts with pydantic copies no text, so the ratio to it grows "
+        f"with the answer); {LONG_REPLAY_LIMIT:g}x is 60k events/s where that floor takes 60 ms",
+    )
+
+
+def _kept_lines(path: Path) -> list:
+    """Every line of ``path`` parsed and kept: a reader that checks nothing."""
+    with open(path, "rb") as handle:
+        return [orjson.loads(line) for line in handle]
+
+
+def _open_thousand_calls(big: Path) -> Row:
+    """Open (strict validation included) the 1,000-call file, vs parsing its lines into
+    dicts that are kept. The issue's target is 0.8 s where that baseline takes ~0.6-0.8 s."""
+    baseline, measured = paired_best(lambda: _kept_lines(big), lambda: ReplayProvider(big), 5)
+    return ratio_row(
+        "open + validate 1,000 calls x 100 events", measured, baseline, 1.0,
+        f"CPU time; vs orjson.loads of every line, the dicts kept (a reader that checks "
+        f"nothing); {big.stat().st_size / 1e6:.0f} MB file; target 0.8 s",
     )
 
 
@@ -166,11 +231,9 @@ APPEND_CHILD = textwrap.dedent(
 )
 
 
-def _append_in_new_process(folder: Path) -> Row:
-    """Record one more call into a 1,000-call file from a new process (what a test run that
-    appends does) vs into an empty file; the interpreter's start-up is not counted."""
-    big = folder / "thousand.jsonl"
-    _record(big, 1000, 100)
+def _append_in_new_process(folder: Path, big: Path) -> Row:
+    """Record one more call into ``big``, a 1,000-call file, from a new process (what a test
+    run that appends does) vs into an empty file; the interpreter's start-up is not counted."""
     size = big.stat().st_size
 
     def child(path: Path) -> float:
@@ -210,19 +273,48 @@ MEMORY_CHILD = textwrap.dedent(
 )
 
 
+def _child_output(code: str, path: Path) -> str:
+    return subprocess.run(
+        [sys.executable, "-c", code, str(path)], capture_output=True, text=True, check=True
+    ).stdout
+
+
 def _replay_memory(folder: Path) -> Row:
     path = folder / "memory.jsonl"
     _record(path, 1, LONG_DELTAS)
-    result = subprocess.run(
-        [sys.executable, "-c", MEMORY_CHILD, str(path)], capture_output=True, text=True, check=True
-    )
-    peak = int(result.stdout.strip())
+    peak = int(_child_output(MEMORY_CHILD, path).strip())
     return Row(
         f"replay a {LONG_DELTAS}-delta answer: peak RSS",
         f"{peak} MB",
         f"< {MEMORY_LIMIT_MB} MB",
         peak < MEMORY_LIMIT_MB,
         "whole process, interpreter and imports included",
+    )
+
+
+OPEN_MEMORY_CHILD = textwrap.dedent(
+    """
+    import sys
+    from openprogram.providers.replay import ReplayProvider
+    def megabytes(field):
+        return int(open("/proc/self/status").read().split(field)[1].split()[0]) // 1024
+    imported = megabytes("VmRSS:")
+    provider = ReplayProvider(sys.argv[1])
+    print(imported, megabytes("VmHWM:"))
+    """
+)
+OPEN_MEMORY_LIMIT_MB = 150
+
+
+def _open_memory(big: Path) -> Row:
+    """Peak RSS of a new process that opens the 1,000-call file (VmHWM, as above)."""
+    imported, peak = map(int, _child_output(OPEN_MEMORY_CHILD, big).split())
+    return Row(
+        "open 1,000 calls x 100 events: peak RSS",
+        f"{peak} MB",
+        f"<= {OPEN_MEMORY_LIMIT_MB} MB",
+        peak <= OPEN_MEMORY_LIMIT_MB,
+        f"whole process; {imported} MB after imports",
     )
 
 
@@ -317,10 +409,14 @@ def run() -> list[Row]:
         rows = [_recording_overhead(folder)]
         rows.extend(_long_answer(folder))
         rows.append(_replay_cost(folder, "replay.jsonl", CALLS, DELTAS, 2.0))
-        rows.append(_replay_cost(folder, "replay-long.jsonl", 1, LONG_DELTAS, 2.0))
+        rows.append(_long_replay_cost(folder))
         rows.append(_replay_memory(folder))
+        big = folder / "thousand.jsonl"
+        _record(big, 1000, 100)
+        rows.append(_open_thousand_calls(big))
+        rows.append(_open_memory(big))
         rows.append(_allocation(folder))
-        rows.append(_append_in_new_process(folder))
+        rows.append(_append_in_new_process(folder, big))
         rows.append(_streamed(folder, "text", 4, f"record {STREAMED_KB} KB whitespace-free text (4-char deltas)"))
         rows.append(_streamed(folder, "tool", 8, f"record {STREAMED_KB} KB tool arguments (8-char deltas)"))
         return rows

@@ -329,22 +329,24 @@ async def test_replay_through_the_facade_never_touches_credentials_or_sockets(
     assert await collect(stream_simple(model, context_of("a"))) == live
 
 
-async def test_a_recording_over_the_memory_budget_rebuilds_snapshots_while_replaying(
-    tmp_path, monkeypatch
-):
-    from openprogram.recordings import reader as reader_module
+async def test_snapshots_are_built_while_replaying_and_equal_the_recorded_ones(tmp_path, monkeypatch):
+    """Opening grows no text (streamed deltas are kept as values); serving builds each
+    snapshot once, and the events equal the live ones, dump for dump, every time."""
+    from openprogram.recordings import reader_fast
 
     path = tmp_path / "rec.jsonl"
     live = await record(path, [faux_text("one two three"), faux_text("four five six")],
                         [(context_of("a"), None), (context_of("b"), None)])
-    small = ReplayProvider(path)
-    assert all(call.rows is None for call in small.recording.calls), "small: objects kept"
-    monkeypatch.setattr(reader_module, "KEEP_EVENTS_BUDGET", 1)
-    large = ReplayProvider(path)
-    assert all(call.rows is not None and call._events is None for call in large.recording.calls)
-    for provider in (small, large):
-        assert await collect(provider.stream(MODEL, context_of("a"))) == live[0]
-        assert await collect(provider.stream(MODEL, context_of("b"))) == live[1]
+    grown = []
+    original = reader_fast.Snapshots.grow
+    monkeypatch.setattr(reader_fast.Snapshots, "grow", lambda self, append: (grown.append(append), original(self, append)))
+    provider = ReplayProvider(path)
+    assert grown == []  # nothing built at open
+    assert all(any(type(entry) is tuple for entry in call.entries) for call in provider.recording.calls)
+    assert await collect(provider.stream(MODEL, context_of("a"))) == live[0]
+    assert await collect(provider.stream(MODEL, context_of("b"))) == live[1]
+    assert len(grown) == sum(event.type == "text_delta" for events in live for event in events)
+    for _ in range(2):  # served again: new objects, the same dumps
         dumps = [list(call.event_dumps()) for call in provider.recording.calls]
         assert dumps == [[event.model_dump(mode="json") for event in events] for events in live]
 

@@ -124,6 +124,18 @@ def test_blank_lines_and_unknown_keys_are_tolerated(tmp_path, valid_lines):
     assert len(read_recording_file(path).calls) == 2
 
 
+def test_a_partial_on_an_event_without_one_is_an_unknown_key(tmp_path, valid_lines):
+    """A ``done`` event carrying a ``partial`` is read like any unknown key: ignored, and the
+    later events of its call still patch the last real snapshot."""
+    done = _line_of(valid_lines, "call_end", 1) - 1
+    edited = _edit(valid_lines, done, lambda r: r["event"].update(partial={"junk": 1}))
+    plain, stray = tmp_path / "plain.jsonl", tmp_path / "stray.jsonl"
+    plain.write_bytes(_join(valid_lines))
+    stray.write_bytes(_join(edited))
+    expected = [list(call.event_dumps()) for call in read_recording_file(plain).calls]
+    assert [list(call.event_dumps()) for call in read_recording_file(stray).calls] == expected
+
+
 def test_empty_and_headerless_files(tmp_path, valid_lines):
     _expect(tmp_path, b"", "empty", None)
     _expect(tmp_path, b"\n \n", "no header", None)

@@ -2,10 +2,18 @@
 
 It validates a whole file when it is opened (every rule of ``docs/file-format.md``, every
 event parsed into its class, every ``partial_patch`` applied), so a replay never fails halfway
-because of the file. Events are kept compactly, as the file stores them; full ``partial``
-snapshots are rebuilt while iterating, so a 20,000-delta answer never has all its snapshots in
-memory at once. Small recordings keep the event objects validated at open, so replaying them
-costs no second validation. Its speed shortcuts live in :mod:`.reader_fast`.
+because of the file. What it keeps is compact, and no ``partial`` snapshot is built at open:
+
+* an event that only grows the previous snapshot's text (nearly every streamed event), or
+  leaves it unchanged, is kept as its validated object without a snapshot, and its append;
+  its snapshot is built when the event is served, from the previous one, without a second
+  validation;
+* an event without a snapshot (``done``, ``error``) is kept as its validated object;
+* any other event (a full ``partial``, or a patch that adds a block or sets a value) is kept
+  as its stored form and validated again when served: the same input, so it cannot fail.
+
+So a 20,000-delta answer never has all its snapshots in memory at once, and opening it costs
+no quadratic copying of its text. Its speed shortcuts live in :mod:`.reader_fast`.
 """
 
 from __future__ import annotations
@@ -31,16 +39,9 @@ from .format import (
     is_plain_int,
 )
 from .patches import PatchError, apply_patch
-from .reader_fast import appended_snapshot, collector_paused
+from .reader_fast import Append, Snapshots, collector_paused, kept_for_later, served_event
 
 __all__ = ["RecordedCall", "Recording", "read_recording_file"]
-
-#: Above this estimate of the memory the validated event objects hold (bytes), they are
-#: dropped and rebuilt while replaying instead: small recordings replay without a second
-#: validation, large ones never hold every snapshot at once.
-KEEP_EVENTS_BUDGET = 64 * 1024 * 1024
-#: The estimated cost of one event object besides its strings (a handful of pydantic models).
-EVENT_OBJECT_OVERHEAD = 2048
 
 #: The largest recording the reader opens (bytes): it reads a whole file at once, so a
 #: bigger one is refused with a message instead of exhausting memory (docs/recordings-cli.md).
@@ -53,14 +54,18 @@ _NO_TIME = object()  # an event line without ``t`` (written before timings)
 
 @dataclass(eq=False)
 class RecordedCall:
-    """One call of a recording: its request payloads, its events as stored, and its end."""
+    """One call of a recording: its request payloads, its events as kept, and its end."""
 
     call_index: int
     request: dict[str, Any]
     request_line: int
-    #: The events as stored (``partial_patch`` unapplied); None once the call's event objects
-    #: are kept instead (see ``KEEP_EVENTS_BUDGET``): use :meth:`event_dumps`.
-    rows: list[dict[str, Any]] | None = field(default_factory=list, repr=False)
+    #: With ``summary_only``: the last event as stored (a one-item list, empty for a call
+    #: without events). None otherwise: the events are kept as ``entries``.
+    rows: list[dict[str, Any]] | None = None
+    #: One per event, in order (see the module's docstring): an event object, a stored event
+    #: dict, or ``(event, append)`` (:func:`~.reader_fast.kept_for_later`), ``append`` ``()``
+    #: for an unchanged snapshot.
+    entries: list[Any] = field(default_factory=list, repr=False)
     event_lines: list[int] = field(default_factory=list, repr=False)
     outcome: str = "complete"
     event_count: int = 0
@@ -75,6 +80,8 @@ class RecordedCall:
     #: when absent (a file written before timings).
     first_event_ms: int | None = None
     duration_ms: int | None = None
+    #: Always None: no event objects are kept whole; callers that look here fall back to
+    #: :meth:`events`.
     _events: list[AssistantMessageEvent] | None = field(default=None, repr=False)
 
     @property
@@ -91,24 +98,15 @@ class RecordedCall:
 
     def event_dumps(self) -> Iterator[dict[str, Any]]:
         """The full event dumps, ``partial`` restored, one at a time."""
-        if not self.has_all_events:
-            raise RuntimeError("this recording was read with summary_only=True: its events were not kept")
-        if self.rows is None:
-            for event in self._events or ():
-                yield event.model_dump(mode="json")
-            return
-        previous: Any = None
-        for row in self.rows:
-            dump, previous = _restore(row, previous)
-            yield dump
+        for event in self.events():
+            yield event.model_dump(mode="json")
 
     def events(self) -> Iterator[AssistantMessageEvent]:
-        """The recorded events as event objects, in order."""
-        if self._events is not None:
-            yield from self._events
-            return
-        for dump in self.event_dumps():
-            yield EVENT_CLASSES[dump["type"]].model_validate(dump)
+        """The recorded events as new event objects, in order, each snapshot built as it is
+        reached (see the module's docstring)."""
+        if not self.has_all_events:
+            raise RuntimeError("this recording was read with summary_only=True: its events were not kept")
+        return _served(self.entries)
 
 
 @dataclass(eq=False)
@@ -130,15 +128,72 @@ class Recording:
         return sum(call.event_count for call in self.calls)
 
 
-def _restore(row: dict[str, Any], previous: Any) -> tuple[dict[str, Any], Any]:
-    """The full dump of a stored event and the partial the next one patches."""
-    if "partial_patch" in row:
-        partial = apply_patch(previous, row["partial_patch"])
-        dump = row.copy()
-        del dump["partial_patch"]
-        dump["partial"] = partial
-        return dump, partial
-    return row, row.get("partial", previous)
+class _Chain:
+    """The previous ``partial`` of a call, both as the plain way patches it (a dict, with
+    the appends since made to the object side only still ``pending``) and as
+    :class:`Snapshots` (the shortcut's side). The reader and the replay walk a call's events
+    through the same chain, so the plain way sees the same dicts at both."""
+
+    __slots__ = ("partial", "pending", "snapshots")
+
+    def __init__(self) -> None:
+        self.partial: Any = None
+        self.pending: list[Append] = []
+        self.snapshots: Snapshots | None = None
+
+    def restart(self, partial: dict[str, Any]) -> None:
+        """A full ``partial`` was stored."""
+        self.partial, self.pending = partial, []
+
+    def patched(self, patch: Any) -> Any:
+        """The partial ``patch`` makes of the previous one (it becomes the previous one);
+        raises :class:`PatchError` when it does not apply."""
+        self.partial = apply_patch(self.partial_dict(), patch)
+        return self.partial
+
+    def partial_dict(self) -> Any:
+        """The previous partial as a dict, the pending appends applied (to copies: the dict
+        may be a stored row)."""
+        if not self.pending:
+            return self.partial
+        grown: dict[tuple[int, str], list[str]] = {}
+        for index, name, suffix in self.pending:
+            grown.setdefault((index, name), []).append(suffix)
+        root = dict(self.partial)
+        content = list(root["content"])
+        for (index, name), suffixes in grown.items():
+            block = dict(content[index])
+            block[name] = block[name] + "".join(suffixes)
+            content[index] = block
+        root["content"] = content
+        self.partial, self.pending = root, []
+        return root
+
+
+def _served(entries: list[Any]) -> Iterator[AssistantMessageEvent]:
+    """The events of a call's entries, each built when it is reached."""
+    chain = _Chain()
+    for entry in entries:
+        kind = type(entry)
+        if kind is tuple:
+            kept, append = entry
+            snapshots = chain.snapshots
+            if append:
+                snapshots.grow(append)
+                chain.pending.append(append)
+            yield served_event(kept, snapshots.snapshot())
+        elif kind is dict:
+            if "partial_patch" in entry:
+                dump = entry.copy()
+                dump["partial"] = chain.patched(dump.pop("partial_patch"))
+            else:
+                dump = entry
+                chain.restart(entry["partial"])
+            event = EVENT_CLASSES[dump["type"]].__pydantic_validator__.validate_python(dump)
+            chain.snapshots = Snapshots(event.partial)
+            yield event
+        else:
+            yield entry
 
 
 # ============================================================================ the strict reader
@@ -156,36 +211,20 @@ def read_recording_file(path: str | os.PathLike[str], *, summary_only: bool = Fa
 
 
 class _CallState:
-    __slots__ = ("call", "previous_partial", "previous_object", "pending", "open", "partial_chars")
+    """A call while its lines are read."""
+
+    __slots__ = ("call", "chain", "placeholder", "count", "open")
 
     def __init__(self, call: RecordedCall) -> None:
         self.call = call
-        #: The previous partial as a dict, before the appends in ``pending``.
-        self.previous_partial: Any = None
-        #: The previous partial as a validated object.
-        self.previous_object: Any = None
-        #: ``(index, field, suffix)`` text appends applied to ``previous_object`` only.
-        self.pending: list[tuple[int, str, str]] = []
+        #: The previous partial; its :class:`Snapshots` only checks appends here, the text
+        #: is grown when the events are served.
+        self.chain = _Chain()
+        #: The last snapshot validated whole: it stands in for ``partial`` while the fields
+        #: of an event whose snapshot is built later are validated.
+        self.placeholder: Any = None
+        self.count = 0
         self.open = True
-        self.partial_chars = 0
-
-    def partial_dict(self) -> Any:
-        """The previous partial as a dict, the pending appends applied (to copies: the dict
-        may be a stored row)."""
-        if not self.pending:
-            return self.previous_partial
-        grown: dict[tuple[int, str], list[str]] = {}
-        for index, name, suffix in self.pending:
-            grown.setdefault((index, name), []).append(suffix)
-        root = dict(self.previous_partial)
-        content = list(root["content"])
-        for (index, name), suffixes in grown.items():
-            block = dict(content[index])
-            block[name] = block[name] + "".join(suffixes)
-            content[index] = block
-        root["content"] = content
-        self.previous_partial, self.pending = root, []
-        return root
 
 
 class _Reader:
@@ -195,8 +234,8 @@ class _Reader:
         self.header: dict[str, Any] | None = None
         self.header_line = 0
         self.calls: dict[int, _CallState] = {}
-        self.kept_chars = 0
-        self.keep_events = not summary_only
+        #: The fields set the events kept for later share, the latest one per event class.
+        self.fields_sets: dict[type, frozenset[str]] = {}
 
     def fail(
         self, reason: str, line: int | None = None, call: int | None = None, kind: str = "corrupt"
@@ -234,7 +273,7 @@ class _Reader:
                 except orjson.JSONDecodeError:
                     self.line(number, line)  # raises with the reason
                 if type(row) is dict and row.get("type") == "event" and self.header is not None:
-                    event_row(number, row, len(line))
+                    event_row(number, row)
                     continue
             self.line(number, line)
         return number
@@ -270,7 +309,7 @@ class _Reader:
         if kind == "request":
             self.request_row(number, row)
         elif kind == "event":
-            self.event_row(number, row, len(line))
+            self.event_row(number, row)
         else:
             self.call_end_row(number, row)
 
@@ -331,12 +370,12 @@ class _Reader:
         if session is not None and type(session) is not str:
             raise self.fail("the request's session must be a string", number, index)
         request = {"model": row["model"], "context": row["context"], "options": options}
-        call = RecordedCall(
-            index, request, number, lane=lane, session=session, _events=[] if self.keep_events else None
-        )
+        call = RecordedCall(index, request, number, lane=lane, session=session)
+        if self.summary_only:
+            call.rows, call.has_all_events = [], False
         self.calls[index] = _CallState(call)
 
-    def event_row(self, number: int, row: dict[str, Any], size: int) -> None:
+    def event_row(self, number: int, row: dict[str, Any]) -> None:
         """The hot path of reading: written for speed, the checks of :meth:`open_call` are
         repeated inline and its messages used only on failure."""
         index = row.get("call_index")
@@ -344,17 +383,16 @@ class _Reader:
         if state is None or not state.open:
             state = self.open_call(number, row, "an event")  # raises with the reason
         call = state.call
-        rows = call.rows
         event_index = row.get("event_index")
-        if type(event_index) is not int or event_index != len(rows):
+        if type(event_index) is not int or event_index != state.count:
             raise self.fail(
-                f"event_index {_short(event_index)} where {len(rows)} was expected", number, index
+                f"event_index {_short(event_index)} where {state.count} was expected", number, index
             )
         t = row.get("t", _NO_TIME)
         if t is not _NO_TIME:
             if type(t) is not int or t < 0:
                 raise self.fail(f"t must be a non-negative integer (milliseconds), not {_short(t)}", number, index)
-            if not rows:
+            if not state.count:
                 call.first_event_ms = t
         call.duration_ms = None if t is _NO_TIME else t
         stored = row.get("event")
@@ -364,38 +402,13 @@ class _Reader:
         cls = EVENT_CLASSES.get(event_type) if type(event_type) is str else None
         if cls is None:
             raise self.fail(f"unknown event type {_short(event_type)}", number, index)
+        append: Any = False  # False: the snapshot is validated whole (or there is none)
         if "partial_patch" in stored:
-            patch = stored["partial_patch"]
-            if event_type not in PARTIAL_EVENT_TYPES:
-                raise self.fail(f"a {event_type} event has no partial to patch", number, index)
-            if "partial" in stored:
-                raise self.fail("an event carries both partial and partial_patch", number, index)
-            if state.previous_partial is None:
-                raise self.fail(
-                    "partial_patch on an event with no earlier partial in its call", number, index
-                )
-            fast = None
-            if state.previous_object is not None and type(patch) is list:
-                fast = appended_snapshot(state.previous_object, patch)
-            dump = stored.copy()
-            del dump["partial_patch"]
-            if fast is not None:
-                # Only text grew: the snapshot object is built from the previous validated
-                # one, and validation covers the event's own fields.
-                dump["partial"], append = fast
-                state.pending.append(append)
-            else:
-                try:
-                    partial = apply_patch(state.partial_dict(), patch)
-                except PatchError as error:
-                    raise self.fail(f"the partial_patch does not apply: {error}", number, index) from None
-                dump["partial"] = state.previous_partial = partial
+            dump, append = self.patched(state, stored, number)
         else:
-            patch = None
             dump = stored
-            if "partial" in stored:
-                state.previous_partial = stored["partial"]
-                state.pending = []
+            if "partial" in stored and event_type in PARTIAL_EVENT_TYPES:
+                state.chain.restart(stored["partial"])
         try:
             event = cls.__pydantic_validator__.validate_python(dump)
         except ValidationError as error:
@@ -404,45 +417,65 @@ class _Reader:
                 number,
                 index,
             ) from None
-        if "partial" in dump:
-            state.previous_object = event.partial
-        rows.append(stored)
-        call.event_lines.append(number)
-        if self.keep_events:
-            self.keep(state, event, size, patch)
-
-    def keep(self, state: _CallState, event: Any, size: int, patch: Any) -> None:
-        """Keep the validated object while the estimated memory stays in budget. A snapshot
-        is estimated at the size of its line, a patched one at the previous snapshot plus what
-        the patch appends (exact for ``append``, the line size for anything else)."""
-        if patch is None:
-            state.partial_chars = size
-        else:
-            growth = 0
-            for op in patch:
-                if op[0] != "append":
-                    growth = size
-                    break
-                growth += len(op[2])
-            state.partial_chars += growth
-        self.kept_chars += state.partial_chars + EVENT_OBJECT_OVERHEAD
-        if self.kept_chars > KEEP_EVENTS_BUDGET:
-            # Calls already ended keep their objects (within the budget); the open ones and
-            # all later ones keep their compact rows and rebuild while replaying.
-            self.keep_events = False
-            for other in self.calls.values():
-                if other.open:
-                    other.call._events = None
+        partial = event.__dict__.get("partial")
+        if append is False and partial is not None:
+            state.placeholder = partial
+            state.chain.snapshots = Snapshots(partial)
+        state.count += 1
+        if self.summary_only:
+            call.rows, call.event_lines = [stored], [number]
             return
-        state.call._events.append(event)
+        call.event_lines.append(number)
+        call.entries.append(self.entry(event, stored, append))
+
+    def patched(self, state: _CallState, stored: dict[str, Any], number: int) -> tuple[dict[str, Any], Any]:
+        """The dump to validate of an event stored with ``partial_patch``, and its append:
+        ``(index, field, suffix)`` or ``()`` (unchanged) when the shortcut builds its
+        snapshot later, the placeholder standing in for it; False when the patch was applied
+        to the previous partial as a dict (the plain way), the result standing in the dump."""
+        event_type, index = stored["type"], state.call.call_index
+        patch = stored["partial_patch"]
+        if event_type not in PARTIAL_EVENT_TYPES:
+            raise self.fail(f"a {event_type} event has no partial to patch", number, index)
+        if "partial" in stored:
+            raise self.fail("an event carries both partial and partial_patch", number, index)
+        chain = state.chain
+        if chain.partial is None:
+            raise self.fail("partial_patch on an event with no earlier partial in its call", number, index)
+        dump = stored.copy()
+        del dump["partial_patch"]
+        snapshots = chain.snapshots
+        append = None if snapshots is None else snapshots.append_of(patch)
+        if append is not None:
+            # Only text grew, or nothing changed: the snapshot is built from the previous
+            # one when served; validation covers the event's own fields.
+            dump["partial"] = state.placeholder
+            if append:
+                chain.pending.append(append)
+            return dump, append
+        try:
+            dump["partial"] = chain.patched(patch)
+        except PatchError as error:
+            raise self.fail(f"the partial_patch does not apply: {error}", number, index) from None
+        return dump, False
+
+    def entry(self, event: Any, stored: dict[str, Any], append: Any) -> Any:
+        """What a call keeps of a validated event (see the module's docstring)."""
+        if "partial" not in event.__dict__:
+            return event
+        if append is not False:
+            kept = kept_for_later(event, append, self.fields_sets)
+            if kept is not None:
+                return kept
+        return stored
 
     def call_end_row(self, number: int, row: dict[str, Any]) -> None:
         state = self.open_call(number, row, "a call_end")
         call = state.call
         count = row.get("event_count")
-        if not is_plain_int(count) or count != len(call.rows):
+        if not is_plain_int(count) or count != state.count:
             raise self.fail(
-                f"event_count {_short(count)} but the call has {len(call.rows)} events",
+                f"event_count {_short(count)} but the call has {state.count} events",
                 number,
                 call.call_index,
             )
@@ -451,13 +484,7 @@ class _Reader:
             raise self.fail(f"unknown outcome {_short(outcome)}", number, call.call_index)
         call.outcome, call.event_count, call.end_line = outcome, count, number
         state.open = False
-        state.previous_partial = state.previous_object = None
-        state.pending = []
-        if call._events is not None:
-            call.rows = None  # the objects are kept: the compact rows are no longer needed
-        elif self.summary_only:
-            call.rows, call.event_lines = call.rows[-1:], call.event_lines[-1:]
-            call.has_all_events = False
+        state.chain = state.placeholder = None  # type: ignore[assignment]
 
     def finish(self, line_count: int) -> Recording:
         assert self.header is not None

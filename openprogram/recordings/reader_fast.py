@@ -2,14 +2,21 @@
 
 The reader's plain way is enough to be correct: apply each ``partial_patch`` to a dict and
 validate the result (``docs/file-format.md`` describes the file). These shortcuts save time
-on large files and change no result; the tests hold them to the plain way.
+and memory on large files and change no result; the tests hold them to the plain way.
 
-* :func:`appended_snapshot` saves a full pydantic validation of the ``partial`` snapshot for
-  nearly every streamed event. It is correct because the patch only appends to one string
-  field of one content block, a field typed plain ``str`` (a grown string still validates):
-  the previous snapshot was already validated, blocks and usage are immutable values, so the
-  new snapshot is the previous one with that block replaced by a copy whose string grew;
-  anything else returns None and takes the plain way.
+* :class:`Snapshots` saves a full pydantic validation of the ``partial`` snapshot for nearly
+  every streamed event, and lets the reader build no snapshot at all when a file is opened.
+  It is correct because such a patch only appends to one string field of one content block,
+  a field typed plain ``str`` (a grown string still validates), or changes nothing: the
+  previous snapshot was already validated, blocks and usage are immutable values, so the new
+  snapshot is the previous one with that block replaced by a copy whose string grew. Which
+  patches qualify depends only on the snapshot's structure (block kinds, which fields hold a
+  string), never on the text, so the reader checks them at open and grows the text only
+  when the event is served; anything else returns None and takes the plain way.
+* :func:`kept_for_later` keeps such an event as its validated object without its snapshot,
+  slimmed, instead of a parsed line: the memory of a large recording. :func:`served_event`
+  builds it back exactly: the values are the ones validation produced, only ``partial`` is
+  put back.
 * :func:`collector_paused` saves the cyclic collector's rescans while a file is read and kept.
   It is correct because reading creates no reference cycles, so a paused collector frees
   nothing late; afterwards the collector is as it was, the objects read now in its oldest
@@ -23,11 +30,30 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["appended_snapshot", "collector_paused", "promote_to_oldest_generation"]
+from pydantic import BaseModel
 
-_setattr = object.__setattr__
+__all__ = [
+    "Snapshots",
+    "appended_snapshot",
+    "collector_paused",
+    "kept_for_later",
+    "promote_to_oldest_generation",
+    "served_event",
+]
+
+# The setters of the slots every pydantic model has, called directly: building an object
+# this way costs about half of four ``object.__setattr__`` calls, which look each slot up.
+_new = object.__new__
+_set_dict = BaseModel.__dict__["__dict__"].__set__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 #: Per block class, the fields any grown string still validates for (see ``_free_text_fields``).
 _FREE_TEXT_FIELDS: dict[type, frozenset[str]] = {}
+#: ``(index, field, suffix)``: the one append a patch makes to a content block's string.
+Append = tuple[int, str, str]
+#: Field names appended to, one string object each (a file repeats them on every line).
+_FIELD_NAMES: dict[str, str] = {}
 
 
 def _free_text_fields(kind: type) -> frozenset[str]:
@@ -45,47 +71,119 @@ def _free_text_fields(kind: type) -> frozenset[str]:
     return fields
 
 
-def appended_snapshot(previous: Any, patch: list[Any]) -> tuple[Any, tuple[int, str, str]] | None:
-    """The next snapshot when ``patch`` is one ``append`` to a string field of a content block
-    (nearly every streamed event), with the append as ``(index, field, suffix)``; None for any
-    other patch (the plain way: dict patch, full validation). ``previous`` is not changed.
-    Written out in one piece: this runs for nearly every event of a file."""
-    if len(patch) != 1:
+def _unvalidated(cls: type, values: dict[str, Any], fields_set: set[str], extra: Any) -> Any:
+    """An object of pydantic class ``cls`` holding ``values``, which validation produced."""
+    built = _new(cls)
+    _set_dict(built, values)
+    _set_fields_set(built, fields_set)
+    _set_extra(built, None if extra is None else dict(extra))
+    _set_private(built, None)
+    return built
+
+
+class Snapshots:
+    """The latest ``partial`` of one call, kept privately: each snapshot handed out is a new
+    message object (with its own content list) sharing the immutable blocks, so whatever a
+    consumer does to an event it received cannot change the next snapshot."""
+
+    __slots__ = ("_cls", "_message", "_content", "_fields_set", "_extra")
+
+    def __init__(self, snapshot: Any) -> None:
+        """Start from ``snapshot``, a validated message (it is copied, not kept)."""
+        self._cls = type(snapshot)
+        self._message = dict(snapshot.__dict__)
+        self._content = list(self._message["content"])
+        self._fields_set = frozenset(snapshot.__pydantic_fields_set__)
+        self._extra = snapshot.__pydantic_extra__
+
+    def append_of(self, patch: Any) -> Append | tuple[()] | None:
+        """The append ``patch`` makes when it is one ``append`` to a free-text string field
+        of a content block (nearly every streamed event), ``()`` when it is empty (the
+        snapshot unchanged, as at a block's end), else None (the plain way: dict patch, full
+        validation). Checks only; changes nothing. Written out in one piece: this runs for
+        nearly every event of a file."""
+        if type(patch) is not list or len(patch) != 1:
+            return () if patch == [] else None
+        op = patch[0]
+        if type(op) is not list or len(op) != 3 or op[0] != "append":
+            return None
+        path, suffix = op[1], op[2]
+        if type(path) is not list or len(path) != 3 or path[0] != "content" or type(suffix) is not str:
+            return None
+        index, field = path[1], path[2]
+        content = self._content
+        if type(index) is not int or not 0 <= index < len(content) or type(field) is not str:
+            return None
+        block = content[index]
+        if type(block.__dict__.get(field)) is not str or field not in _free_text_fields(type(block)):
+            return None
+        return index, field, suffix
+
+    def grow(self, append: Append | tuple[()]) -> None:
+        """Apply what :meth:`append_of` accepted: the block is replaced by a copy whose
+        string grew (blocks are immutable values, never changed in place)."""
+        if not append:
+            return
+        index, field, suffix = append
+        block = self._content[index]
+        values = block.__dict__
+        kind = type(block)
+        # The one field that grew is a str, as validated before; the fields set is shared,
+        # as between live snapshots: the block is immutable.
+        self._content[index] = _unvalidated(
+            kind, {**values, field: values[field] + suffix}, block.__pydantic_fields_set__, block.__pydantic_extra__
+        )
+
+    def snapshot(self) -> Any:
+        """The latest snapshot as a new message object."""
+        return _unvalidated(
+            self._cls, {**self._message, "content": self._content.copy()}, set(self._fields_set), self._extra
+        )
+
+
+def appended_snapshot(previous: Any, patch: list[Any]) -> tuple[Any, Append] | None:
+    """The next snapshot when ``patch`` is one append :meth:`Snapshots.append_of` accepts,
+    with the append; None for any other patch. ``previous`` is not changed."""
+    snapshots = Snapshots(previous)
+    append = snapshots.append_of(patch)
+    if not append:
         return None
-    op = patch[0]
-    if type(op) is not list or len(op) != 3 or op[0] != "append":
+    snapshots.grow(append)
+    return snapshots.snapshot(), append
+
+
+def kept_for_later(
+    event: Any, append: Append | tuple[()], fields_sets: dict[type, frozenset[str]]
+) -> tuple[Any, Append | tuple[()]] | None:
+    """``(event, append)``: what the reader keeps of ``event``, a validated event whose
+    snapshot is built when it is served (:func:`served_event`), or None when it cannot be
+    built back that way (extra or private attributes).
+
+    The kept object is never handed out, so it is slimmed: its ``partial`` (a stand-in) is
+    dropped, its fields set is one shared frozen set per class, the appended field's name is
+    one string per name, and a suffix equal to the event's ``delta`` is that same string."""
+    if event.__pydantic_extra__ is not None or event.__pydantic_private__ is not None:
         return None
-    path, suffix = op[1], op[2]
-    if type(path) is not list or len(path) != 3 or path[0] != "content" or type(suffix) is not str:
-        return None
-    index, field = path[1], path[2]
-    message = previous.__dict__
-    content = message["content"]
-    if type(index) is not int or not 0 <= index < len(content) or type(field) is not str:
-        return None
-    block = content[index]
-    values = block.__dict__
-    text = values.get(field)
-    kind = type(block)
-    if type(text) is not str or field not in _free_text_fields(kind):
-        return None
-    # Objects built without validation: the one field that grew is a str, as validated before.
-    grown = kind.__new__(kind)  # an immutable value: never assigned to, so its set is shared
-    _setattr(grown, "__dict__", {**values, field: text + suffix})
-    _setattr(grown, "__pydantic_fields_set__", block.__pydantic_fields_set__)
-    extra = block.__pydantic_extra__
-    _setattr(grown, "__pydantic_extra__", None if extra is None else dict(extra))
-    _setattr(grown, "__pydantic_private__", None)
-    blocks = content.copy()  # the other blocks are immutable values: shared, as live
-    blocks[index] = grown
-    cls = type(previous)
-    snapshot = cls.__new__(cls)
-    _setattr(snapshot, "__dict__", {**message, "content": blocks})
-    _setattr(snapshot, "__pydantic_fields_set__", set(previous.__pydantic_fields_set__))
-    extra = previous.__pydantic_extra__
-    _setattr(snapshot, "__pydantic_extra__", None if extra is None else dict(extra))
-    _setattr(snapshot, "__pydantic_private__", None)
-    return snapshot, (index, field, suffix)
+    fields = event.__dict__
+    fields["partial"] = None  # keeps its place: the served event's fields stay in order
+    fields_set = event.__pydantic_fields_set__
+    shared = fields_sets.get(type(event))
+    if shared is None or shared != fields_set:
+        shared = fields_sets[type(event)] = frozenset(fields_set)
+    _set_fields_set(event, shared)
+    if append:
+        index, name, suffix = append
+        if fields.get("delta") == suffix:
+            suffix = fields["delta"]
+        append = (index, _FIELD_NAMES.setdefault(name, name), suffix)
+    return event, append
+
+
+def served_event(kept: Any, partial: Any) -> Any:
+    """A new event equal to the one :func:`kept_for_later` kept, ``partial`` its snapshot."""
+    return _unvalidated(
+        type(kept), {**kept.__dict__, "partial": partial}, set(kept.__pydantic_fields_set__), None
+    )
 
 
 @contextmanager

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -27,6 +28,9 @@ from openprogram.providers.types import (
 )
 from openprogram.recordings.encoder import EventEncoder
 from openprogram.recordings.redaction import current_redactor
+from openprogram.recordings.stream_redaction import StreamRedaction, TextGrowth
+
+from .test_stream_redaction import streamed
 
 MODEL = Model(id="m", api="faux", provider="faux")
 WORDS = st.sampled_from(
@@ -163,3 +167,45 @@ def test_replayed_snapshots_equal_fully_validated_ones(tmp_path_factory, thinkin
         assert kept == live  # nothing redacted: the replay is the live stream
     partials = [e.partial for e in kept if hasattr(e, "partial")]
     assert len({id(p) for p in partials}) == len(partials)  # every snapshot is its own message
+
+
+# ============================================================================ growths the stage hands on
+
+
+def _stage_lines(events: list[Any], *, materialize: bool) -> tuple[list[bytes], int]:
+    """The lines a recording writes for ``events`` (stage then encoder, as the recorder wires
+    them), and how many ``TextGrowth`` the stage handed on; ``materialize``: the encoder is
+    given each growth's event instead."""
+    stage = StreamRedaction(current_redactor())
+    encoder = EventEncoder(
+        current_redactor(), 0, texts_redacted=True, parse_of=stage.arguments_parse, extends=stage.extends
+    )
+    lines: list[bytes] = []
+    growths = 0
+    for event in events:
+        for ready in stage.feed(event):
+            if type(ready) is TextGrowth:
+                growths += 1
+                if materialize:
+                    ready = ready.event()
+            lines.append(encoder.line(ready, len(lines), 0))
+    return lines, growths
+
+
+@pytest.mark.parametrize("blocks", [
+    [("text", "k=v&" * 300)],
+    [("thinking", "x" * 500), ("text", "a=b;" * 200 + " tail" + "c" * 300)],
+    [("text", "Bearer abcdefghijklmnopqrstuvwxyz0123456789" * 5)],
+])
+def test_text_growths_write_the_lines_their_events_would(blocks):
+    """A held run released at once goes to the encoder as growths (no snapshot text built);
+    its lines are byte for byte those of the rebuilt events."""
+    events = streamed(blocks, 4)
+    lines, growths = _stage_lines(events, materialize=False)
+    expected, _ = _stage_lines(events, materialize=True)
+    assert lines == expected
+    deltas = sum(1 for event in events if event.type.endswith("_delta"))
+    if "Bearer" in blocks[0][1]:
+        assert growths == 0  # rewritten: every event shows the stored text, rebuilt
+    else:
+        assert growths >= deltas - 4  # all but a run's first delta

@@ -48,7 +48,7 @@ from ..providers.partial_json import StreamingJsonObject, parse_streaming_json
 from ..providers.types import TERMINAL_EVENT_TYPES, AssistantMessage, ToolCall
 from .redaction import Redactor
 
-__all__ = ["StreamRedaction", "spread"]
+__all__ = ["StreamRedaction", "TextGrowth", "spread"]
 
 _TEXT_DELTAS = {"text_delta": "text", "thinking_delta": "thinking"}
 _TEXT_ENDS = {"text_end": "text", "thinking_end": "thinking"}
@@ -209,6 +209,29 @@ def spread(pieces: list[str], target: str) -> list[str]:
     return result
 
 
+class TextGrowth:
+    """A released text or thinking delta handed on without its event: the stage vouches that
+    its event is the one released just before it (``anchor``'s, or that of the growth before
+    it) with only ``delta`` appended to block ``index``'s text, nothing rewritten. The encoder
+    then writes its line from the delta alone (no snapshot text built, nothing compared), or,
+    when its own state does not follow ``anchor``, asks for the event (:meth:`event`).
+
+    Valid only while the stage's release that yielded it is paused there (see
+    :meth:`StreamRedaction._release`)."""
+
+    __slots__ = ("type", "index", "delta", "anchor", "_stage", "_held", "_materialized")
+
+    def __init__(self, stage: StreamRedaction, held: _Held, event_type: str, anchor: Any) -> None:
+        self.type, self.index, self.delta = event_type, held.event[1]["content_index"], held.delta
+        self.anchor, self._stage, self._held, self._materialized = anchor, stage, held, None
+
+    def event(self) -> Any:
+        """The delta's event, rebuilt as the stage would have released it."""
+        if self._materialized is None:
+            self._materialized = self._stage._thick(self._held, grown=True)
+        return self._materialized
+
+
 class _Held:
     """One event waiting to be written; a delta also waits for its stored form."""
 
@@ -233,7 +256,7 @@ class _Block:
 
     __slots__ = (
         "field", "pending", "settled", "length", "waiting", "released", "dirty", "closed", "view",
-        "thinned_to", "raw", "emitted", "parsed", "frame",
+        "thinned_to", "raw", "light", "emitted", "parsed", "frame",
     )
 
     def __init__(self, field: str) -> None:
@@ -248,6 +271,8 @@ class _Block:
         self.view: tuple[Any, int, Any] | None = None  # (raw block, stored length, stored block)
         self.thinned_to = -1  # raw length at the last thinned delta
         self.raw = ""  # raw text rebuilt for thinned deltas, as of the last one released
+        #: Deltas released since ``raw`` as :class:`TextGrowth` (their text never built).
+        self.light: list[str] = []
         self.emitted = 0  # raw length of the deltas released so far
         #: A tool call's stored deltas released so far, parsed incrementally: the arguments its
         #: released events show (each event's own value, sharing unchanged parts).
@@ -281,6 +306,8 @@ class StreamRedaction:
         #: The frame of the last event accounted: later events rebuilt from it differ only in
         #: the grown value, which is their deltas' by construction (nothing left to check).
         self._accounted: _Frame | None = None
+        #: The snapshot of the last event rebuilt from a frame: the event a ``TextGrowth`` grows.
+        self._anchor: Any = None
         #: The text of the last rebuilt text delta and the text it was made from by appending
         #: the delta (None: from a slice), for :meth:`extends`.
         self._grown: tuple[str, str | None] = ("", None)
@@ -478,17 +505,31 @@ class StreamRedaction:
         held.thin = (frame, base)
         held.event = (type(event), {**event.__dict__, "partial": None}, event.__pydantic_fields_set__)
 
-    def _thick(self, held: _Held, arguments: Any = None) -> Any:
-        """The event of a thinned held delta, its snapshot's text (or ``arguments``) restored."""
+    def _thick(self, held: _Held, arguments: Any = None, *, grown: bool = False) -> Any:
+        """The event of a thinned held delta, its snapshot's text (or ``arguments``) restored;
+        ``grown``: the delta is already the last of the block's ``light`` ones."""
         block = held.block
         assert held.thin is not None and block is not None
         frame, base = held.thin
         if block.field == "arguments":
-            return frame.event(held, "arguments", arguments)
-        previous = block.raw if base is None else None
-        block.raw = text = (block.raw if base is None else base) + held.delta
-        self._grown = (text, previous)
-        return frame.event(held, block.field, text)
+            event = frame.event(held, "arguments", arguments)
+        else:
+            light = block.light
+            if grown:
+                light.pop()
+            if base is not None:
+                previous, text = None, base + held.delta
+            elif light:
+                previous, text = None, "".join([block.raw, *light, held.delta])
+            else:
+                previous = block.raw
+                text = previous + held.delta
+            light.clear()
+            block.raw = text
+            self._grown = (text, previous)
+            event = frame.event(held, block.field, text)
+        self._anchor = event.partial
+        return event
 
     def _pass(self, event: Any) -> Iterable[Any]:
         self._held.append(_Held(event))
@@ -497,21 +538,38 @@ class StreamRedaction:
     def _release(self) -> Iterator[Any]:
         """The releasable events, one at a time: a long run released at a block's end is
         encoded and dropped event by event, never all rebuilt at once. The caller consumes
-        it whole before feeding the next event."""
+        it whole before feeding the next event.
+
+        A text delta that grows the event released just before it, nothing rewritten, goes
+        as a :class:`TextGrowth` (its snapshot text is never built): the usual case of a
+        long run released at once."""
         held = self._held
         while held and held[0].stored is not None:
             entry = held.popleft()
             block = entry.block
+            thin = entry.thin
+            frame = thin[0] if thin is not None else None
             if block is not None and block.parsed is not None:
                 arguments = block.parsed.feed(entry.stored)  # type: ignore[arg-type]
-                if entry.thin is not None:
+                if thin is not None:
                     entry.event = self._thick(entry, arguments)
-            elif entry.thin is not None:
+            elif thin is not None:
+                if (
+                    frame is self._accounted
+                    and thin[1] is None
+                    and not self._dirty
+                    and not self.unaccounted
+                    and self._anchor is not None
+                ):
+                    block.light.append(entry.delta)  # type: ignore[union-attr]
+                    block.released.append(entry.stored)  # type: ignore[union-attr, arg-type]
+                    block.emitted = entry.end  # type: ignore[union-attr]
+                    yield TextGrowth(self, entry, entry.event[1]["type"], self._anchor)
+                    continue
                 entry.event = self._thick(entry)
             if block is not None:
                 block.released.append(entry.stored)  # type: ignore[arg-type]
                 block.emitted = entry.end
-            frame = entry.thin[0] if entry.thin is not None else None
             if frame is None or frame is not self._accounted:
                 self._account(entry.event)
                 self._accounted = frame

@@ -28,7 +28,7 @@ from openprogram.providers.types import (
 )
 from openprogram.recordings.encoder import EventEncoder
 from openprogram.recordings.redaction import current_redactor
-from openprogram.recordings.stream_redaction import StreamRedaction, TextGrowth
+from openprogram.recordings.stream_redaction import Growth, StreamRedaction
 
 from .test_stream_redaction import streamed
 
@@ -174,7 +174,7 @@ def test_replayed_snapshots_equal_fully_validated_ones(tmp_path_factory, thinkin
 
 def _stage_lines(events: list[Any], *, materialize: bool) -> tuple[list[bytes], int]:
     """The lines a recording writes for ``events`` (stage then encoder, as the recorder wires
-    them), and how many ``TextGrowth`` the stage handed on; ``materialize``: the encoder is
+    them), and how many ``Growth`` the stage handed on; ``materialize``: the encoder is
     given each growth's event instead."""
     stage = StreamRedaction(current_redactor())
     encoder = EventEncoder(
@@ -184,7 +184,7 @@ def _stage_lines(events: list[Any], *, materialize: bool) -> tuple[list[bytes], 
     growths = 0
     for event in events:
         for ready in stage.feed(event):
-            if type(ready) is TextGrowth:
+            if type(ready) is Growth:
                 growths += 1
                 if materialize:
                     ready = ready.event()
@@ -195,17 +195,19 @@ def _stage_lines(events: list[Any], *, materialize: bool) -> tuple[list[bytes], 
 @pytest.mark.parametrize("blocks", [
     [("text", "k=v&" * 300)],
     [("thinking", "x" * 500), ("text", "a=b;" * 200 + " tail" + "c" * 300)],
+    [("tool", '{"q":"' + "k=v&" * 200 + '","n":[1,2,{"a":"b"}]}'), ("text", "x" * 300)],
     [("text", "Bearer abcdefghijklmnopqrstuvwxyz0123456789" * 5)],
+    [("tool", '{"password":"' + "hunter2-" * 30 + '"}')],
 ])
-def test_text_growths_write_the_lines_their_events_would(blocks):
-    """A held run released at once goes to the encoder as growths (no snapshot text built);
-    its lines are byte for byte those of the rebuilt events."""
+def test_growths_write_the_lines_their_events_would(blocks):
+    """A held run released at once goes to the encoder as growths (no snapshot rebuilt); its
+    lines are byte for byte those of the rebuilt events. A rewritten run goes as events."""
     events = streamed(blocks, 4)
     lines, growths = _stage_lines(events, materialize=False)
     expected, _ = _stage_lines(events, materialize=True)
     assert lines == expected
     deltas = sum(1 for event in events if event.type.endswith("_delta"))
-    if "Bearer" in blocks[0][1]:
+    if any(word in blocks[0][1] for word in ("Bearer", "password")):
         assert growths == 0  # rewritten: every event shows the stored text, rebuilt
     else:
         assert growths >= deltas - 4  # all but a run's first delta

@@ -37,7 +37,7 @@ from ..providers.partial_json import StreamingJsonObject
 from ..providers.types import AssistantMessage, AssistantMessageEvent, ToolCall
 from .patches import compute_patch, growth_patch
 from .redaction import Redactor, Trigger
-from .stream_redaction import TextGrowth
+from .stream_redaction import Growth
 
 __all__ = ["EventEncoder"]
 
@@ -380,7 +380,7 @@ class EventEncoder:
         self._arguments: dict[int, StreamingJsonObject] | None = {} if texts_redacted else None
         self._parse_of = parse_of if texts_redacted else None
         self._extends = extends if texts_redacted and extends is not None else _never
-        #: Deltas written from a :class:`TextGrowth` since the growing block's raw text.
+        #: Deltas written from a :class:`Growth` since the growing block's raw text.
         self._light: list[str] = []
         #: Per tool call whose parse is ``parse_of``'s: its value and full-parse count as of
         #: the last delta encoded (the "before" of the next one).
@@ -399,7 +399,9 @@ class EventEncoder:
         event down the general path, which writes the same bytes (a property test holds the
         two to that).
         """
-        if type(event) is TextGrowth:
+        if type(event) is Growth:
+            if event.type == "toolcall_delta":
+                return self._arguments_growth_line(event, event_index, t)
             return self._growth_line(event, event_index, t)
         if self._light:
             self._settle_light()
@@ -463,7 +465,7 @@ class EventEncoder:
         last.block_rest, last.text = block_rest, text
         return line
 
-    def _growth_line(self, growth: TextGrowth, event_index: int, t: int) -> bytes:
+    def _growth_line(self, growth: Growth, event_index: int, t: int) -> bytes:
         """The line of a delta the stream redaction hands on without its event: the hot
         path's clean growth, from the delta alone, when this encoder's last event is the one
         the growth extends (``anchor``, then only growths); otherwise that of its event. The
@@ -484,6 +486,29 @@ class EventEncoder:
         self._light.append(delta)
         gained = orjson.dumps(delta)
         return last.template % (event_index, t, gained, gained)
+
+    def _arguments_growth_line(self, growth: Growth, event_index: int, t: int) -> bytes:
+        """The line of a tool-call delta the stream redaction hands on without its event:
+        patched along the path its delta grew, like :meth:`_tool_line` but with no snapshot
+        to check (the stage vouches for it), when this encoder's last event is the one the
+        growth extends; otherwise that of its event."""
+        index, delta = growth.index, growth.delta
+        if (
+            self._arguments is None  # texts not known redacted: no trust
+            or self._previous is not growth.anchor
+            or self._rest is None
+            or type(index) is not int
+            or type(delta) is not str
+            or not delta
+        ):
+            return self.line(growth.event(), event_index, t)
+
+        def event_of() -> AssistantMessageEvent:
+            event = growth.event()
+            self._previous = event.partial  # the stage's next growths extend this one
+            return event
+
+        return self._line % (event_index, t, self._tool_growth(index, delta, event_of))
 
     def _settle_light(self) -> None:
         """Bring the growing block's raw text up to the growths written since it was set."""
@@ -659,12 +684,18 @@ class EventEncoder:
             or not all(map(is_, content[index + 1 :], old_content[index + 1 :]))
         ):
             return self._encode_general(event)
+        return self._tool_growth(index, delta, lambda: event)
+
+    def _tool_growth(self, index: int, delta: str, event_of: Callable[[], AssistantMessageEvent]) -> bytes:
+        """The event object of a ``toolcall_delta`` known to grow only tool call ``index``'s
+        arguments by ``delta`` (``event_of()``: its event, for the general path)."""
         old_value, value, incremental = self._parse_delta(index, delta)
         patch = growth_patch(old_value, value, ["content", index, "arguments"]) if incremental else None
         if patch is None:  # the parse gave up sharing, or a member went away: the general path
             self._rest_bytes = None
-            return self._encode_general(event, fed=True)
+            return self._encode_general(event_of(), fed=True)
         rest = self._rest
+        assert rest is not None
         rest_content = rest["content"] = list(rest["content"])
         rest_content[index] = {**rest_content[index], "arguments": value}
         self._rest_bytes = None  # the next general event compares the partial afresh

@@ -48,7 +48,7 @@ from ..providers.partial_json import StreamingJsonObject, parse_streaming_json
 from ..providers.types import TERMINAL_EVENT_TYPES, AssistantMessage, ToolCall
 from .redaction import Redactor
 
-__all__ = ["StreamRedaction", "TextGrowth", "spread"]
+__all__ = ["StreamRedaction", "Growth", "spread"]
 
 _TEXT_DELTAS = {"text_delta": "text", "thinking_delta": "thinking"}
 _TEXT_ENDS = {"text_end": "text", "thinking_end": "thinking"}
@@ -209,26 +209,30 @@ def spread(pieces: list[str], target: str) -> list[str]:
     return result
 
 
-class TextGrowth:
-    """A released text or thinking delta handed on without its event: the stage vouches that
-    its event is the one released just before it (``anchor``'s, or that of the growth before
-    it) with only ``delta`` appended to block ``index``'s text, nothing rewritten. The encoder
-    then writes its line from the delta alone (no snapshot text built, nothing compared), or,
-    when its own state does not follow ``anchor``, asks for the event (:meth:`event`).
+class Growth:
+    """A released delta handed on without its event: the stage vouches that its event is the
+    one released just before it (``anchor``'s, or that of the growth before it) with only
+    ``delta`` appended to block ``index`` (its text, or its arguments' text, parsed as
+    ``arguments``), nothing rewritten. The encoder then writes its line from the delta alone
+    (no snapshot rebuilt, nothing compared), or, when its own state does not follow
+    ``anchor``, asks for the event (:meth:`event`).
 
     Valid only while the stage's release that yielded it is paused there (see
     :meth:`StreamRedaction._release`)."""
 
-    __slots__ = ("type", "index", "delta", "anchor", "_stage", "_held", "_materialized")
+    __slots__ = ("type", "index", "delta", "anchor", "arguments", "_stage", "_held", "_materialized")
 
-    def __init__(self, stage: StreamRedaction, held: _Held, event_type: str, anchor: Any) -> None:
+    def __init__(
+        self, stage: StreamRedaction, held: _Held, event_type: str, anchor: Any, arguments: Any = None
+    ) -> None:
         self.type, self.index, self.delta = event_type, held.event[1]["content_index"], held.delta
-        self.anchor, self._stage, self._held, self._materialized = anchor, stage, held, None
+        self.anchor, self.arguments = anchor, arguments
+        self._stage, self._held, self._materialized = stage, held, None
 
     def event(self) -> Any:
         """The delta's event, rebuilt as the stage would have released it."""
         if self._materialized is None:
-            self._materialized = self._stage._thick(self._held, grown=True)
+            self._materialized = self._stage._thick(self._held, self.arguments, grown=True)
         return self._materialized
 
 
@@ -271,7 +275,7 @@ class _Block:
         self.view: tuple[Any, int, Any] | None = None  # (raw block, stored length, stored block)
         self.thinned_to = -1  # raw length at the last thinned delta
         self.raw = ""  # raw text rebuilt for thinned deltas, as of the last one released
-        #: Deltas released since ``raw`` as :class:`TextGrowth` (their text never built).
+        #: Deltas released since ``raw`` as :class:`Growth` (their text never built).
         self.light: list[str] = []
         self.emitted = 0  # raw length of the deltas released so far
         #: A tool call's stored deltas released so far, parsed incrementally: the arguments its
@@ -306,7 +310,7 @@ class StreamRedaction:
         #: The frame of the last event accounted: later events rebuilt from it differ only in
         #: the grown value, which is their deltas' by construction (nothing left to check).
         self._accounted: _Frame | None = None
-        #: The snapshot of the last event rebuilt from a frame: the event a ``TextGrowth`` grows.
+        #: The snapshot of the last event rebuilt from a frame: the event a ``Growth`` grows.
         self._anchor: Any = None
         #: The text of the last rebuilt text delta and the text it was made from by appending
         #: the delta (None: from a slice), for :meth:`extends`.
@@ -507,7 +511,8 @@ class StreamRedaction:
 
     def _thick(self, held: _Held, arguments: Any = None, *, grown: bool = False) -> Any:
         """The event of a thinned held delta, its snapshot's text (or ``arguments``) restored;
-        ``grown``: the delta is already the last of the block's ``light`` ones."""
+        ``grown``: the delta went as a :class:`Growth` (a text one: the last of the block's
+        ``light`` deltas)."""
         block = held.block
         assert held.thin is not None and block is not None
         frame, base = held.thin
@@ -541,7 +546,7 @@ class StreamRedaction:
         it whole before feeding the next event.
 
         A text delta that grows the event released just before it, nothing rewritten, goes
-        as a :class:`TextGrowth` (its snapshot text is never built): the usual case of a
+        as a :class:`Growth` (its snapshot text is never built): the usual case of a
         long run released at once."""
         held = self._held
         while held and held[0].stored is not None:
@@ -549,22 +554,30 @@ class StreamRedaction:
             block = entry.block
             thin = entry.thin
             frame = thin[0] if thin is not None else None
+            # A growth: a thinned delta after one of the same frame, base-less, nothing rewritten.
+            light = (
+                frame is not None
+                and frame is self._accounted
+                and thin[1] is None  # type: ignore[index]
+                and not self._dirty
+                and not self.unaccounted
+                and self._anchor is not None
+            )
             if block is not None and block.parsed is not None:
                 arguments = block.parsed.feed(entry.stored)  # type: ignore[arg-type]
+                if light:
+                    block.released.append(entry.stored)  # type: ignore[arg-type]
+                    block.emitted = entry.end
+                    yield Growth(self, entry, "toolcall_delta", self._anchor, arguments)
+                    continue
                 if thin is not None:
                     entry.event = self._thick(entry, arguments)
             elif thin is not None:
-                if (
-                    frame is self._accounted
-                    and thin[1] is None
-                    and not self._dirty
-                    and not self.unaccounted
-                    and self._anchor is not None
-                ):
+                if light:
                     block.light.append(entry.delta)  # type: ignore[union-attr]
                     block.released.append(entry.stored)  # type: ignore[union-attr, arg-type]
                     block.emitted = entry.end  # type: ignore[union-attr]
-                    yield TextGrowth(self, entry, entry.event[1]["type"], self._anchor)
+                    yield Growth(self, entry, entry.event[1]["type"], self._anchor)
                     continue
                 entry.event = self._thick(entry)
             if block is not None:

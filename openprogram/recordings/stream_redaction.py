@@ -157,7 +157,7 @@ class _Frame:
 
     def event(self, held: _Held, field: str, value: Any) -> Any:
         """The held delta's event, its snapshot showing ``value`` as the grown field."""
-        kind, values, fields_set = held.event
+        kind, values, fields_set = held.kind, held.event, held.fields_set
         content = self.content.copy()
         content[values["content_index"]] = _build(self.block_kind, {**self.block, field: value}, self.block_set)
         values["partial"] = _build(self.message_kind, {**self.message, "content": content}, self.message_set)
@@ -225,7 +225,7 @@ class Growth:
     def __init__(
         self, stage: StreamRedaction, held: _Held, event_type: str, anchor: Any, arguments: Any = None
     ) -> None:
-        self.type, self.index, self.delta = event_type, held.event[1]["content_index"], held.delta
+        self.type, self.index, self.delta = event_type, held.event["content_index"], held.delta
         self.anchor, self.arguments = anchor, arguments
         self._stage, self._held, self._materialized = stage, held, None
 
@@ -239,7 +239,7 @@ class Growth:
 class _Held:
     """One event waiting to be written; a delta also waits for its stored form."""
 
-    __slots__ = ("event", "block", "start", "end", "stored", "pieces", "thin", "delta")
+    __slots__ = ("event", "block", "start", "end", "stored", "pieces", "frame", "base", "kind", "fields_set", "delta")
 
     def __init__(self, event: Any, block: _Block | None = None, start: int = 0, end: int = 0) -> None:
         #: The event, or while thinned (class, field values without the snapshot, fields set).
@@ -248,11 +248,18 @@ class _Held:
         self.block = block
         self.start, self.end = start, end  # the raw range of the delta in its block
         self.stored: str | None = None if block is not None else ""
-        self.pieces: list[str] = []  # stored pieces gathered while the delta spans segments
+        #: Stored pieces gathered while the delta spans segments (None: none yet). Held deltas
+        #: are many: each allocates as few containers as it can (the garbage collector's work
+        #: grows with them).
+        self.pieces: list[str] | None = None
         #: A held delta keeps no snapshot text or arguments (``_thin``): the frame to rebuild
-        #: its snapshot from, and for text the raw text before the delta (None: the text
-        #: the previous thinned delta ended with).
-        self.thin: tuple[_Frame, str | None] | None = None
+        #: its snapshot from (None: not thinned), and for text the raw text before the delta
+        #: (None: the text the previous thinned delta ended with). ``event`` is then the
+        #: event's field values without the snapshot, of class ``kind``.
+        self.frame: _Frame | None = None
+        self.base: str | None = None
+        self.kind: type | None = None
+        self.fields_set: set[str] | None = None
 
 
 class _Block:
@@ -411,7 +418,7 @@ class StreamRedaction:
             self._assign(block, segment, stored)
         if final:
             for held in block.waiting:  # empty deltas at the very end
-                held.stored = "".join(held.pieces)
+                held.stored = "".join(held.pieces) if held.pieces else ""
             block.waiting.clear()
 
     def _assign(self, block: _Block, segment: str, stored: str) -> None:
@@ -433,7 +440,10 @@ class StreamRedaction:
                 held.stored = "".join(held.pieces) + portion if held.pieces else portion
                 block.waiting.popleft()
             else:
-                held.pieces.append(portion)
+                if held.pieces is None:
+                    held.pieces = [portion]
+                else:
+                    held.pieces.append(portion)
 
     # ------------------------------------------------------------------------ tool calls
 
@@ -506,16 +516,16 @@ class StreamRedaction:
         frame = block.frame
         if frame is None or not frame.fits(partial, content, index):
             frame = block.frame = _Frame(partial, content, index, field)
-        held.thin = (frame, base)
-        held.event = (type(event), {**event.__dict__, "partial": None}, event.__pydantic_fields_set__)
+        held.frame, held.base, held.kind = frame, base, type(event)
+        held.event, held.fields_set = {**event.__dict__, "partial": None}, event.__pydantic_fields_set__
 
     def _thick(self, held: _Held, arguments: Any = None, *, grown: bool = False) -> Any:
         """The event of a thinned held delta, its snapshot's text (or ``arguments``) restored;
         ``grown``: the delta went as a :class:`Growth` (a text one: the last of the block's
         ``light`` deltas)."""
         block = held.block
-        assert held.thin is not None and block is not None
-        frame, base = held.thin
+        frame, base = held.frame, held.base
+        assert frame is not None and block is not None
         if block.field == "arguments":
             event = frame.event(held, "arguments", arguments)
         else:
@@ -552,13 +562,12 @@ class StreamRedaction:
         while held and held[0].stored is not None:
             entry = held.popleft()
             block = entry.block
-            thin = entry.thin
-            frame = thin[0] if thin is not None else None
+            frame = entry.frame
             # A growth: a thinned delta after one of the same frame, base-less, nothing rewritten.
             light = (
                 frame is not None
                 and frame is self._accounted
-                and thin[1] is None  # type: ignore[index]
+                and entry.base is None
                 and not self._dirty
                 and not self.unaccounted
                 and self._anchor is not None
@@ -570,14 +579,14 @@ class StreamRedaction:
                     block.emitted = entry.end
                     yield Growth(self, entry, "toolcall_delta", self._anchor, arguments)
                     continue
-                if thin is not None:
+                if frame is not None:
                     entry.event = self._thick(entry, arguments)
-            elif thin is not None:
+            elif frame is not None:
                 if light:
                     block.light.append(entry.delta)  # type: ignore[union-attr]
                     block.released.append(entry.stored)  # type: ignore[union-attr, arg-type]
                     block.emitted = entry.end  # type: ignore[union-attr]
-                    yield Growth(self, entry, entry.event[1]["type"], self._anchor)
+                    yield Growth(self, entry, entry.event["type"], self._anchor)
                     continue
                 entry.event = self._thick(entry)
             if block is not None:

@@ -172,14 +172,18 @@ def test_replayed_snapshots_equal_fully_validated_ones(tmp_path_factory, thinkin
 # ============================================================================ growths the stage hands on
 
 
-def _stage_lines(events: list[Any], *, materialize: bool) -> tuple[list[bytes], int]:
+def _stage_lines(events: list[Any], *, materialize: bool, trusting: bool = True) -> tuple[list[bytes], int]:
     """The lines a recording writes for ``events`` (stage then encoder, as the recorder wires
     them), and how many ``Growth`` the stage handed on; ``materialize``: the encoder is
-    given each growth's event instead."""
+    given each growth's event instead; not ``trusting``: an encoder that redacts texts itself
+    (as after ``redact_texts_again``), which takes no growth on trust."""
     stage = StreamRedaction(current_redactor())
-    encoder = EventEncoder(
-        current_redactor(), 0, texts_redacted=True, parse_of=stage.arguments_parse, extends=stage.extends
-    )
+    if trusting:
+        encoder = EventEncoder(
+            current_redactor(), 0, texts_redacted=True, parse_of=stage.arguments_parse, extends=stage.extends
+        )
+    else:
+        encoder = EventEncoder(current_redactor(), 0)
     lines: list[bytes] = []
     growths = 0
     for event in events:
@@ -211,3 +215,17 @@ def test_growths_write_the_lines_their_events_would(blocks):
         assert growths == 0  # rewritten: every event shows the stored text, rebuilt
     else:
         assert growths >= deltas - 4  # all but a run's first delta
+
+
+@pytest.mark.parametrize("blocks", [
+    [("text", "k=v&" * 300)],
+    [("tool", '{"q":"' + "k=v&" * 200 + '"}'), ("thinking", "y" * 300)],
+])
+def test_an_encoder_that_does_not_follow_a_growth_writes_its_event(blocks):
+    """A growth the encoder cannot take on trust is written from its rebuilt event: the
+    same lines as when the events themselves come."""
+    events = streamed(blocks, 4)
+    lines, growths = _stage_lines(events, materialize=False, trusting=False)
+    expected, _ = _stage_lines(events, materialize=True, trusting=False)
+    assert growths > 100
+    assert lines == expected

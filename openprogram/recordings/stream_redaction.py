@@ -27,6 +27,11 @@ shows the arguments parsed, incrementally, from the tool call's stored deltas so
 keep none: each snapshot holds the whole arguments so far, quadratic memory), which is also
 what :mod:`.encoder` writes for a tool call still streaming.
 
+A held delta is rebuilt into an event only when it is the first of a run released at once: the
+ones after it, unchanged, go on as :class:`Growth` records (the delta and the event it grows),
+so that a long run costs no snapshot text or event per delta; the encoder writes the same
+bytes from either, and asks a growth for its event when it cannot follow it.
+
 Everything the stage hands on is redacted text, so the encoder does not redact block texts
 again: recording costs O(total length) whatever the text looks like.
 

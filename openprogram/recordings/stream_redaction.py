@@ -124,11 +124,12 @@ class _Frame:
 
     __slots__ = (
         "message_kind", "message", "message_set", "message_others", "message_rest",
-        "content", "block_kind", "block", "block_set", "block_others", "block_rest",
+        "content", "block_kind", "block", "block_set", "block_others", "block_rest", "event_kind",
     )
 
-    def __init__(self, partial: Any, content: list[Any], index: int, field: str) -> None:
+    def __init__(self, event: Any, partial: Any, content: list[Any], index: int, field: str) -> None:
         item = content[index]
+        self.event_kind = type(event)  # the class of the delta events it was made for
         self.message_kind, self.message_set = type(partial), partial.__pydantic_fields_set__
         self.message = {**partial.__dict__, "content": None}
         self.content = list(content)
@@ -506,21 +507,23 @@ class StreamRedaction:
         partial, content, index = found
         field = block.field
         item = content[index]
-        if not (_plain(event) and _plain(partial) and _plain(item)):
+        frame = block.frame
+        # A frame is made only of plain classes: one that fits needs no class checked again.
+        fits = frame is not None and type(event) is frame.event_kind and frame.fits(partial, content, index)
+        if not fits and not (_plain(event) and _plain(partial) and _plain(item)):
             return
         if field == "arguments":
             if type(item) is not ToolCall:
                 return
             base = None
         else:
-            text = getattr(item, field, None)
+            text = item.__dict__.get(field)
             if type(text) is not str or len(text) != held.end or not text.endswith(held.delta):
                 return
             base = None if block.thinned_to == held.start else text[: held.start]
             block.thinned_to = held.end
-        frame = block.frame
-        if frame is None or not frame.fits(partial, content, index):
-            frame = block.frame = _Frame(partial, content, index, field)
+        if not fits:
+            frame = block.frame = _Frame(event, partial, content, index, field)
         held.frame, held.base, held.kind = frame, base, type(event)
         held.event, held.fields_set = {**event.__dict__, "partial": None}, event.__pydantic_fields_set__
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -27,6 +28,9 @@ from openprogram.providers.types import (
 )
 from openprogram.recordings.encoder import EventEncoder
 from openprogram.recordings.redaction import current_redactor
+from openprogram.recordings.stream_redaction import Growth, StreamRedaction
+
+from .test_stream_redaction import streamed
 
 MODEL = Model(id="m", api="faux", provider="faux")
 WORDS = st.sampled_from(
@@ -163,3 +167,65 @@ def test_replayed_snapshots_equal_fully_validated_ones(tmp_path_factory, thinkin
         assert kept == live  # nothing redacted: the replay is the live stream
     partials = [e.partial for e in kept if hasattr(e, "partial")]
     assert len({id(p) for p in partials}) == len(partials)  # every snapshot is its own message
+
+
+# ============================================================================ growths the stage hands on
+
+
+def _stage_lines(events: list[Any], *, materialize: bool, trusting: bool = True) -> tuple[list[bytes], int]:
+    """The lines a recording writes for ``events`` (stage then encoder, as the recorder wires
+    them), and how many ``Growth`` the stage handed on; ``materialize``: the encoder is
+    given each growth's event instead; not ``trusting``: an encoder that redacts texts itself
+    (as after ``redact_texts_again``), which takes no growth on trust."""
+    stage = StreamRedaction(current_redactor())
+    if trusting:
+        encoder = EventEncoder(
+            current_redactor(), 0, texts_redacted=True, parse_of=stage.arguments_parse, extends=stage.extends
+        )
+    else:
+        encoder = EventEncoder(current_redactor(), 0)
+    lines: list[bytes] = []
+    growths = 0
+    for event in events:
+        for ready in stage.feed(event):
+            if type(ready) is Growth:
+                growths += 1
+                if materialize:
+                    ready = ready.event()
+            lines.append(encoder.line(ready, len(lines), 0))
+    return lines, growths
+
+
+@pytest.mark.parametrize("blocks", [
+    [("text", "k=v&" * 300)],
+    [("thinking", "x" * 500), ("text", "a=b;" * 200 + " tail" + "c" * 300)],
+    [("tool", '{"q":"' + "k=v&" * 200 + '","n":[1,2,{"a":"b"}]}'), ("text", "x" * 300)],
+    [("text", "Bearer abcdefghijklmnopqrstuvwxyz0123456789" * 5)],
+    [("tool", '{"password":"' + "hunter2-" * 30 + '"}')],
+])
+def test_growths_write_the_lines_their_events_would(blocks):
+    """A held run released at once goes to the encoder as growths (no snapshot rebuilt); its
+    lines are byte for byte those of the rebuilt events. A rewritten run goes as events."""
+    events = streamed(blocks, 4)
+    lines, growths = _stage_lines(events, materialize=False)
+    expected, _ = _stage_lines(events, materialize=True)
+    assert lines == expected
+    deltas = sum(1 for event in events if event.type.endswith("_delta"))
+    if any(word in blocks[0][1] for word in ("Bearer", "password")):
+        assert growths == 0  # rewritten: every event shows the stored text, rebuilt
+    else:
+        assert growths >= deltas - 4  # all but a run's first delta
+
+
+@pytest.mark.parametrize("blocks", [
+    [("text", "k=v&" * 300)],
+    [("tool", '{"q":"' + "k=v&" * 200 + '"}'), ("thinking", "y" * 300)],
+])
+def test_an_encoder_that_does_not_follow_a_growth_writes_its_event(blocks):
+    """A growth the encoder cannot take on trust is written from its rebuilt event: the
+    same lines as when the events themselves come."""
+    events = streamed(blocks, 4)
+    lines, growths = _stage_lines(events, materialize=False, trusting=False)
+    expected, _ = _stage_lines(events, materialize=True, trusting=False)
+    assert growths > 100
+    assert lines == expected

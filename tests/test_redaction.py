@@ -543,3 +543,24 @@ def test_safe_cut_never_cuts_inside_an_open_private_key_block():
     closed = opened + "PRIVATE KEY-----\nthen more "
     assert safe_cut(closed) == len(closed)
     assert redact_text(closed) == f"key:\n{PLACEHOLDER}\nthen more "
+
+
+def test_a_redactor_redacts_a_long_string_met_again_once(monkeypatch):
+    """A recorded call meets its finished tool arguments several times (end event, snapshot,
+    final message): one redaction pass each for a long value would cost several passes."""
+    long_value = "https://example.com/?a=1&token=" + "t" * 200
+    other = long_value.replace("a=1", "b=2")
+    expected, expected_other = redaction.redact_text(long_value), redaction.redact_text(other)
+    assert "t" * 20 not in expected
+    passes = []
+    real = redaction._redact
+    monkeypatch.setattr(redaction, "_redact", lambda known, text: (len(text) > 64 and passes.append(text)) or real(known, text))
+    redactor = redaction.current_redactor()
+    equal_copy = "".join([long_value[:10], long_value[10:]])  # equal, another object
+    value = {"u": long_value, "v": [long_value], "w": {"x": equal_copy}}
+    assert redactor.remove_secret_values(value) == {"u": expected, "v": [expected], "w": {"x": expected}}
+    assert passes == [long_value]
+    assert redactor.remove_secret_values([other, long_value]) == [expected_other, expected]
+    assert passes == [long_value, other, long_value]  # only the last long value is kept
+    # Only a redactor keeps a long value (for its call), never the shared known values.
+    assert redaction._known_values().last_long is None

@@ -37,6 +37,7 @@ from ..providers.partial_json import StreamingJsonObject
 from ..providers.types import AssistantMessage, AssistantMessageEvent, ToolCall
 from .patches import compute_patch, growth_patch
 from .redaction import Redactor, Trigger
+from .stream_redaction import Growth
 
 __all__ = ["EventEncoder"]
 
@@ -91,6 +92,13 @@ class _GrowingText:
         if not self.clean or self.search(grown, len(tail) - self.reach + 1):
             return False
         self.raw = text
+        self.take_clean(grown, safe_cut)
+        return True
+
+    def take_clean(self, grown: str, safe_cut: Callable[[str], int]) -> None:
+        """Make ``grown`` (a clean tail that gained a delta) the tail, settling what lies
+        before its safe cut: the bookkeeping of :meth:`grow_clean` without the raw text, which
+        a caller that knows it grew by ``grown`` sets later (``raw``)."""
         if len(grown) > _CUT_AT:
             cut = safe_cut(grown)
             if cut:  # a trigger-free piece is its own redaction: settled as it is
@@ -98,7 +106,6 @@ class _GrowingText:
                 self.cut += cut
                 grown = grown[cut:]
         self.tail_raw = self.tail_redacted = grown
-        return True
 
     def prepare(
         self, text: str, safe_cut: Callable[[str], int], *, extends: bool = False
@@ -373,6 +380,8 @@ class EventEncoder:
         self._arguments: dict[int, StreamingJsonObject] | None = {} if texts_redacted else None
         self._parse_of = parse_of if texts_redacted else None
         self._extends = extends if texts_redacted and extends is not None else _never
+        #: Deltas written from a :class:`Growth` since the growing block's raw text.
+        self._light: list[str] = []
         #: Per tool call whose parse is ``parse_of``'s: its value and full-parse count as of
         #: the last delta encoded (the "before" of the next one).
         self._adopted: dict[int, tuple[Any, int]] = {}
@@ -390,6 +399,12 @@ class EventEncoder:
         event down the general path, which writes the same bytes (a property test holds the
         two to that).
         """
+        if type(event) is Growth:
+            if event.type == "toolcall_delta":
+                return self._arguments_growth_line(event, event_index, t)
+            return self._growth_line(event, event_index, t)
+        if self._light:
+            self._settle_light()
         fields = event.__dict__  # plain dict reads: pydantic attribute access costs more
         partial = fields.get("partial")
         if partial is None:
@@ -449,6 +464,58 @@ class EventEncoder:
         last.partial, last.message_rest, last.content = partial, rest, content
         last.block_rest, last.text = block_rest, text
         return line
+
+    def _growth_line(self, growth: Growth, event_index: int, t: int) -> bytes:
+        """The line of a delta the stream redaction hands on without its event: the hot
+        path's clean growth, from the delta alone, when this encoder's last event is the one
+        the growth extends (``anchor``, then only growths); otherwise that of its event. The
+        block's raw text is joined once, at the next event (:meth:`_settle_light`)."""
+        last, delta = self._last, growth.delta
+        if (
+            self._trigger is not _NOTHING_TO_FIND  # texts not known redacted: no trust
+            or last is None
+            or last.partial is not growth.anchor
+            or self._previous is not growth.anchor
+            or last.index != growth.index
+            or last.event_type != growth.type
+            or type(delta) is not str
+            or not delta
+        ):
+            return self.line(growth.event(), event_index, t)
+        last.state.take_clean(last.state.tail_raw + delta, self._safe_cut)
+        self._light.append(delta)
+        gained = orjson.dumps(delta)
+        return last.template % (event_index, t, gained, gained)
+
+    def _arguments_growth_line(self, growth: Growth, event_index: int, t: int) -> bytes:
+        """The line of a tool-call delta the stream redaction hands on without its event:
+        patched along the path its delta grew, like :meth:`_tool_line` but with no snapshot
+        to check (the stage vouches for it), when this encoder's last event is the one the
+        growth extends; otherwise that of its event."""
+        index, delta = growth.index, growth.delta
+        if (
+            self._arguments is None  # texts not known redacted: no trust
+            or self._previous is not growth.anchor
+            or self._rest is None
+            or type(index) is not int
+            or type(delta) is not str
+            or not delta
+        ):
+            return self.line(growth.event(), event_index, t)
+
+        def event_of() -> AssistantMessageEvent:
+            event = growth.event()
+            self._previous = event.partial  # the stage's next growths extend this one
+            return event
+
+        return self._line % (event_index, t, self._tool_growth(index, delta, event_of))
+
+    def _settle_light(self) -> None:
+        """Bring the growing block's raw text up to the growths written since it was set."""
+        last = self._last
+        assert last is not None
+        last.text = last.state.raw = "".join([last.text, *self._light])
+        self._light.clear()
 
     def field_getter(
         self, kind: type, excluded: str
@@ -617,12 +684,18 @@ class EventEncoder:
             or not all(map(is_, content[index + 1 :], old_content[index + 1 :]))
         ):
             return self._encode_general(event)
+        return self._tool_growth(index, delta, lambda: event)
+
+    def _tool_growth(self, index: int, delta: str, event_of: Callable[[], AssistantMessageEvent]) -> bytes:
+        """The event object of a ``toolcall_delta`` known to grow only tool call ``index``'s
+        arguments by ``delta`` (``event_of()``: its event, for the general path)."""
         old_value, value, incremental = self._parse_delta(index, delta)
         patch = growth_patch(old_value, value, ["content", index, "arguments"]) if incremental else None
         if patch is None:  # the parse gave up sharing, or a member went away: the general path
             self._rest_bytes = None
-            return self._encode_general(event, fed=True)
+            return self._encode_general(event_of(), fed=True)
         rest = self._rest
+        assert rest is not None
         rest_content = rest["content"] = list(rest["content"])
         rest_content[index] = {**rest_content[index], "arguments": value}
         self._rest_bytes = None  # the next general event compares the partial afresh

@@ -246,7 +246,9 @@ class _KnownValues:
     """A matcher for one set of known secret values (replaced by ``PLACEHOLDER``) and run
     values (each replaced by its ``{{name}}``), built once per distinct set."""
 
-    __slots__ = ("values", "pattern", "replacements", "contains_whitespace", "memo", "trigger", "shortest")
+    __slots__ = (
+        "values", "pattern", "replacements", "contains_whitespace", "memo", "trigger", "shortest", "last_long",
+    )
 
     def __init__(self, values: frozenset[str], run_values: tuple[tuple[str, str], ...] = ()) -> None:
         replacements = {
@@ -264,6 +266,18 @@ class _KnownValues:
         self.trigger = _trigger_for(self.values)
         #: No rule can act on a shorter text.
         self.shortest = min([_SHORTEST_SECRET_TEXT, *(len(value) for _, value in run_values)])
+        #: The last long string redacted and its redaction, kept only by a :meth:`scoped` copy
+        #: (None: not kept): see :func:`_redact_memoised`.
+        self.last_long: tuple[str, str] | None = None
+
+    def scoped(self) -> _KnownValues:
+        """A copy sharing everything but ``last_long``, which it keeps: for one
+        :class:`Redactor` (one recorded call), so that no long text outlives its call here."""
+        copy = _KnownValues.__new__(_KnownValues)
+        for name in _KnownValues.__slots__:
+            object.__setattr__(copy, name, getattr(self, name))
+        copy.last_long = ("", "")
+        return copy
 
     def replace(self, text: str) -> str:
         return self.pattern.sub(lambda match: self.replacements[match.group(0)], text)
@@ -280,7 +294,7 @@ class Redactor:
     __slots__ = ("_known",)
 
     def __init__(self, known: _KnownValues) -> None:
-        self._known = known
+        self._known = known.scoped()
 
     def redact_text(self, text: str) -> str:
         return _redact(self._known, str(text))
@@ -383,8 +397,19 @@ def _redact(known: _KnownValues, text: str) -> str:
 
 
 def _redact_memoised(text: str, known: _KnownValues) -> str:
+    """Short strings from the shared memo; a long one from the last long string a
+    :class:`Redactor` redacted, if equal: a recorded call's finished tool arguments reach
+    redaction several times (the end event, its snapshot, the final message), and a long
+    value costs a pass of every rule each time."""
     if len(text) > _MEMO_MAX_LENGTH:
-        return _redact(known, text)
+        last = known.last_long
+        if last is None:
+            return _redact(known, text)
+        if last[0] == text:
+            return last[1]
+        result = _redact(known, text)
+        known.last_long = (text, result)
+        return result
     memo = known.memo
     result = memo.get(text)
     if result is None:

@@ -27,6 +27,11 @@ shows the arguments parsed, incrementally, from the tool call's stored deltas so
 keep none: each snapshot holds the whole arguments so far, quadratic memory), which is also
 what :mod:`.encoder` writes for a tool call still streaming.
 
+A held delta is rebuilt into an event only when it is the first of a run released at once: the
+ones after it, unchanged, go on as :class:`Growth` records (the delta and the event it grows),
+so that a long run costs no snapshot text or event per delta; the encoder writes the same
+bytes from either, and asks a growth for its event when it cannot follow it.
+
 Everything the stage hands on is redacted text, so the encoder does not redact block texts
 again: recording costs O(total length) whatever the text looks like.
 
@@ -48,7 +53,7 @@ from ..providers.partial_json import StreamingJsonObject, parse_streaming_json
 from ..providers.types import TERMINAL_EVENT_TYPES, AssistantMessage, ToolCall
 from .redaction import Redactor
 
-__all__ = ["StreamRedaction", "spread"]
+__all__ = ["StreamRedaction", "Growth", "spread"]
 
 _TEXT_DELTAS = {"text_delta": "text", "thinking_delta": "thinking"}
 _TEXT_ENDS = {"text_end": "text", "thinking_end": "thinking"}
@@ -119,11 +124,12 @@ class _Frame:
 
     __slots__ = (
         "message_kind", "message", "message_set", "message_others", "message_rest",
-        "content", "block_kind", "block", "block_set", "block_others", "block_rest",
+        "content", "block_kind", "block", "block_set", "block_others", "block_rest", "event_kind",
     )
 
-    def __init__(self, partial: Any, content: list[Any], index: int, field: str) -> None:
+    def __init__(self, event: Any, partial: Any, content: list[Any], index: int, field: str) -> None:
         item = content[index]
+        self.event_kind = type(event)  # the class of the delta events it was made for
         self.message_kind, self.message_set = type(partial), partial.__pydantic_fields_set__
         self.message = {**partial.__dict__, "content": None}
         self.content = list(content)
@@ -157,7 +163,7 @@ class _Frame:
 
     def event(self, held: _Held, field: str, value: Any) -> Any:
         """The held delta's event, its snapshot showing ``value`` as the grown field."""
-        kind, values, fields_set = held.event
+        kind, values, fields_set = held.kind, held.event, held.fields_set
         content = self.content.copy()
         content[values["content_index"]] = _build(self.block_kind, {**self.block, field: value}, self.block_set)
         values["partial"] = _build(self.message_kind, {**self.message, "content": content}, self.message_set)
@@ -209,10 +215,37 @@ def spread(pieces: list[str], target: str) -> list[str]:
     return result
 
 
+class Growth:
+    """A released delta handed on without its event: the stage vouches that its event is the
+    one released just before it (``anchor``'s, or that of the growth before it) with only
+    ``delta`` appended to block ``index`` (its text, or its arguments' text, parsed as
+    ``arguments``), nothing rewritten. The encoder then writes its line from the delta alone
+    (no snapshot rebuilt, nothing compared), or, when its own state does not follow
+    ``anchor``, asks for the event (:meth:`event`).
+
+    Valid only while the stage's release that yielded it is paused there (see
+    :meth:`StreamRedaction._release`)."""
+
+    __slots__ = ("type", "index", "delta", "anchor", "arguments", "_stage", "_held", "_materialized")
+
+    def __init__(
+        self, stage: StreamRedaction, held: _Held, event_type: str, anchor: Any, arguments: Any = None
+    ) -> None:
+        self.type, self.index, self.delta = event_type, held.event["content_index"], held.delta
+        self.anchor, self.arguments = anchor, arguments
+        self._stage, self._held, self._materialized = stage, held, None
+
+    def event(self) -> Any:
+        """The delta's event, rebuilt as the stage would have released it."""
+        if self._materialized is None:
+            self._materialized = self._stage._thick(self._held, self.arguments, grown=True)
+        return self._materialized
+
+
 class _Held:
     """One event waiting to be written; a delta also waits for its stored form."""
 
-    __slots__ = ("event", "block", "start", "end", "stored", "pieces", "thin", "delta")
+    __slots__ = ("event", "block", "start", "end", "stored", "pieces", "frame", "base", "kind", "fields_set", "delta")
 
     def __init__(self, event: Any, block: _Block | None = None, start: int = 0, end: int = 0) -> None:
         #: The event, or while thinned (class, field values without the snapshot, fields set).
@@ -221,11 +254,18 @@ class _Held:
         self.block = block
         self.start, self.end = start, end  # the raw range of the delta in its block
         self.stored: str | None = None if block is not None else ""
-        self.pieces: list[str] = []  # stored pieces gathered while the delta spans segments
+        #: Stored pieces gathered while the delta spans segments (None: none yet). Held deltas
+        #: are many: each allocates as few containers as it can (the garbage collector's work
+        #: grows with them).
+        self.pieces: list[str] | None = None
         #: A held delta keeps no snapshot text or arguments (``_thin``): the frame to rebuild
-        #: its snapshot from, and for text the raw text before the delta (None: the text
-        #: the previous thinned delta ended with).
-        self.thin: tuple[_Frame, str | None] | None = None
+        #: its snapshot from (None: not thinned), and for text the raw text before the delta
+        #: (None: the text the previous thinned delta ended with). ``event`` is then the
+        #: event's field values without the snapshot, of class ``kind``.
+        self.frame: _Frame | None = None
+        self.base: str | None = None
+        self.kind: type | None = None
+        self.fields_set: set[str] | None = None
 
 
 class _Block:
@@ -233,7 +273,7 @@ class _Block:
 
     __slots__ = (
         "field", "pending", "settled", "length", "waiting", "released", "dirty", "closed", "view",
-        "thinned_to", "raw", "emitted", "parsed", "frame",
+        "thinned_to", "raw", "light", "emitted", "parsed", "frame",
     )
 
     def __init__(self, field: str) -> None:
@@ -248,6 +288,8 @@ class _Block:
         self.view: tuple[Any, int, Any] | None = None  # (raw block, stored length, stored block)
         self.thinned_to = -1  # raw length at the last thinned delta
         self.raw = ""  # raw text rebuilt for thinned deltas, as of the last one released
+        #: Deltas released since ``raw`` as :class:`Growth` (their text never built).
+        self.light: list[str] = []
         self.emitted = 0  # raw length of the deltas released so far
         #: A tool call's stored deltas released so far, parsed incrementally: the arguments its
         #: released events show (each event's own value, sharing unchanged parts).
@@ -281,6 +323,8 @@ class StreamRedaction:
         #: The frame of the last event accounted: later events rebuilt from it differ only in
         #: the grown value, which is their deltas' by construction (nothing left to check).
         self._accounted: _Frame | None = None
+        #: The snapshot of the last event rebuilt from a frame: the event a ``Growth`` grows.
+        self._anchor: Any = None
         #: The text of the last rebuilt text delta and the text it was made from by appending
         #: the delta (None: from a slice), for :meth:`extends`.
         self._grown: tuple[str, str | None] = ("", None)
@@ -380,7 +424,7 @@ class StreamRedaction:
             self._assign(block, segment, stored)
         if final:
             for held in block.waiting:  # empty deltas at the very end
-                held.stored = "".join(held.pieces)
+                held.stored = "".join(held.pieces) if held.pieces else ""
             block.waiting.clear()
 
     def _assign(self, block: _Block, segment: str, stored: str) -> None:
@@ -402,7 +446,10 @@ class StreamRedaction:
                 held.stored = "".join(held.pieces) + portion if held.pieces else portion
                 block.waiting.popleft()
             else:
-                held.pieces.append(portion)
+                if held.pieces is None:
+                    held.pieces = [portion]
+                else:
+                    held.pieces.append(portion)
 
     # ------------------------------------------------------------------------ tool calls
 
@@ -460,35 +507,52 @@ class StreamRedaction:
         partial, content, index = found
         field = block.field
         item = content[index]
-        if not (_plain(event) and _plain(partial) and _plain(item)):
+        frame = block.frame
+        # A frame is made only of plain classes: one that fits needs no class checked again.
+        fits = frame is not None and type(event) is frame.event_kind and frame.fits(partial, content, index)
+        if not fits and not (_plain(event) and _plain(partial) and _plain(item)):
             return
         if field == "arguments":
             if type(item) is not ToolCall:
                 return
             base = None
         else:
-            text = getattr(item, field, None)
+            text = item.__dict__.get(field)
             if type(text) is not str or len(text) != held.end or not text.endswith(held.delta):
                 return
             base = None if block.thinned_to == held.start else text[: held.start]
             block.thinned_to = held.end
-        frame = block.frame
-        if frame is None or not frame.fits(partial, content, index):
-            frame = block.frame = _Frame(partial, content, index, field)
-        held.thin = (frame, base)
-        held.event = (type(event), {**event.__dict__, "partial": None}, event.__pydantic_fields_set__)
+        if not fits:
+            frame = block.frame = _Frame(event, partial, content, index, field)
+        held.frame, held.base, held.kind = frame, base, type(event)
+        held.event, held.fields_set = {**event.__dict__, "partial": None}, event.__pydantic_fields_set__
 
-    def _thick(self, held: _Held, arguments: Any = None) -> Any:
-        """The event of a thinned held delta, its snapshot's text (or ``arguments``) restored."""
+    def _thick(self, held: _Held, arguments: Any = None, *, grown: bool = False) -> Any:
+        """The event of a thinned held delta, its snapshot's text (or ``arguments``) restored;
+        ``grown``: the delta went as a :class:`Growth` (a text one: the last of the block's
+        ``light`` deltas)."""
         block = held.block
-        assert held.thin is not None and block is not None
-        frame, base = held.thin
+        frame, base = held.frame, held.base
+        assert frame is not None and block is not None
         if block.field == "arguments":
-            return frame.event(held, "arguments", arguments)
-        previous = block.raw if base is None else None
-        block.raw = text = (block.raw if base is None else base) + held.delta
-        self._grown = (text, previous)
-        return frame.event(held, block.field, text)
+            event = frame.event(held, "arguments", arguments)
+        else:
+            light = block.light
+            if grown:
+                light.pop()
+            if base is not None:
+                previous, text = None, base + held.delta
+            elif light:
+                previous, text = None, "".join([block.raw, *light, held.delta])
+            else:
+                previous = block.raw
+                text = previous + held.delta
+            light.clear()
+            block.raw = text
+            self._grown = (text, previous)
+            event = frame.event(held, block.field, text)
+        self._anchor = event.partial
+        return event
 
     def _pass(self, event: Any) -> Iterable[Any]:
         self._held.append(_Held(event))
@@ -497,21 +561,45 @@ class StreamRedaction:
     def _release(self) -> Iterator[Any]:
         """The releasable events, one at a time: a long run released at a block's end is
         encoded and dropped event by event, never all rebuilt at once. The caller consumes
-        it whole before feeding the next event."""
+        it whole before feeding the next event.
+
+        A text delta that grows the event released just before it, nothing rewritten, goes
+        as a :class:`Growth` (its snapshot text is never built): the usual case of a
+        long run released at once."""
         held = self._held
         while held and held[0].stored is not None:
             entry = held.popleft()
             block = entry.block
+            frame = entry.frame
+            # A growth: a thinned delta after one of the same frame, base-less, nothing rewritten.
+            light = (
+                frame is not None
+                and frame is self._accounted
+                and entry.base is None
+                and not self._dirty
+                and not self.unaccounted
+                and self._anchor is not None
+            )
             if block is not None and block.parsed is not None:
                 arguments = block.parsed.feed(entry.stored)  # type: ignore[arg-type]
-                if entry.thin is not None:
+                if light:
+                    block.released.append(entry.stored)  # type: ignore[arg-type]
+                    block.emitted = entry.end
+                    yield Growth(self, entry, "toolcall_delta", self._anchor, arguments)
+                    continue
+                if frame is not None:
                     entry.event = self._thick(entry, arguments)
-            elif entry.thin is not None:
+            elif frame is not None:
+                if light:
+                    block.light.append(entry.delta)  # type: ignore[union-attr]
+                    block.released.append(entry.stored)  # type: ignore[union-attr, arg-type]
+                    block.emitted = entry.end  # type: ignore[union-attr]
+                    yield Growth(self, entry, entry.event["type"], self._anchor)
+                    continue
                 entry.event = self._thick(entry)
             if block is not None:
                 block.released.append(entry.stored)  # type: ignore[arg-type]
                 block.emitted = entry.end
-            frame = entry.thin[0] if entry.thin is not None else None
             if frame is None or frame is not self._accounted:
                 self._account(entry.event)
                 self._accounted = frame

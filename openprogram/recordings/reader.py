@@ -80,9 +80,6 @@ class RecordedCall:
     #: when absent (a file written before timings).
     first_event_ms: int | None = None
     duration_ms: int | None = None
-    #: Always None: no event objects are kept whole; callers that look here fall back to
-    #: :meth:`events`.
-    _events: list[AssistantMessageEvent] | None = field(default=None, repr=False)
 
     @property
     def model(self) -> dict[str, Any]:

@@ -385,8 +385,7 @@ class ReplayProvider:
 
     async def serve(self, call: RecordedCall) -> AsyncIterator[AssistantMessageEvent]:
         """The recorded events of a call :meth:`take` handed out, as the live run saw them."""
-        kept = call._events
-        events = kept if kept is not None else call.events()
+        events = call.events()
         if self._values:
             events = (with_run_values(event, self._values) for event in events)
         for event in events:

@@ -399,7 +399,7 @@ def _streamed(folder: Path, kind: str, size: int, name: str) -> Row:
         asyncio.run(_consume(provider, 1, 0))
         provider.sink.close()
 
-    baseline, measured = paired_best(bare, recorded, rounds=1)
+    baseline, measured = paired_best(bare, recorded, rounds=3)
     return ratio_row(name, measured, baseline, 3.0, "vs the same stream bare")
 
 

@@ -398,3 +398,88 @@ def test_block_text_that_was_never_streamed_is_still_redacted(tmp_path):
     assert secret[3:] not in path.read_text()
     final = list(read_recording_file(path).calls[0].events())[-1].message
     assert final.content[0].text == f"hello there {PLACEHOLDER}"
+
+
+# ============================================================================ streams cut short
+
+
+def cut_short(kind: str, body: str, size: int, keep: int, ending: str) -> tuple[list[Any], ScriptedProvider]:
+    """The events of one ``kind`` block (``"text"`` or ``"tool"``) streaming ``body`` whose
+    stream stops after ``keep`` deltas: with an ``error`` event (``ending == "error"``), or
+    with the provider raising (``"raise"``) or simply ending without a terminal event
+    (``"end"``)."""
+    assembler = AssistantStreamAssembler(MODEL, timestamp=5)
+    events = [assembler.start()]
+    if kind == "tool":
+        index, event = assembler.begin_tool_call("call_1", "login")
+        append = assembler.append_tool_arguments
+    else:
+        index, event = assembler.begin_text()
+        append = assembler.append_text
+    events.append(event)
+    events.extend(append(index, piece) for piece in pieces(body, size)[:keep])
+    if ending == "error":
+        events.append(assembler.fail("connection reset"))
+        return events, ScriptedProvider(events)
+    if ending == "raise":
+        return events, ScriptedProvider(events, raise_after=len(events))
+    return events, ScriptedProvider(events)
+
+
+_PUBLIC_PREFIXES = ("ghp_", "github_pat_", "AIza", "AKIA", "xoxb-", "sk_live_", "hf_", "sk-proj-", "sess-sk-", "eyJ")
+
+
+def _secret_body(planted: str) -> str:
+    """The secret part of a planted string without its well-known public prefix: a stream
+    cut inside the prefix ("github_p") has shown nothing secret yet."""
+    planted = _secret_part(planted)
+    prefix = next((p for p in _PUBLIC_PREFIXES if planted.startswith(p)), "")
+    return planted[len(prefix) :]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@given(
+    planted=SHAPED,
+    before=WORDS,
+    size=st.integers(min_value=1, max_value=16),
+    cut=st.floats(min_value=0.0, max_value=1.0),
+    kind=st.sampled_from(["text", "tool"]),
+    ending=st.sampled_from(["error", "raise", "end"]),
+)
+def test_a_stream_cut_short_inside_a_secret_leaves_no_piece_of_it(
+    tmp_path_factory, planted, before, size, cut, kind, ending
+):
+    """A key cut off before its length, a URL password before its "@": no rule recognises
+    what streamed so far, yet none of it may reach the file."""
+    text = " ".join([*before, planted])
+    body = orjson.dumps({"note": text})[:-2].decode() if kind == "tool" else text
+    start = len(body) - len(planted)  # where the planted string begins
+    # Cut somewhere inside the planted string, on a delta boundary.
+    deltas = len(pieces(body, size))
+    keep = min(deltas, max(1, round((start + cut * len(planted)) / size)))
+    _, provider = cut_short(kind, body, size, keep, ending)
+    path = tmp_path_factory.mktemp("rec") / "rec.jsonl"
+    try:
+        record(path, [], provider=provider)
+    except RuntimeError:
+        assert ending == "raise"
+    assert_no_piece(_secret_body(planted), path)
+    call = read_recording_file(path).calls[0]
+    # An error event is the call's answer; a stream that broke off is an interrupted call.
+    assert call.outcome == ("complete" if ending == "error" else "error")
+    list(call.events())  # reads back whole
+
+
+@pytest.mark.parametrize("ending", ["error", "raise", "end"])
+@pytest.mark.parametrize("kind", ["text", "tool"])
+def test_prose_cut_short_is_stored_as_it_streamed(tmp_path, kind, ending):
+    text = "the news of the day is that sk-learn and k=v&x=y are fine and the Bearer of bad new"
+    body = orjson.dumps({"note": text})[:-2].decode() if kind == "tool" else text
+    events, provider = cut_short(kind, body, 4, len(pieces(body, 4)), ending)
+    path = tmp_path / "rec.jsonl"
+    try:
+        record(path, [], provider=provider)
+    except RuntimeError:
+        assert ending == "raise"
+    streamed_deltas = "".join(e.delta for e in events if hasattr(e, "delta"))
+    assert stored_deltas(path)[(0, 0)] == streamed_deltas

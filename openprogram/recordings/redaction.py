@@ -307,6 +307,11 @@ class Redactor:
     def safe_cut(self, text: str) -> int:
         return _safe_cut(text, self._known)
 
+    def redact_unfinished(self, text: str) -> str:
+        """The redaction of a text cut short (its stream failed or was abandoned mid-word):
+        the last word, if it may be the beginning of a secret, is replaced whole."""
+        return _redact_unfinished(text, self._known)
+
     def trigger(self) -> Trigger:
         return self._known.trigger
 
@@ -441,6 +446,49 @@ def safe_cut(text: str) -> int:
     known value contains whitespace there is no safe point at all.
     """
     return _safe_cut(text, _known_values())
+
+
+# What may follow a text cut short, to tell whether its last word may begin a secret: a
+# credential's body (token characters with digits), then the ends some rules wait for (a URL's
+# "@host", a JWT's further segments).
+_SECRET_BODY = "A1b2C3d4E5f6G7h8I9j0K1l2M3n4"
+_CONTINUATIONS = (
+    _SECRET_BODY + " ",
+    _SECRET_BODY + "@h.io/ ",
+    f"{_SECRET_BODY}.{_SECRET_BODY}.{_SECRET_BODY} ",
+)
+#: A known value whose first this-many characters end a cut-short text may be cut off there.
+_KNOWN_START_LENGTH = 4
+
+
+def _redact_unfinished(text: str, known: _KnownValues) -> str:
+    """A text whose stream ended mid-word can hold the start of a secret that no rule
+    recognises yet (a key cut off before its length, a URL password before its "@"). Past the
+    last safe cut, the unfinished word is replaced by ``PLACEHOLDER`` when it may begin a
+    secret: a prefixed credential's prefix, the start of a known secret value, or a word that
+    some continuation turns into a secret reaching back into it. Prose is left as it is."""
+    cut = _safe_cut(text, known)
+    tail = text[cut:]
+    if tail and _may_begin_secret(tail, known):
+        return _redact(known, text[:cut]) + PLACEHOLDER
+    return _redact(known, text)
+
+
+def _may_begin_secret(tail: str, known: _KnownValues) -> bool:
+    if _PREFIX_TRIGGER(tail):
+        return True
+    for value, replacement in known.replacements.items():
+        if replacement == PLACEHOLDER and _ends_with_start_of(tail, value):
+            return True
+    # A rule that matches the word continued, and replaces something inside the word itself.
+    return any(not _redact(known, tail + more).startswith(tail) for more in _CONTINUATIONS)
+
+
+def _ends_with_start_of(text: str, value: str) -> bool:
+    """Whether ``text`` ends with the first ``_KNOWN_START_LENGTH`` or more characters of
+    ``value`` (and not with all of it: a whole value is redacted anyway)."""
+    longest = min(len(value) - 1, len(text))
+    return any(text.endswith(value[:length]) for length in range(longest, _KNOWN_START_LENGTH - 1, -1))
 
 
 def _last_whitespace(text: str, end: int) -> int:

@@ -170,6 +170,19 @@ class _Frame:
         return _build(kind, values, fields_set)
 
 
+def _with_last_string(value: Any, change: Callable[[str], str]) -> Any:
+    """``value`` (parsed JSON) with its last string in document order, the one a stream cut
+    short may have cut off, replaced by ``change`` of it: copies along that path only."""
+    if type(value) is str:
+        return change(value)
+    if type(value) is dict and value:
+        last = next(reversed(value))
+        return {**value, last: _with_last_string(value[last], change)}
+    if type(value) is list and value:
+        return [*value[:-1], _with_last_string(value[-1], change)]
+    return value
+
+
 def _delta_block(event: Any) -> tuple[AssistantMessage, list[Any], int] | None:
     """The snapshot of a delta event, its content and the index of the block it grew; None
     when the event does not show that block (it is then held as it is)."""
@@ -311,6 +324,7 @@ class StreamRedaction:
         self._redact = redactor.str_redactor()
         self._remove = redactor.remove_secret_values
         self._safe_cut = redactor.safe_cut
+        self._redact_unfinished = redactor.redact_unfinished
         self._search = redactor.trigger().search
         self._cuts = self._safe_cut("a ") == 2  # False when a known value holds whitespace
         self._blocks: dict[int, _Block] = {}
@@ -357,7 +371,7 @@ class StreamRedaction:
             return ()
         if kind in TERMINAL_EVENT_TYPES:
             self._held.append(_Held(event))
-            return self.flush()
+            return self.flush(cut_short=kind != "done")
         if kind in _TEXT_ENDS:
             block = self._blocks.get(event.content_index)
             if block is not None and block.field == _TEXT_ENDS[kind]:
@@ -372,14 +386,17 @@ class StreamRedaction:
         self._held.append(_Held(event))
         return self._release()
 
-    def flush(self) -> Iterable[Any]:
-        """Settle every block as it stands and release everything held."""
+    def flush(self, *, cut_short: bool = True) -> Iterable[Any]:
+        """Settle every block as it stands and release everything held. ``cut_short``: the
+        stream did not end normally (an ``error`` event, no terminal event, cancelled or
+        closed early), so a block's last word may be the start of a secret cut off before any
+        rule could recognise it: it is stored as ``PLACEHOLDER`` when it may be one."""
         for block in self._blocks.values():
             if block.field == "arguments":
                 if block.waiting:
-                    self._settle_arguments(block, None)
+                    self._settle_arguments(block, None, cut_short=cut_short)
             else:
-                self._settle_text(block, final=True)
+                self._settle_text(block, final=True, cut_short=cut_short)
         return self._release()
 
     # ------------------------------------------------------------------------ text
@@ -412,15 +429,21 @@ class StreamRedaction:
             self._settle_text(block, final=False)
         return self._release()
 
-    def _settle_text(self, block: _Block, *, final: bool) -> None:
-        """Redact the pending raw text up to its last safe cut (all of it when ``final``)
-        and hand the stored pieces to the deltas waiting for them."""
+    def _settle_text(self, block: _Block, *, final: bool, cut_short: bool = False) -> None:
+        """Redact the pending raw text up to its last safe cut (all of it when ``final``;
+        as a text cut short when ``cut_short``) and hand the stored pieces to the deltas
+        waiting for them."""
         pending = "".join(block.pending)
         cut = len(pending) if final else self._safe_cut(pending)
         if cut:
             segment = pending[:cut]
             block.pending = [pending[cut:]] if cut < len(pending) else []
-            stored = segment if self._search(segment, 0) is None else self._redact(segment)
+            if cut_short:
+                stored = self._redact_unfinished(segment)
+            elif self._search(segment, 0) is None:
+                stored = segment
+            else:
+                stored = self._redact(segment)
             self._assign(block, segment, stored)
         if final:
             for held in block.waiting:  # empty deltas at the very end
@@ -453,16 +476,21 @@ class StreamRedaction:
 
     # ------------------------------------------------------------------------ tool calls
 
-    def _settle_arguments(self, block: _Block, arguments: dict[str, Any] | None) -> None:
+    def _settle_arguments(
+        self, block: _Block, arguments: dict[str, Any] | None, *, cut_short: bool = False
+    ) -> None:
         """Store a tool call's deltas as the growth of its redacted argument JSON: unchanged
         when redaction changes nothing, else joined to the compact JSON of the redacted
         arguments (``arguments`` None: the call ended before the block did, and what
-        streamed so far is all there is)."""
+        streamed so far is all there is; ``cut_short``: its last string may be cut off
+        mid-secret)."""
         pieces = [held.delta for held in block.waiting]
         raw = "".join(pieces)
         if arguments is None:
             arguments = parse_streaming_json(raw)
-        redacted = self._remove(arguments)
+        redacted = self._remove(
+            _with_last_string(arguments, self._redact_unfinished) if cut_short else arguments
+        )
         if redacted != arguments:
             target = orjson.dumps(redacted).decode()
         else:

@@ -330,3 +330,29 @@ def test_a_damaged_file_raises_only_recording_file_error(tmp_path, valid_lines, 
         return
     for call in recording.calls:  # accepted: then every event must really be there
         assert len(list(call.events())) == call.event_count
+
+
+def test_the_last_event_dump_is_the_terminal_event_without_building_the_others(tmp_path, monkeypatch):
+    """``recordings diff``, ``show --conversation`` and the drift page read each call's final
+    message: from the kept terminal event, never by serving every snapshot before it."""
+    import asyncio
+
+    from openprogram.providers.faux import FauxProvider, faux_text
+    from openprogram.providers.recording import RecordingProvider
+    from openprogram.recordings import reader as reader_module
+
+    from .test_recording_support import MODEL, collect, context_of
+
+    path = tmp_path / "r.jsonl"
+    provider = RecordingProvider(FauxProvider([faux_text(" ".join(f"w{n}" for n in range(300)))], timestamp=1), path)
+    live = asyncio.run(collect(provider.stream(MODEL, context_of("go"))))
+    provider.sink.close()
+    call = reader_module.read_recording_file(path).calls[0]
+    expected = live[-1].model_dump(mode="json")
+
+    def no_serving(entries):
+        raise AssertionError("every event was served to find the last")
+
+    monkeypatch.setattr(reader_module, "_served", no_serving)
+    assert call.last_event_dump() == expected
+    assert reader_module.read_recording_file(path, summary_only=True).calls[0].last_event_dump() == expected

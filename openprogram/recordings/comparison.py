@@ -8,7 +8,6 @@ file edited by hand must not print a secret, whichever view shows it.
 
 from __future__ import annotations
 
-from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,13 +73,9 @@ class RecordingDiff:
 
 def final_message(call: Any) -> dict[str, Any] | None:
     """The assistant message a recorded call ended with (``done`` or ``error``), if any."""
-    if call.rows:
-        last = call.rows[-1]  # terminal events are stored whole: no partial to rebuild
-    else:
-        # The reader kept this call's events as objects instead of rows (small calls).
-        last = next(iter(deque(call.event_dumps(), maxlen=1)), None)
-        if last is None:
-            return None
+    last = call.last_event_dump()
+    if last is None:
+        return None
     if last.get("type") == "done":
         return last.get("message")
     if last.get("type") == "error":

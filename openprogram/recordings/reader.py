@@ -19,6 +19,7 @@ no quadratic copying of its text. Its speed shortcuts live in :mod:`.reader_fast
 from __future__ import annotations
 
 import os
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -97,6 +98,21 @@ class RecordedCall:
         """The full event dumps, ``partial`` restored, one at a time."""
         for event in self.events():
             yield event.model_dump(mode="json")
+
+    def last_event_dump(self) -> dict[str, Any] | None:
+        """The dump of the call's last event (the terminal one, which carries the final
+        message), without building the snapshots of the events before it when it is kept
+        whole, as ``done`` and ``error`` events are; None for a call without events."""
+        if self.rows:
+            return self.rows[-1]  # a summary read keeps just this row
+        if not self.has_all_events or not self.entries:
+            return None
+        last = self.entries[-1]
+        if type(last) is dict and "partial_patch" not in last:
+            return last
+        if type(last) not in (tuple, dict):
+            return last.model_dump(mode="json")
+        return next(iter(deque(self.event_dumps(), maxlen=1)), None)
 
     def events(self) -> Iterator[AssistantMessageEvent]:
         """The recorded events as new event objects, in order, each snapshot built as it is

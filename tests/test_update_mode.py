@@ -92,3 +92,39 @@ async def test_fewer_calls_drop_the_rest_and_an_exception_changes_nothing(tmp_pa
         raise RuntimeError("the test failed")
     assert path.read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["agent.jsonl"]  # no temporary left
+
+
+async def test_an_update_run_removes_what_killed_update_runs_left_and_nothing_else(tmp_path, live):
+    from openprogram.recordings.sink import RecordingSink
+    from openprogram.recordings.updating import ABANDONED_AFTER_SECONDS
+
+    path = tmp_path / "agent.jsonl"
+    with use_recording(path, "update"):
+        await run(["one"])
+    old = os.stat(path).st_mtime - ABANDONED_AFTER_SECONDS - 5
+
+    def left(name: str, *, age: float | None = old) -> object:
+        leftover = tmp_path / name
+        leftover.write_text("half an update\n")
+        if age is not None:
+            os.utime(leftover, (age, age))
+        return leftover
+
+    abandoned = left(".agent.jsonl.k1ll3d.update")
+    fresh = left(".agent.jsonl.just_now.update", age=None)  # a run that may be starting
+    other_recording = left(".other.jsonl.k1ll3d.update")
+    live_one = tmp_path / ".agent.jsonl.running.update"
+    running = RecordingSink(live_one)  # a live update run: holds its writer lock
+    os.utime(live_one, (old, old))
+    target = tmp_path / "elsewhere.txt"
+    target.write_text("not ours to delete")
+    os.symlink(target, tmp_path / ".agent.jsonl.link.update")
+    try:
+        with use_recording(path, "update"):
+            await run(["one", "two"])  # drifts: an update file of its own is created
+    finally:
+        running.close()
+    assert not abandoned.exists()
+    assert fresh.exists() and other_recording.exists() and live_one.exists()
+    assert (tmp_path / ".agent.jsonl.link.update").is_symlink() and target.read_text() == "not ours to delete"
+    assert requests_in(path) == ["one", "two"]

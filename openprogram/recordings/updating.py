@@ -15,10 +15,12 @@ See ``docs/tutorial.md``.
 from __future__ import annotations
 
 import contextlib
+import glob
 import os
 import stat
 import tempfile
 import threading
+import time
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,45 @@ from .differences import ReplayMismatch
 from .format import encode_line
 from .reader import RecordedCall
 
-__all__ = ["UpdateSession"]
+__all__ = ["ABANDONED_AFTER_SECONDS", "UpdateSession", "remove_abandoned_updates"]
+
+
+#: An update file nobody holds open and nobody wrote to for this long was left by an update
+#: run that was killed: an idle live run keeps its writer lock, so age alone never decides.
+ABANDONED_AFTER_SECONDS = 60.0
+
+
+def remove_abandoned_updates(path: Path) -> list[Path]:
+    """Delete the temporary files (``.NAME.*.update`` beside ``path``) that killed ``update``
+    runs left behind: regular files of this user that no live process is recording into and
+    that were not written to for a minute. The files removed, for the caller to report."""
+    removed = []
+    now = time.time()
+    for candidate in path.parent.glob(f".{glob.escape(path.name)}.*.update"):
+        try:
+            info = candidate.lstat()
+        except OSError:
+            continue
+        if (
+            not stat.S_ISREG(info.st_mode)
+            or info.st_uid != os.getuid()
+            or now - info.st_mtime < ABANDONED_AFTER_SECONDS
+            or _maybe_live(candidate)
+        ):
+            continue
+        with contextlib.suppress(FileNotFoundError):
+            candidate.unlink()
+            removed.append(candidate)
+    return removed
+
+
+def _maybe_live(path: Path) -> bool:
+    from .writer_lock import is_being_recorded
+
+    try:
+        return is_being_recorded(path)
+    except OSError:  # cannot tell: leave it
+        return True
 
 
 class UpdateSession:
@@ -90,6 +130,7 @@ class UpdateSession:
         with self._lock:
             if self._sink is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+                remove_abandoned_updates(self.path)
                 descriptor, name = tempfile.mkstemp(
                     prefix=f".{self.path.name}.", suffix=".update", dir=self.path.parent
                 )

@@ -170,8 +170,9 @@ class _Incoming:
             return first_request_difference(recorded, self.payloads)
         recorded_context, context = recorded["context"], self.payloads["context"]
         if find_first_difference(recorded_context, context) is None:
-            # Equal as it is: only the (redacted) model and options can still differ.
-            return first_request_difference({**recorded, "context": None}, {**self.payloads, "context": None})
+            # Equal as it is: the recorded context stands in for it (compared by identity),
+            # so only the (redacted) model and options are walked.
+            return first_request_difference(recorded, {**self.payloads, "context": recorded_context})
         settled = settle(recorded_context, context, self.redactor, _SETTLE_DEPTH)
         return first_request_difference(recorded, {**self.payloads, "context": settled.value})
 

@@ -44,7 +44,7 @@ ABANDONED_AFTER_SECONDS = 60.0
 def remove_abandoned_updates(path: Path) -> list[Path]:
     """Delete the temporary files (``.NAME.*.update`` beside ``path``) that killed ``update``
     runs left behind: regular files of this user that no live process is recording into and
-    that were not written to for a minute. The files removed, for the caller to report."""
+    that were not written to for a minute. Returns the files it removed."""
     removed = []
     now = time.time()
     for candidate in path.parent.glob(f".{glob.escape(path.name)}.*.update"):

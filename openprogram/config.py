@@ -197,6 +197,15 @@ def _record_replay_normalize(value: Any) -> Any:
     return value
 
 
+def _record_replay_secret_env(value: Any) -> Any:
+    from .recordings.activation import secret_env_problem
+
+    problem = secret_env_problem(value)
+    if problem is not None:
+        raise ConfigError(problem)
+    return value
+
+
 def _check_record_replay(before: dict[str, Any], after: dict[str, Any]) -> None:
     """When a change touches ``record_replay``, the result must be usable as it stands: its
     activation plan (the one the runtime and ``recordings status`` use) must not block."""
@@ -218,6 +227,7 @@ KEY_VALIDATORS: dict[str, Validator] = {
     "record_replay.file": _record_replay_file,
     "record_replay.ignore": _record_replay_ignore,
     "record_replay.normalize": _record_replay_normalize,
+    "record_replay.secret_env": _record_replay_secret_env,
 }
 
 #: Checks of the whole configuration after a change, given (before, after); each raises

@@ -189,3 +189,48 @@ def test_the_state_folder_basics_import_nothing_of_openprogram_and_the_store_onl
 def test_only_the_cli_changes_the_configuration():
     importers = sorted(module for module, imports in GRAPH.items() if "openprogram.config" in imports)
     assert importers and all(_in(module, "openprogram.cli") for module in importers), importers
+
+
+# ============================================================================ the record pipeline
+
+RECORDINGS = "openprogram.recordings"
+#: The stages of the record pipeline in the order data flows (docs/architecture.md): each may
+#: import the ones after it, never one before it.
+PIPELINE = [f"{RECORDINGS}.stream_redaction", f"{RECORDINGS}.encoder", f"{RECORDINGS}.sink"]
+
+
+@pytest.mark.parametrize("position", range(len(PIPELINE)))
+def test_the_record_pipeline_imports_one_way(position):
+    graph = _graph()
+    stage = PIPELINE[position]
+    earlier = set(PIPELINE[:position]) | {f"{RECORDINGS}.recorder"}
+    assert not (graph[stage] & earlier), f"{stage} imports a stage before it: {graph[stage] & earlier}"
+
+
+def test_the_encoder_only_writes_lines():
+    """The encoder takes records already in their stored form: it imports no redaction."""
+    assert f"{RECORDINGS}.redaction" not in _graph()[f"{RECORDINGS}.encoder"]
+
+
+def _string_constants(path: Path) -> list[str]:
+    return [
+        node.value
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.Constant) and type(node.value) is str
+    ]
+
+
+#: What only a redaction rule needs to spell out: the credential prefixes of the value shapes
+#: and the secret field names.
+RULE_MARKERS = ("AKIA", "ghp_", "xox", "AIza", "-----BEGIN", "k_live_", "client_secret", "x-goog-api-key")
+
+
+def test_only_the_redactor_defines_redaction_rules():
+    """Every rule lives in ``recordings/redaction.py``; the stream stage and the views apply
+    them through the redactor (the guard's scrub of error messages applies known values only)."""
+    owner = PACKAGE / "recordings" / "redaction.py"
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path == owner:
+            continue
+        spelled = [marker for text in _string_constants(path) for marker in RULE_MARKERS if marker in text]
+        assert not spelled, f"{path.relative_to(PACKAGE)} spells out redaction rules: {sorted(set(spelled))}"

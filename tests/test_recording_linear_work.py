@@ -34,8 +34,8 @@ def _work(path: Path, kilobytes: int) -> dict[str, int]:
         counts["redacted"] += len(text)
         return real_redact(known, text)
 
-    def counting_trigger(values):
-        search, reach = real_trigger(values)
+    def counting_trigger(*arguments):
+        search, reach = real_trigger(*arguments)
 
         def counting_search(text, start=0):
             counts["redacted"] += len(text) - start
@@ -123,43 +123,21 @@ def test_recording_parses_tool_arguments_once(tmp_path):
     assert list(call.events()) == live
 
 
-def test_the_encoder_writes_the_same_lines_whoever_parses_the_arguments():
-    """An encoder reading a parse the stage keeps (``parse_of``) writes exactly the lines of
-    one parsing the deltas itself, and when that parse is replaced by another (the stage
-    started another block at the index) it gives the adopted one up and stays exact."""
-    from openprogram.recordings.encoder import EventEncoder
+def test_a_text_growth_line_is_what_the_dict_would_encode_to():
+    """The encoder's template for the usual delta writes byte for byte what ``orjson`` makes
+    of the same event line as a dict (the reader sees no difference between the two paths)."""
+    from openprogram.recordings.encoder import EventEncoder, TextGrowth, Whole
 
-    events = streamed([("tool", orjson.dumps({"q": "a=b&" * 30, "n": [1, 2]}).decode())], 5)
-    redactor = redaction.current_redactor()
-    own = EventEncoder(redactor, texts_redacted=True)
-    shared: dict[int, StreamingJsonObject] = {}
-    reading = EventEncoder(redactor, texts_redacted=True, parse_of=shared.get)
-    deltas = 0
-    for number, event in enumerate(events):
-        if event.type == "toolcall_delta":
-            deltas += 1
-            if deltas == 10:  # another parse of the same text: the encoder cannot know it
-                shared[event.content_index] = StreamingJsonObject(shared[event.content_index].text)
-            shared.setdefault(event.content_index, StreamingJsonObject()).feed(event.delta)
-        assert reading.line(event, number, 0) == own.line(event, number, 0)
-    assert deltas > 10
-
-
-def test_the_encoder_trusts_only_the_texts_the_stage_grew():
-    """``extends`` is taken for what it says (no comparison of the whole text) only when it
-    vouches for the very text objects; the lines are those of an encoder comparing texts."""
-    from openprogram.recordings.encoder import EventEncoder
-
-    events = streamed([("text", "k=v&" * 200)], 4)
-    redactor = redaction.current_redactor()
-    asked: list[bool] = []
-
-    def extends(text: str, previous: str) -> bool:
-        asked.append(True)
-        return False
-
-    plain = EventEncoder(redactor, texts_redacted=True)
-    checked = EventEncoder(redactor, texts_redacted=True, extends=extends)
-    for number, event in enumerate(events):
-        assert checked.line(event, number, 0) == plain.line(event, number, 0)
-    assert len(asked) >= 190  # asked at every growth of the hot path
+    encoder = EventEncoder(3)
+    start = {"type": "text_start", "content_index": 0, "partial": {"content": [{"type": "text", "text": ""}]}}
+    encoder.line(Whole(start), 0, 0)
+    for number, delta in enumerate(["a\"b", "é\u2028", "</script>", "\x00", "plain "], start=1):
+        line = encoder.line(TextGrowth("text_delta", 0, delta), number, 7)
+        expected = {
+            "type": "event", "call_index": 3, "event_index": number, "t": 7,
+            "event": {
+                "type": "text_delta", "content_index": 0, "delta": delta,
+                "partial_patch": [["append", ["content", 0, "text"], delta]],
+            },
+        }  # fmt: skip
+        assert line == orjson.dumps(expected) + b"\n"

@@ -44,7 +44,7 @@ def known_key(monkeypatch):
 
 def test_constants():
     assert PLACEHOLDER == "[secret removed]"
-    assert REDACTION_VERSION == 2
+    assert REDACTION_VERSION == 3
     assert isinstance(SECRET_FIELD_NAMES, frozenset)
     assert SECRET_FIELD_NAMES == {
         "authorization", "proxy-authorization", "api_key", "apikey", "x-api-key",
@@ -181,28 +181,29 @@ PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAxyz123\nabcDEF456==\n---
         ("BEARER  a1b2c3d4e5 done", f"BEARER  {PLACEHOLDER} done"),
         ("Basic dXNlcjE6cGFzcw==", f"Basic {PLACEHOLDER}"),
         ("Token\tghp_1234567890abcdef", f"Token\t{PLACEHOLDER}"),
-        ('{"auth": "Bearer 12345678"}', f'{{"auth": "Bearer {PLACEHOLDER}"}}'),
+        ('{"auth": "Bearer 1234abcd"}', f'{{"auth": "Bearer {PLACEHOLDER}"}}'),
         ("key sk-abcdefghijklmnopqrstu1 there", f"key {PLACEHOLDER} there"),
-        ("sk-proj-ABCDEFGHIJKLMNOPQRSTUVWX_yz", PLACEHOLDER),
-        ('"sk-ant-api03-abcdefghijklmnopqrstuv"', f'"{PLACEHOLDER}"'),
+        ("sk-proj-ABCDEFGHIJKLMNOPQRSTUVW1_yz", PLACEHOLDER),
+        ('"sk-ant-api03-abcdefgh1jklmnopqrstuv"', f'"{PLACEHOLDER}"'),
         ("https://user:pa55word@host.example/path", f"https://{PLACEHOLDER}@host.example/path"),
         ("redis://:s3cret@cache:6379/0", f"redis://{PLACEHOLDER}@cache:6379/0"),
         ("https://u:p@ss@host/x@y", f"https://{PLACEHOLDER}@host/x@y"),
         ("https://ghp_1a2b3c4d5e@github.com/x", f"https://{PLACEHOLDER}@github.com/x"),
-        ("https://x/y?api_key=abc&q=1", f"https://x/y?api_key={PLACEHOLDER}&q=1"),
-        ("https://x/y?q=1&apikey=abc#f", f"https://x/y?q=1&apikey={PLACEHOLDER}#f"),
+        ("https://x/y?api_key=abc12345&q=1", f"https://x/y?api_key={PLACEHOLDER}&q=1"),
+        ("https://x/y?q=1&apikey=abc12345#f", f"https://x/y?q=1&apikey={PLACEHOLDER}#f"),
         ("https://x/y?key=AIzaSyABC", f"https://x/y?key={PLACEHOLDER}"),
-        ("https://x/y?access_token=a.b.c&token=t", f"https://x/y?access_token={PLACEHOLDER}&token={PLACEHOLDER}"),
-        ("https://x/y?API_KEY=abc", f"https://x/y?API_KEY={PLACEHOLDER}"),
-        ("https://x/y?client_secret=abc", f"https://x/y?client_secret={PLACEHOLDER}"),
-        ("https://x/y?a=1?key=abc", f"https://x/y?a=1?key={PLACEHOLDER}"),
-        ("<a href='https://x/?q=1&amp;key=abc'>", f"<a href='https://x/?q=1&amp;key={PLACEHOLDER}'>"),
-        ("(see https://x/?key=abc)", f"(see https://x/?key={PLACEHOLDER})"),
+        ("https://x/y?access_token=a.b.c.d.e&token=t1234567", f"https://x/y?access_token={PLACEHOLDER}&token={PLACEHOLDER}"),
+        ("https://x/y?API_KEY=abc12345", f"https://x/y?API_KEY={PLACEHOLDER}"),
+        ("https://x/y?client_secret=abc12345", f"https://x/y?client_secret={PLACEHOLDER}"),
+        ("https://x/y?a=1?key=abc12345", f"https://x/y?a=1?key={PLACEHOLDER}"),
+        ("<a href='https://x/?q=1&amp;key=abc12345'>", f"<a href='https://x/?q=1&amp;key={PLACEHOLDER}'>"),
+        ("(see https://x/?key=abc12345)", f"(see https://x/?key={PLACEHOLDER})"),
         # well-known prefixed credentials, JWTs, PEM blocks, sk- keys anywhere
         ("use ghp_1234567890abcdefghijABCDEFGHIJ now", f"use {PLACEHOLDER} now"),
-        ("gho_abcdefghijklmnopqrstuvwxyz12", PLACEHOLDER),
-        ("ghu_abcdefghijklmnopqrstuvwxyz12 ghs_abcdefghijklmnopqrstuvwxyz12", f"{PLACEHOLDER} {PLACEHOLDER}"),
-        ("github_pat_11ABCDEFG0abcdefghij_klmnopqrstuvwxyz", PLACEHOLDER),
+        ("gho_abcdefghijklmnopqrstuvwxyz123456", PLACEHOLDER),
+        ("ghu_abcdefghijklmnopqrstuvwxyz123456 ghs_abcdefghijklmnopqrstuvwxyz123456", f"{PLACEHOLDER} {PLACEHOLDER}"),
+        ("github_pat_11ABCDEFG0abcdefghij_klmnopqrstuvwxyz0123456789", PLACEHOLDER),
+        ("worker-ghp_1234567890abcdefghijABCDEFGHIJ", f"worker-{PLACEHOLDER}"),  # "-" is no token character
         ("key: AIzaSyA1234567890abcdefghijklmnopqrstu", f"key: {PLACEHOLDER}"),
         ("id AKIAIOSFODNN7EXAMPLE.", f"id {PLACEHOLDER}."),
         ("ASIAY34FZKBOKMUTVV7A", PLACEHOLDER),
@@ -214,10 +215,8 @@ PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAxyz123\nabcDEF456==\n---
         (f"jwt={JWT}&x", f"jwt={PLACEHOLDER}&x"),
         (f"the key:\n{PEM}\nok", f"the key:\n{PLACEHOLDER}\nok"),
         ("-----BEGIN PRIVATE KEY-----\nMIIEvQIBADAN abc", f"{PLACEHOLDER}"),
-        ("sess-sk-abcdefghijklmnopqrstu1", f"sess-{PLACEHOLDER}"),
-        ("x_sk-abcdefghijklmnopqrstu1", f"x_{PLACEHOLDER}"),
-        ("abcsk-abcdefghijklmnopqrstu1", f"abc{PLACEHOLDER}"),
-        ("mask-abcdefghijklmnopqrstuvwxyz123", f"ma{PLACEHOLDER}"),
+        ("(sk-abcdefghijklmnopqrstu1)", f"({PLACEHOLDER})"),
+        ("key=sk-abcdefghijklmnopqrstu1", f"key={PLACEHOLDER}"),
         ("Basic dXNlcjE6cGFzcw1=", f"Basic {PLACEHOLDER}"),
         ("Bearer 2024-01-01abcdef9", f"Bearer {PLACEHOLDER}"),
         ("Token 0x1234abcdZZ9", f"Token {PLACEHOLDER}"),
@@ -235,6 +234,20 @@ def test_value_shapes_are_removed(text, expected):
         "xBearer abc123def456",  # not a word
         "sk-abcdefghijklmnopqrs",  # 19 characters after sk-
         "mask-abcdefghijklmnopqrstuvwxyz",  # the tail of a word, no digit
+        # Shapes count on whole tokens only (redaction version 3): "sk-" inside a word, after a
+        # character an sk- key may hold, is part of that word.
+        "sess-sk-abcdefghijklmnopqrstu1",
+        "x_sk-abcdefghijklmnopqrstu1",
+        "abcsk-abcdefghijklmnopqrstu1",
+        "mask-abcdefghijklmnopqrstuvwxyz123",
+        "task-1234-fix-login-redirect",
+        "hf_AutoModelForCausalLM",
+        "version token 1.2.3-beta4",
+        "Basic 2000-series",
+        "Bearer 2nd-generation-bonds",
+        "Bearer 12345678",  # one character class: not a credential's body
+        "https://x/y?token=t",  # a value too short to hold 8 characters of a secret
+        "docker://alpine:3.18@sha256:" + "0123456789abcdef" * 4,
         "https://x/y?q=api_key&page=2",
         "https://x/y?max_tokens=100",
     ],

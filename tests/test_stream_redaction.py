@@ -101,7 +101,9 @@ def assert_replays_consistently(path: Path) -> list[Any]:
 # ============================================================================ issue #12, as reported
 
 
-@pytest.mark.parametrize("name", ["password", "token", "api_key", "clientSecret", "X-Session-Token"])
+# In what the model produced only the exact secret names count (``X-Session-Token`` there is
+# data the agent passes on: see tests/test_redaction_precision.py).
+@pytest.mark.parametrize("name", ["password", "token", "api_key", "clientSecret", "Refresh-Token"])
 def test_tool_argument_deltas_do_not_join_back_to_a_secret_field(tmp_path, name):
     secret = "Hunter2Hunter2Hunter2xyz"
     arguments = orjson.dumps({"user": "bob", name: secret}).decode()
@@ -216,26 +218,26 @@ UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 def _body(alphabet: str, size: int) -> st.SearchStrategy[str]:
     # A digit and some variety, so each secret is unlike prose and unlike the others.
     return st.text(alphabet=alphabet, min_size=size, max_size=size).filter(
-        lambda s: any(c.isdigit() for c in s) and len(set(s)) >= min(8, size // 2)
+        lambda s: any(c.isdigit() for c in s) and any(c.isalpha() for c in s) and len(set(s)) >= min(8, size // 2)
     )
 
 
 SHAPED = st.one_of(
     _body(ALNUM, 36).map(lambda s: "ghp_" + s),
-    _body(ALNUM, 30).map(lambda s: "github_pat_" + s),
+    _body(ALNUM, 82).map(lambda s: "github_pat_" + s),
     _body(ALNUM, 35).map(lambda s: "AIza" + s),
     _body(UPPER, 16).map(lambda s: "AKIA" + s),
     _body(ALNUM, 24).map(lambda s: "xoxb-" + s),
     _body(ALNUM, 24).map(lambda s: "sk_live_" + s),
     _body(ALNUM, 30).map(lambda s: "hf_" + s),
     _body(ALNUM, 28).map(lambda s: "sk-proj-" + s),
-    _body(ALNUM, 28).map(lambda s: "sess-sk-" + s),
+    _body(ALNUM, 28).map(lambda s: "key=sk-" + s),
     st.tuples(_body(ALNUM, 20), _body(ALNUM, 24), _body(ALNUM, 30)).map(lambda p: f"eyJ{p[0]}.{p[1]}.{p[2]}"),
     _body(ALNUM, 24).map(lambda s: "Bearer " + s),
     _body(ALNUM, 20).map(lambda s: f"https://user:{s}@host.test/p"),
 )
 WORDS = st.lists(st.sampled_from(["the", "key", "is", "Basic", "token", "sk-learn", "ok", "\n", "é"]), max_size=4)
-SECRET_NAMES = st.sampled_from(["password", "token", "api_key", "clientSecret", "refresh_token", "DB_PASSWORD"])
+SECRET_NAMES = st.sampled_from(["password", "token", "api_key", "clientSecret", "refresh_token", "secret"])
 
 
 def _secret_part(planted: str) -> str:
@@ -244,8 +246,8 @@ def _secret_part(planted: str) -> str:
         return planted[len("Bearer ") :]
     if planted.startswith("https://user:"):
         return planted[len("https://user:") : planted.index("@")]
-    if planted.startswith("sess-"):
-        return planted[len("sess-") :]
+    if planted.startswith("key="):
+        return planted[len("key=") :]
     return planted
 
 
@@ -294,8 +296,8 @@ def _redaction_work(path: Path, kilobytes: int) -> int:
         counted[0] += len(text)
         return real_redact(known, text)
 
-    def counting_trigger(values):
-        search, reach = real_trigger(values)
+    def counting_trigger(*arguments):
+        search, reach = real_trigger(*arguments)
 
         def counting_search(text, start=0):
             counted[0] += len(text) - start
@@ -331,7 +333,10 @@ def test_held_deltas_are_written_when_the_call_fails(tmp_path):
     with pytest.raises(RuntimeError, match="provider exploded"):
         record(path, [], provider=provider)
     rows = rows_of(path)
-    assert rows[-1] == {"type": "call_end", "call_index": 0, "event_count": failing_at, "outcome": "error"}
+    assert rows[-1] == {
+        "type": "call_end", "call_index": 0, "event_count": failing_at, "outcome": "error",
+        "redactions": [{"path": "content[1].arguments", "rules": ["secret-field-name"]}],
+    }  # fmt: skip
     assert "Hunter2Hunter2" not in path.read_text()
     call = read_recording_file(path).calls[0]
     assert len(list(call.events())) == failing_at

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ipaddress
 import os
 import threading
-from collections.abc import Callable
 from urllib.parse import urlparse
 
 from .types import Model
@@ -83,42 +82,14 @@ def note_secret_value(value: str | None) -> None:
             _seen_keys.add(value)
 
 
-_names_cache: tuple[tuple[int, Callable[[str], bool]], tuple[str, ...]] | None = None
-
-
-def _secret_env_names(is_secret_name: Callable[[str], bool]) -> tuple[str, ...]:
-    """The environment variable names that name a secret. Scanning every name costs more than
-    the rest of a recorded call's setup, so the list is kept while the environment has as
-    many variables (values are read afresh at every call; a variable added as another is
-    removed goes unnoticed until the count changes)."""
-    global _names_cache
-    key = (len(os.environ), is_secret_name)
-    cached = _names_cache
-    if cached is not None and cached[0] == key:
-        return cached[1]
-    names = tuple(name for name in os.environ if is_secret_name(name))
-    _names_cache = (key, names)
-    return names
-
-
-def known_secret_values(is_secret_name: Callable[[str], bool] | None = None) -> frozenset[str]:
-    """Every credential value redaction must remove: the provider environment keys, the keys
-    seen in calls, and, given the field-name rule ``is_secret_name`` (redaction owns it), the
-    value of every environment variable whose name names a secret (``GITHUB_TOKEN``,
-    ``DB_PASSWORD``, ``AWS_SECRET_ACCESS_KEY``): a secret in the environment may reach a
-    prompt or an answer whatever provider it was meant for.
-
-    The values are read at every call, so a key set or changed mid-process is known at once;
-    the secret names are looked for again when the number of variables changes.
-    """
+def known_secret_values() -> frozenset[str]:
+    """The provider credentials redaction must remove wherever they occur: the provider
+    environment keys and every key seen in a call (8 characters or more). Read at every call,
+    so a key set or changed mid-process is known at once. Redaction adds the values of other
+    secret-named environment variables that read as credentials, and declared ones."""
     values = set()
     for names in PROVIDER_ENV_VARS.values():
         for name in names:
-            value = os.environ.get(name, "").strip()
-            if len(value) >= MIN_SECRET_LENGTH:
-                values.add(value)
-    if is_secret_name is not None:
-        for name in _secret_env_names(is_secret_name):
             value = os.environ.get(name, "").strip()
             if len(value) >= MIN_SECRET_LENGTH:
                 values.add(value)

@@ -179,7 +179,10 @@ def _activate_record_replay() -> RuntimeSnapshot:
 def _install_for(plan: ActivationPlan) -> None:
     """Build the recording sink or the replay provider of ``plan`` and install its transform."""
     from ..recordings.activation import RECORD, UPDATE
+    from ..recordings.redaction import declare_secret_env
     from .api_registry import configure_provider_transform
+
+    declare_secret_env(plan.secret_env)
 
     if plan.mode == UPDATE:
         import atexit

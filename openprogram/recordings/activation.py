@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -85,6 +86,9 @@ class ActivationPlan:
     #: overlooks in requests (see :mod:`.volatile`).
     ignore: tuple[str, ...] = ()
     normalize: tuple[tuple[str, str], ...] = ()
+    #: ``record_replay.secret_env``: environment variables whose values are secrets, whatever
+    #: they look like (redaction removes them wherever they occur).
+    secret_env: tuple[str, ...] = ()
 
     @property
     def blocked(self) -> bool:
@@ -170,6 +174,14 @@ def plan_activation(
         plan = dataclasses.replace(
             plan, ignore=tuple(ignore), normalize=tuple(tuple(rule) for rule in normalize)
         )
+    if isinstance(subtree, dict) and "secret_env" in subtree:
+        names = subtree.get("secret_env") or []
+        problem = secret_env_problem(names)
+        if problem is not None:
+            return plan.blocked_by(
+                "invalid_secret_env", f"record_replay.secret_env: {problem}", "openprogram config unset record_replay.secret_env"
+            )
+        plan = dataclasses.replace(plan, secret_env=tuple(names))
     if selector is not None and not isinstance(selector, str):
         return plan.blocked_by(
             "invalid_id",
@@ -202,6 +214,19 @@ def plan_activation(
     if absence is not None and absence[0] == MISSING:
         return dataclasses.replace(plan, file_usable=True)  # update records it from scratch
     return _check_replay_file(plan, check_file)
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def secret_env_problem(names: Any) -> str | None:
+    """What is wrong with a ``record_replay.secret_env`` value (None: nothing)."""
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        return 'must be a JSON list of environment variable names, e.g. ["DB_URL", "INTERNAL_TOKEN"]'
+    bad = [name for name in names if not _ENV_NAME.match(name)]
+    if bad:
+        return f"{bad[0]!r} is not an environment variable name (letters, digits and _; not starting with a digit)"
+    return None
 
 
 def load_activation_plan(profile: str | None = None, *, check_file: bool = True) -> ActivationPlan:

@@ -74,18 +74,22 @@ class ReplayMismatch(AssertionError):
         *,
         where: str | None = None,
     ) -> None:
+        # Shown redacted by today's rules, both sides: a file written under older rules (or
+        # edited) may hold a value that is a secret now, and this message reaches CI logs.
+        from .redaction import redact_text, remove_secret_values
+
         self.call_index = call_index
-        self.field_path = field_path
-        self.recorded = recorded
-        self.incoming = incoming
+        self.field_path = redact_text(field_path)
+        self.recorded = remove_secret_values(recorded)
+        self.incoming = remove_secret_values(incoming)
         self.event_index = event_index
         #: Which lane and session the call was compared against, when the recording has a
         #: choice of them (``"lane 'c1', session 2 of 3"``); None otherwise.
-        self.where = where
-        at = f"call {call_index} ({where})" if where else f"call {call_index}"
+        self.where = redact_text(where) if where else where
+        at = f"call {call_index} ({self.where})" if self.where else f"call {call_index}"
         super().__init__(
-            f"replay mismatch at {at}, field {field_path}:\n"
-            f"recorded {short_repr(recorded)}, incoming {short_repr(incoming)}"
+            f"replay mismatch at {at}, field {self.field_path}:\n"
+            f"recorded {short_repr(self.recorded)}, incoming {short_repr(self.incoming)}"
         )
 
     def __reduce__(self) -> tuple[Any, ...]:

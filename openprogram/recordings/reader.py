@@ -383,6 +383,8 @@ class _Reader:
         if session is not None and type(session) is not str:
             raise self.fail("the request's session must be a string", number, index)
         request = {"model": row["model"], "context": row["context"], "options": options}
+        if lane or session:  # what a file written under older rules holds is shown redacted
+            lane, session = _redacted_name(lane), _redacted_name(session)
         call = RecordedCall(index, request, number, lane=lane, session=session)
         if self.summary_only:
             call.rows, call.has_all_events = [], False
@@ -529,6 +531,15 @@ def _refusal_reason(refusal: FileRefusal) -> str:
     if refusal.kind == "not_a_file":
         return f"{refusal.reason}; a recording must be a regular .jsonl file"
     return refusal.reason
+
+
+def _redacted_name(name: str | None) -> Any:
+    """A lane name or session id as today's rules store it (both are the caller's text)."""
+    if not name:
+        return name
+    from .redaction import redact_text
+
+    return redact_text(name)
 
 
 def _short(value: Any) -> str:

@@ -2,11 +2,12 @@
 every request and event of its calls to a recording through a shared
 :class:`~openprogram.recordings.sink.RecordingSink`.
 
-* **Redaction that sees the stream.** :mod:`.stream_redaction` decides what each delta is
-  stored as, holding a delta's line back until the text past it is known to hold no piece
-  of a secret; the consumer still gets every event at once.
-* **Linear size.** Events are encoded by :mod:`.encoder`: ``partial`` as a patch against the
-  previous snapshot.
+* **One pipeline, one way.** :mod:`.stream_redaction` decides what each event is stored as,
+  holding a delta back until the text past it is known to hold no piece of a secret, and
+  hands on redacted records; :mod:`.encoder` writes them as lines (``partial`` as a patch
+  against the previous snapshot); the sink appends them. The consumer still gets every event
+  at once. What redaction removed from the model's output is said once per call (a warning)
+  and counted in ``call_end`` (``redactions``).
 * **Timings.** Every event line carries ``t``: the milliseconds from the moment the request
   was sent (``time.monotonic_ns`` when the call begins) to the moment the event arrived; an event
   whose line is held back keeps the time it arrived, not the time it was written.
@@ -37,9 +38,9 @@ from ..providers.types import (
     SimpleStreamOptions,
     StreamOptions,
 )
-from .encoder import EventEncoder
+from .encoder import EventEncoder, Record
 from .format import RecordingFileError, request_payloads
-from .redaction import Redactor, current_redactor
+from .redaction import PLACEHOLDER, Redactor, current_redactor, logger
 from .sink import RecordingSink
 from .stream_redaction import StreamRedaction
 
@@ -50,53 +51,33 @@ __all__ = ["RecordingProvider"]
 
 
 class _CallRecorder:
-    """Writes the event and call_end lines of one call."""
+    """Writes the event and call_end lines of one call through the record pipeline: the stream
+    stage redacts and holds back, the encoder writes lines, the sink appends them."""
 
     def __init__(self, sink: RecordingSink, call_index: int, redactor: Redactor) -> None:
         self.sink = sink
         self.call_index = call_index
         self.event_count = 0
         self.ended = False
-        #: ``stored(event)``: the events that may be written now, block texts redacted.
         self.redaction = StreamRedaction(redactor)
-        #: ``line_of(event, event_index)``: the event's whole line (see ``RecordingProvider``);
-        #: the encoder reads the stage's parse of tool-call arguments rather than parsing again,
-        #: and trusts the texts it grew by appending.
-        self.line_of = EventEncoder(
-            redactor,
-            call_index,
-            texts_redacted=True,
-            parse_of=self.redaction.arguments_parse,
-            extends=self.redaction.extends,
-        ).line
-        self.redactor = redactor
-        self.fallback = False
+        #: ``stored(event)``: the records that may be written now.
         self.stored = self.redaction.feed
+        #: ``line_of(record, event_index, t)``: the record's whole line.
+        self.line_of = EventEncoder(call_index).line
         #: When the request was sent, and the arrival time (``t``, ms) of each event the
-        #: stream redaction holds: it releases every event once, in the order fed.
+        #: stream stage holds: it hands every event on once, in the order fed.
         self.started = monotonic_ns()
         self.arrivals: deque[int] = deque()
 
-    def redact_texts_again(self) -> Any:
-        """Switch to an encoder that redacts block texts itself: the stream redaction saw
-        text its deltas do not account for, so texts are no longer known to be redacted. A
-        fresh encoder writes its first partial in full, which the format allows at any event.
-        The stage notes it as it releases the event that shows such text, before that event
-        is encoded."""
-        if self.redaction.unaccounted and not self.fallback:
-            self.fallback = True
-            self.line_of = EventEncoder(self.redactor, self.call_index).line
-        return self.line_of
-
-    def write(self, events: Iterable[AssistantMessageEvent]) -> None:
-        write_line, arrivals = self.sink.write_event_line, self.arrivals
-        for event in events:
+    def write(self, records: Iterable[Record]) -> None:
+        write_line, arrivals, line_of = self.sink.write_event_line, self.arrivals, self.line_of
+        for record in records:
             t = arrivals.popleft() if arrivals else (monotonic_ns() - self.started) // 1_000_000
-            write_line(self.redact_texts_again()(event, self.event_count, t))
+            write_line(line_of(record, self.event_count, t))
             self.event_count += 1
 
     def flush(self) -> None:
-        """Write what the stream redaction still holds (the call is ending)."""
+        """Write what the stream stage still holds (the call is ending)."""
         if not self.ended:
             self.write(self.redaction.flush())
 
@@ -111,6 +92,10 @@ class _CallRecorder:
         }
         if outcome != "complete":
             row["outcome"] = outcome
+        marks = self.redaction.marks
+        if marks:
+            row["redactions"] = [{"path": path, "rules": sorted(rules)} for path, rules in sorted(marks.items())]
+            _warn_redacted(self.sink.path, self.call_index, row["redactions"])
         self.sink.write_row(row)
 
     def end_quietly(self, outcome: str) -> None:
@@ -172,7 +157,8 @@ class RecordingProvider:
         # reads the environment, which costs more than redacting an event.
         redactor = current_redactor()
         payloads = request_payloads(model, context, options, redactor)
-        call = _CallRecorder(self._sink, self._sink.begin_call(payloads, current_lane()), redactor)
+        # The lane name is the caller's text like any other: redacted (replay looks it up redacted).
+        call = _CallRecorder(self._sink, self._sink.begin_call(payloads, redactor.redact_text(current_lane())), redactor)
         try:
             inner = getattr(self._provider, method)(model, context, options)
             iterator = inner.__aiter__()
@@ -187,7 +173,7 @@ class RecordingProvider:
         next_event, stored, line_of, write_line = (
             iterator.__anext__, call.stored, call.line_of, self._sink.write_event_line
         )
-        redaction, started, arrivals = call.redaction, call.started, call.arrivals
+        started, arrivals = call.started, call.arrivals
         try:
             while True:
                 try:
@@ -204,8 +190,6 @@ class RecordingProvider:
                 t = (monotonic_ns() - started) // 1_000_000  # integer ops: no float, no int()
                 held = True
                 for ready in stored(event):
-                    if redaction.unaccounted:  # rare: block text that was not streamed
-                        line_of = call.redact_texts_again()
                     if arrivals:
                         write_line(line_of(ready, call.event_count, arrivals.popleft()))
                     else:
@@ -231,6 +215,17 @@ class RecordingProvider:
             raise
         finally:
             await _close_quietly(iterator)
+
+
+def _warn_redacted(path: Path, call_index: int, redactions: list[dict[str, Any]]) -> None:
+    """Say once per call that the model's output lost something to redaction: the replay
+    serves the placeholder there, so a test that then drifts is explained."""
+    where = "; ".join(f"{item['path']} (rule: {', '.join(item['rules'])})" for item in redactions)
+    logger.warning(
+        "%s call %d: redaction replaced part of the model's output at %s; the recording holds %r "
+        "there and a replay serves it",
+        path, call_index, where, PLACEHOLDER,
+    )
 
 
 async def _close_quietly(iterator: Any) -> None:

@@ -1,36 +1,46 @@
-"""Credential removal for everything that reaches a recording (see ``docs/file-format.md``, "Redaction").
+"""The redactor: every rule that decides what never reaches a recording (see
+``docs/file-format.md``, "Redaction").
 
-Three rules, applied to a dumped (JSON-shaped) structure:
+Two promises, measured together: no run of 8 or more characters of a secret reaches a file, and
+**no value that is not a secret is changed** (a replay serves what the file holds, so an
+over-eager rule breaks a user's test for good). Where the two pull apart, the rules are exact
+rather than weak:
 
-* **by field name**: a dict key that names a secret loses its whole value;
-* **by known value**: the credential values this process knows about (every ``api_key`` it
-  was given, and every environment variable whose name is a secret name:
-  ``credentials.known_secret_values(is_secret_field_name)``) are removed wherever they occur;
-* **by value shape**: ``Bearer``/``Basic``/``Token`` credentials, ``sk-`` keys, the well-known
-  prefixed credentials (GitHub, Google, AWS, Slack, Stripe, Hugging Face), JWTs, PEM private-key
-  blocks, URL userinfo and secret-named URL query parameters are removed from every remaining
-  string.
+* **by field name**: in what the caller built (headers, options, metadata, tool schemas) a dict
+  key that names a secret, in any of its forms, loses its whole value; in what the model
+  produced (tool-call arguments, server-tool payloads) only the exact names do, so
+  ``next_page_token`` or ``csrf_token`` stay data the agent passes on;
+* **by value shape**, on whole tokens only: a shape counts where it starts at the start of a
+  string or after a character its credential cannot hold, and its body must look like a
+  credential of its kind (length, alphabet, a mix of character classes), so ``sk-learn``,
+  ``task-1234-fix-login-redirect``, ``hf_AutoModelForCausalLM`` and ``Bearer 2nd-generation``
+  are prose;
+* **by known value**: provider keys, every ``api_key`` the process was given, values the user
+  declared (``secrets=``, ``record_replay.secret_env``), and the value of any other
+  secret-named environment variable that reads as a credential (``POSTGRES_PASSWORD=postgres``
+  must not erase the word "postgres");
+* **opaque vendor data is never rewritten**: signatures, encrypted reasoning, image data, ids:
+  random bytes, in which a shape is chance.
 
-Everything else must survive byte for byte: a replay hands back what the model said, so prose
-that merely looks like a secret ("bearer of news", "Token economics", "sk-learn") is left
-alone. The credential of an auth scheme must contain a digit; that is what tells "Basic English"
-from "Basic dXNlcjE6cGFzcw==", and a date, a version or a hex address after the scheme word
-("Basic 2024-01-01 plan", "Token 2023/2024 season", "the token 0x1234abcd") is prose too.
+Run values (``{{name}}``) are replaced as whole tokens, and a literal ``{{name}}`` is escaped so
+that replay gives it back literally.
 
-This runs on every recorded event, so it is written for speed: precompiled patterns, a cheap
-substring pre-check before each pattern, the known-value matcher rebuilt only when the set of
-known values changes, and memoised field-name checks. ``safe_cut`` lets a caller redact a
-growing string incrementally.
+This module owns the rules; the stream stage (:mod:`.stream_redaction`) decides *when* to apply
+them to a growing text, and nothing else in the package defines one. The speed shortcuts
+(trigger pre-checks, memoised short strings, one matcher per set of known values) are written
+here beside the rule they serve, each small.
 """
 
 from __future__ import annotations
 
+import logging
+import os
 import re
 import string
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from functools import lru_cache, partial
+from functools import cache, lru_cache, partial
 from itertools import repeat
 from typing import Any, NamedTuple
 
@@ -43,17 +53,23 @@ __all__ = [
     "SECRET_FIELD_NAMES",
     "Trigger",
     "current_redactor",
+    "declare_secret_env",
     "is_secret_field_name",
+    "reads_as_credential",
     "redact_text",
     "remove_secret_values",
     "safe_cut",
+    "use_declared_secrets",
 ]
 
 PLACEHOLDER = "[secret removed]"
 
 # Bump when the rules change in a way that changes what a recording holds: a recording made
 # under other rules may redact a request differently from the replaying process.
-REDACTION_VERSION = 2
+# 3: whole-token shapes, opaque vendor data, exact names in model output, run-value escapes.
+REDACTION_VERSION = 3
+
+logger = logging.getLogger("openprogram.recordings")
 
 SECRET_FIELD_NAMES = frozenset(
     {
@@ -100,10 +116,9 @@ _NORMALISED_SECRET_NAMES = frozenset("_".join(_name_words(name)) for name in SEC
 
 @lru_cache(maxsize=8192)
 def is_secret_field_name(name: str) -> bool:
-    """Whether a dict key names a secret, so that its whole value must go.
-
-    Memoised: the same few dozen field names come back in every recorded event.
-    """
+    """Whether a dict key the caller built names a secret, so that its whole value must go
+    (every form: exact names and the suffix forms). Memoised: the same few dozen field names
+    come back in every recorded event."""
     if not isinstance(name, str):
         return False
     words = _name_words(name)
@@ -114,63 +129,169 @@ def is_secret_field_name(name: str) -> bool:
     return len(words) >= 2 and (words[-2], words[-1]) in _SECRET_LAST_PAIRS
 
 
+@lru_cache(maxsize=8192)
+def is_exact_secret_name(name: str) -> bool:
+    """Whether a key in what the model produced names a secret: only the exact names of
+    ``SECRET_FIELD_NAMES`` (in any case or separator style), never the suffix forms."""
+    return isinstance(name, str) and "_".join(_name_words(name)) in _NORMALISED_SECRET_NAMES
+
+
+# ============================================================================ credential bodies
+
+_SEGMENT_SEPARATORS = re.compile(r"[^A-Za-z0-9]+")
+# A run of capitalised words and acronyms ("AutoModelForCausalLM"): an identifier, not a key.
+_WORDS_LIKE = re.compile(r"(?:[A-Z]+[a-z]{2,}|[A-Z]{2,}|[0-9]+)+\Z")
+
+
+@lru_cache(maxsize=4096)
+def looks_random(body: str) -> bool:
+    """Whether a token body reads as generated rather than written: one of its alphanumeric
+    segments has 8+ characters mixing letters and digits, or 16+ letters mixing cases in no
+    word-like pattern. Words, dates, versions, slugs and CamelCase identifiers do not."""
+    for segment in _SEGMENT_SEPARATORS.split(body):
+        size = len(segment)
+        if size < 8:
+            continue
+        has_digit = not _DIGITS.isdisjoint(segment)
+        if has_digit and not segment.isdigit():
+            return True
+        if size >= 16 and not has_digit and not segment.islower() and not segment.isupper():
+            if not _WORDS_LIKE.match(segment):
+                return True
+    return False
+
+
+def reads_as_credential(value: str) -> bool:
+    """Whether an environment value is credential-like enough to be removed wherever it
+    occurs: 8+ characters and not a plain word (``postgres``, ``Admin``, ``changeme``) nor a
+    short number (a port)."""
+    if len(value) < _credentials.MIN_SECRET_LENGTH:
+        return False
+    if any(ch in _CUT_WHITESPACE for ch in value):  # a passphrase, or prose
+        return len(value) >= 16
+    if value.isalpha():
+        return len(value) >= 16 or not (value.islower() or value.isupper() or value.istitle())
+    if value.isdigit():
+        return len(value) >= 12
+    return True
+
+
 # ============================================================================ value shapes
 
-# Credentials after an auth scheme word: 8+ token characters, at least one of them a digit.
-# ASCII-only case folding keeps the cheap ``lower()`` pre-check below exact.
+# A shape counts at the start of a token: where nothing, or a character its credential cannot
+# hold, stands before it; ``+`` and ``/`` count as part of a token everywhere (base64 text), so
+# a shape inside a blob is not one. Each rule names the characters its credential may hold.
+
+
+def _start(alphabet: str) -> str:
+    return rf"(?<![{alphabet}+/])"
+
+
+def _end(alphabet: str) -> str:
+    return rf"(?![{alphabet}])"
+
+
+_ALNUM = "A-Za-z0-9"
+
+
+class _Shape(NamedTuple):
+    """One value-shape rule: ``pattern`` finds candidates (a literal ``trigger`` must be in
+    the text for it to match at all), ``accept`` says which are credentials."""
+
+    name: str
+    triggers: tuple[str, ...]
+    pattern: re.Pattern[str]
+    accept: Callable[[re.Match[str]], bool] | None
+    group: int  # the group replaced by the placeholder (0: the whole match)
+
+
+def _random_group(number: int) -> Callable[[re.Match[str]], bool]:
+    return lambda match: looks_random(match.group(number))
+
+
+_SHAPES: tuple[_Shape, ...] = (
+    _Shape(
+        "sk-key", ("sk-",),
+        re.compile(_start(r"A-Za-z0-9_\-") + r"sk-([A-Za-z0-9_-]{20,})" + _end(r"A-Za-z0-9_\-")), _random_group(1), 0,
+    ),
+    _Shape(
+        "github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+        re.compile(_start(_ALNUM) + r"gh[pousr]_([A-Za-z0-9]{30,})" + _end(_ALNUM)), _random_group(1), 0,
+    ),
+    _Shape(
+        "github-token", ("github_pat_",),
+        re.compile(_start(_ALNUM) + r"github_pat_([A-Za-z0-9_]{40,})" + _end(_ALNUM + "_")), _random_group(1), 0,
+    ),
+    _Shape(
+        "google-api-key", ("AIza",),
+        re.compile(_start(r"A-Za-z0-9_\-") + r"AIza([0-9A-Za-z_-]{30,})" + _end(r"A-Za-z0-9_\-")), _random_group(1), 0,
+    ),
+    _Shape(
+        "aws-access-key-id", ("AKIA", "ASIA"),
+        re.compile(_start(_ALNUM) + r"(?:AKIA|ASIA)[0-9A-Z]{16}" + _end(_ALNUM)), None, 0,
+    ),
+    _Shape(
+        "slack-token", ("xox",),
+        re.compile(_start(r"A-Za-z0-9\-") + r"xox[abposr]-([0-9A-Za-z-]{10,})" + _end(r"A-Za-z0-9\-")),
+        lambda match: not _DIGITS.isdisjoint(match.group(1)), 0,
+    ),
+    _Shape(
+        "stripe-key", ("k_live_",),
+        re.compile(_start(_ALNUM) + r"[sr]k_live_([A-Za-z0-9]{10,})" + _end(_ALNUM)), _random_group(1), 0,
+    ),
+    _Shape(
+        "huggingface-token", ("hf_",),
+        re.compile(_start(_ALNUM) + r"hf_([A-Za-z0-9]{30,})" + _end(_ALNUM)), _random_group(1), 0,
+    ),
+    _Shape(
+        "jwt", ("eyJ",),
+        re.compile(
+            _start(r"A-Za-z0-9_\-.") + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}" + _end(r"A-Za-z0-9_\-")
+        ), None, 0,
+    ),
+    _Shape(
+        "private-key", ("-----BEGIN",),
+        re.compile(
+            r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----(?:.*?-----END[A-Z ]{0,40}PRIVATE KEY-----|.*\Z)",
+            re.DOTALL,
+        ),
+        None, 0,
+    ),
+)
+
+# Credentials after an auth scheme word: 8+ token characters that read as generated. What reads
+# as a date, a version or a hex address after the scheme word is prose.
 _AUTH_SCHEMES = ("bearer", "basic", "token")
-# What reads as a date, a version or a hex address after a scheme word is prose, not a
-# credential: the whole token must be one of these for the scheme word to be left alone. A
-# date or version cut short ("2024-01-", "1.2.") stays prose too: a tool call's partial
-# arguments show strings cut anywhere.
-_PROSE_AFTER_SCHEME = (
-    r"(?!(?:[0-9]{4}[-/.](?:[0-9]{1,4}(?:[-/.][0-9]{0,4})?)?|v?[0-9]+(?:\.[0-9]*)+|0x[0-9a-fA-F]{1,40})"
-    r"(?![A-Za-z0-9._~+/=-]))"
-)
 _AUTH = re.compile(
-    r"(\b(?:bearer|basic|token)[ \t]+)" + _PROSE_AFTER_SCHEME
-    + r"(?=[A-Za-z0-9._~+/=-]*[0-9])[A-Za-z0-9._~+/=-]{8,}",
-    re.IGNORECASE | re.ASCII,
+    r"\b((?:[Bb][Ee][Aa][Rr][Ee][Rr]|[Bb][Aa][Ss][Ii][Cc]|[Tt][Oo][Kk][Ee][Nn])[ \t]+)"
+    r"([A-Za-z0-9._~+/=-]{8,})(?![A-Za-z0-9._~+/=-])",
+    re.ASCII,
 )
-# An ``sk-`` key: at the start of a word, or wherever it starts ("sess-sk-...", "x_sk-...",
-# "abcsk-...") when it holds a digit, which keeps "risk-assessment-framework-notes" prose.
-_SK_KEY = re.compile(
-    r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{20,}|sk-(?=[A-Za-z0-9_-]{0,200}[0-9])[A-Za-z0-9_-]{20,}"
-)
-# Well-known prefixed credentials, JWTs and PEM private-key blocks (an unterminated block loses
-# everything after its header). Each alternative starts with a literal from ``_PREFIX_TRIGGERS``.
-_PREFIXED = re.compile(
-    r"gh[pousr]_[A-Za-z0-9]{20,}"
-    r"|github_pat_[A-Za-z0-9_]{20,}"
-    r"|AIza[0-9A-Za-z_-]{20,}"
-    r"|(?<![A-Za-z0-9])(?:AKIA|ASIA)[0-9A-Z]{16}(?![A-Za-z0-9])"
-    r"|xox[abposr]-[A-Za-z0-9-]{10,}"
-    r"|[sr]k_live_[A-Za-z0-9]{10,}"
-    r"|hf_[A-Za-z0-9]{20,}"
-    r"|eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
-    r"|-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----(?:.*?-----END[A-Z ]{0,40}PRIVATE KEY-----|.*\Z)",
-    re.DOTALL,
-)
-_PREFIX_TRIGGERS = (
-    "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "AIza", "AKIA", "ASIA", "xox", "k_live_",
-    "hf_", "eyJ", "-----BEGIN",
-)
-_PREFIX_TRIGGER = re.compile("|".join(map(re.escape, _PREFIX_TRIGGERS))).search
-# A PEM header whose block is not closed yet: ``safe_cut`` must not cut inside it.
-_PEM_BEGIN = "-----BEGIN"
-_PEM_END = re.compile(r"-----END[A-Z ]*-----")
+_HEX_ADDRESS = re.compile(r"0x[0-9a-fA-F]{1,40}\Z")
+_BASE64 = re.compile(r"[A-Za-z0-9+/]+={0,2}\Z")
+
+
+def _auth_credential(match: re.Match[str]) -> bool:
+    body = match.group(2)
+    if _HEX_ADDRESS.match(body):
+        return False
+    if match.group(1)[:5].lower() == "basic" and not _BASE64.match(body):
+        return False
+    return looks_random(body)
+
+
 # Userinfo up to the last "@" before the host ends: "https://user:p@ss@host" loses "user:p@ss".
 # Without a password it is removed only when it looks like a token ("https://ghp_1a2b3c4d@"),
-# so "ssh://git@github.com" survives.
-_USERINFO = re.compile(r"://([^\s/?#\[\]\"'<>\\`{}|^]+)@")
+# so "ssh://git@github.com" survives; "docker://alpine:3.18@sha256:..." is an image digest.
+_USERINFO = re.compile(r"://([^\s/?#\[\]\"'<>\\`{}|^]+)@(?!sha(?:256|512):)")
 _TOKEN_LIKE = re.compile(r"[A-Za-z0-9._~+=-]{8,}")
+_VERSION_LIKE = re.compile(r"[0-9.]+\Z")
 # A query parameter; the callback decides from its name whether the value is a secret.
 _QUERY_PARAM = re.compile(r"([?&;])([A-Za-z0-9_.\-]+)=([^\s&#;?\"'<>\\`{}|^\[\]()]+)")
 _QUERY_SECRET_NAMES = frozenset({"api_key", "apikey", "key", "access_token", "token"})
 
 _USERINFO_REPLACEMENT = "://" + PLACEHOLDER + "@"
 _DIGITS = frozenset(string.digits)
-_AUTH_REPLACEMENT = r"\g<1>" + PLACEHOLDER
 
 # No rule can match a shorter string: "://a@" is the shortest (known values have 8+ chars).
 _SHORTEST_SECRET_TEXT = 5
@@ -187,14 +308,24 @@ _CUT_WHITESPACE = " \t\n\r\f\v"
 
 def _userinfo_replacement(match: re.Match[str]) -> str:
     userinfo = match.group(1)
-    if ":" in userinfo or (_TOKEN_LIKE.fullmatch(userinfo) and not _DIGITS.isdisjoint(userinfo)):
+    user, colon, password = userinfo.partition(":")
+    if colon:
+        if not password or _VERSION_LIKE.match(password):  # "host:8080@", "alpine:3.18@"
+            return match.group(0)
+        return _USERINFO_REPLACEMENT
+    if _TOKEN_LIKE.fullmatch(userinfo) and looks_random(userinfo):
         return _USERINFO_REPLACEMENT
     return match.group(0)
 
 
+@lru_cache(maxsize=1024)
+def _is_query_secret_name(name: str) -> bool:
+    return name.lower() in _QUERY_SECRET_NAMES or is_exact_secret_name(name)
+
+
 def _query_replacement(match: re.Match[str]) -> str:
-    name = match.group(2)
-    if name.lower() in _QUERY_SECRET_NAMES or is_secret_field_name(name):
+    name, value = match.group(2), match.group(3)
+    if len(value) >= _credentials.MIN_SECRET_LENGTH and _is_query_secret_name(name):
         return f"{match.group(1)}{name}={PLACEHOLDER}"
     return match.group(0)
 
@@ -203,8 +334,10 @@ def _query_replacement(match: re.Match[str]) -> str:
 
 # The substrings without which no rule can match (see ``_redact``'s pre-checks): a string with
 # none of them, and none of the known values, is its own redaction.
-_TRIGGER_WORDS = ("@", "=", "sk-", *_PREFIX_TRIGGERS)
+_SHAPE_TRIGGERS = tuple(dict.fromkeys(trigger for shape in _SHAPES for trigger in shape.triggers))
+_TRIGGER_WORDS = ("@", "=", *_SHAPE_TRIGGERS)
 _TRIGGER_WORDS_ANY_CASE = _AUTH_SCHEMES
+_PREFIX_TRIGGER = re.compile("|".join(map(re.escape, _SHAPE_TRIGGERS))).search
 
 
 def _any_case(word: str) -> list[str]:
@@ -220,15 +353,15 @@ class Trigger(NamedTuple):
     match a substring of ``text`` beginning at ``start`` or later. ``reach`` is the longest
     trigger: a string known to be trigger-free stays so when text is appended to it if
     ``search(extended, len(string) - reach + 1)`` is None (the only new matches end in the
-    appended part). A recorder uses it to prove, in time bounded by the delta, that a growing
-    text still needs no redaction."""
+    appended part). The stream stage uses it to prove, in time bounded by the delta, that a
+    growing text still needs no redaction."""
 
     search: Callable[[str, int], re.Match[str] | None]
     reach: int
 
 
-def _trigger_for(values: tuple[str, ...]) -> Trigger:
-    words = [*_TRIGGER_WORDS, *values]
+def _trigger_for(values: tuple[str, ...], escapes: bool) -> Trigger:
+    words = [*_TRIGGER_WORDS, *values, *(["{{"] if escapes else [])]
     alternatives = [*map(re.escape, words), *(a for w in _TRIGGER_WORDS_ANY_CASE for a in _any_case(w))]
     reach = max(map(len, [*words, *_TRIGGER_WORDS_ANY_CASE]))
     return Trigger(re.compile("|".join(alternatives), re.ASCII).search, reach)
@@ -237,35 +370,61 @@ def _trigger_for(values: tuple[str, ...]) -> Trigger:
 # ============================================================================ known values
 
 
-def value_token(name: str) -> str:
-    """What a recording stores in place of the run value ``name``."""
-    return "{{" + name + "}}"
+def value_token(name: str, escapes: int = 0) -> str:
+    """What a recording stores in place of the run value ``name`` (``escapes`` 0), or of a
+    literal ``{{name}}`` written with ``escapes - 1`` bangs: ``{{!name}}`` stands for the
+    literal ``{{name}}``, so replay can tell the two apart."""
+    return "{{" + "!" * escapes + name + "}}"
+
+
+def _whole_token(value: str) -> str:
+    """A pattern matching ``value`` only where it is not glued to a letter or digit on an end
+    that is itself a letter or digit: ``8080`` matches in ``:8080/`` but not in ``18080``."""
+    pattern = re.escape(value)
+    if value[:1].isalnum():
+        pattern = r"(?<![A-Za-z0-9])" + pattern
+    if value[-1:].isalnum():
+        pattern += r"(?![A-Za-z0-9])"
+    return pattern
 
 
 class _KnownValues:
-    """A matcher for one set of known secret values (replaced by ``PLACEHOLDER``) and run
-    values (each replaced by its ``{{name}}``), built once per distinct set."""
+    """A matcher for one set of known secret values (replaced by ``PLACEHOLDER`` wherever they
+    occur) and run values (each replaced, as a whole token, by its ``{{name}}``), built once
+    per distinct set."""
 
     __slots__ = (
-        "values", "pattern", "replacements", "contains_whitespace", "memo", "trigger", "shortest", "last_long",
+        "values", "secrets", "pattern", "replacements", "run_names", "escape", "contains_whitespace",
+        "memo", "trigger", "shortest", "last_long",
     )
 
     def __init__(self, values: frozenset[str], run_values: tuple[tuple[str, str], ...] = ()) -> None:
-        replacements = {
-            value: PLACEHOLDER for value in values if len(value) >= _credentials.MIN_SECRET_LENGTH
-        }
-        for name, value in run_values:
+        secrets = sorted(
+            (value for value in values if len(value) >= _DECLARED_MIN_LENGTH), key=lambda value: (-len(value), value)
+        )
+        self.secrets: tuple[str, ...] = tuple(secrets)
+        replacements = dict.fromkeys(secrets, PLACEHOLDER)
+        alternatives = [re.escape(value) for value in secrets]
+        runs = sorted(
+            ((name, value) for name, value in run_values if value not in replacements),
+            key=lambda pair: (-len(pair[1]), pair[1]),
+        )
+        for name, value in runs:
             replacements.setdefault(value, value_token(name))
-        # Longest first, so a value that contains another is replaced whole.
-        ordered = sorted(replacements, key=lambda value: (-len(value), value))
-        self.values: tuple[str, ...] = tuple(ordered)
+            alternatives.append(_whole_token(value))
+        self.run_names = tuple(sorted({name for name, _ in run_values}))
+        # A literal "{{name}}" (or an escaped one) the model wrote gains one bang.
+        self.escape = (
+            re.compile(r"\{\{(!*)(" + "|".join(map(re.escape, self.run_names)) + r")\}\}") if self.run_names else None
+        )
+        self.values: tuple[str, ...] = tuple([*secrets, *(value for _, value in runs)])
         self.replacements = replacements
-        self.pattern = re.compile("|".join(map(re.escape, ordered))) if ordered else None
-        self.contains_whitespace = any(ch in value for value in ordered for ch in _CUT_WHITESPACE)
+        self.pattern = re.compile("|".join(alternatives)) if alternatives else None
+        self.contains_whitespace = any(ch in value for value in self.values for ch in _CUT_WHITESPACE)
         self.memo: dict[str, str] = {}
-        self.trigger = _trigger_for(self.values)
+        self.trigger = _trigger_for(self.values, bool(self.run_names))
         #: No rule can act on a shorter text.
-        self.shortest = min([_SHORTEST_SECRET_TEXT, *(len(value) for _, value in run_values)])
+        self.shortest = min([_SHORTEST_SECRET_TEXT, *(len(value) for value in self.values)])
         #: The last long string redacted and its redaction, kept only by a :meth:`scoped` copy
         #: (None: not kept): see :func:`_redact_memoised`.
         self.last_long: tuple[str, str] | None = None
@@ -280,14 +439,23 @@ class _KnownValues:
         return copy
 
     def replace(self, text: str) -> str:
+        assert self.pattern is not None
         return self.pattern.sub(lambda match: self.replacements[match.group(0)], text)
+
+    def escape_literals(self, text: str) -> str:
+        assert self.escape is not None
+        return self.escape.sub(lambda match: value_token(match.group(2), len(match.group(1)) + 1), text)
+
+
+#: Declared secrets are the user's word: removed from 4 characters on.
+_DECLARED_MIN_LENGTH = 4
 
 
 class Redactor:
     """Redaction against one snapshot of the known secret values.
 
     Looking the known values up reads the environment, which costs more than redacting a short
-    string; a caller that redacts many strings at once (the parts of one recorded event) takes
+    string; a caller that redacts many strings at once (the parts of one recorded call) takes
     one ``current_redactor()`` and uses it for all of them.
     """
 
@@ -300,8 +468,7 @@ class Redactor:
         return _redact(self._known, str(text))
 
     def str_redactor(self) -> Callable[[str], str]:
-        """``redact_text`` for callers that only ever pass ``str``, without the conversion and
-        the extra call: the recorder redacts a growing text at every streamed event."""
+        """``redact_text`` for callers that only ever pass ``str``, without the conversion."""
         return partial(_redact, self._known)
 
     def safe_cut(self, text: str) -> int:
@@ -309,14 +476,35 @@ class Redactor:
 
     def redact_unfinished(self, text: str) -> str:
         """The redaction of a text cut short (its stream failed or was abandoned mid-word):
-        the last word, if it may be the beginning of a secret, is replaced whole."""
+        the unfinished last word is replaced when a high-confidence rule says it may begin a
+        secret."""
         return _redact_unfinished(text, self._known)
 
     def trigger(self) -> Trigger:
         return self._known.trigger
 
+    def cuts_anywhere(self) -> bool:
+        """Whether whitespace is a safe cut at all (False when a known value holds some)."""
+        return not self._known.contains_whitespace
+
     def remove_secret_values(self, value: Any) -> Any:
-        return _remove(value, self._known)
+        """What the caller built (a request, options, headers): every field-name form."""
+        return _remove(value, self._known, is_secret_field_name)
+
+    def remove_from_output(self, value: Any) -> Any:
+        """What the model produced (tool-call arguments): exact secret names only."""
+        return _remove(value, self._known, is_exact_secret_name)
+
+    def redact_arguments_text(self, text: str, *, unfinished: bool = False) -> str:
+        """Tool-call argument text that is not valid JSON (a trailing comma, single quotes, a
+        raw newline, a stream cut short): the value after an exact secret name is removed as
+        text, then the text rules apply."""
+        return _redact_arguments_text(text, self._known, unfinished)
+
+    def rules_in(self, text: str) -> list[str]:
+        """The names of the rules that change ``text`` (for the warning and ``show``; slow,
+        called only for a text that redaction changed)."""
+        return _rules_in(text, self._known)
 
 
 _known_cache: tuple[tuple[frozenset[str], tuple[tuple[str, str], ...]], _KnownValues] | None = None
@@ -325,6 +513,10 @@ _known_cache: tuple[tuple[frozenset[str], tuple[tuple[str, str], ...]], _KnownVa
 #: of code (``use_recording(..., values=...)``), and every redaction inside replaces each
 #: text by ``{{name}}``.
 _run_values: ContextVar[tuple[tuple[str, str], ...]] = ContextVar("openprogram_run_values", default=())
+#: Values declared secret for a block of code (``use_recording(..., secrets=...)``).
+_declared_values: ContextVar[frozenset[str]] = ContextVar("openprogram_declared_secrets", default=frozenset())
+#: Names of environment variables whose values are secrets (``record_replay.secret_env``).
+_declared_env: tuple[str, ...] = ()
 MIN_RUN_VALUE_LENGTH = 3
 _VALUE_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
@@ -346,6 +538,24 @@ def check_run_values(values: Mapping[str, str] | None) -> tuple[tuple[str, str],
     return tuple(sorted(pairs))
 
 
+def check_declared_secrets(secrets: Iterable[str] | None) -> frozenset[str]:
+    """``secrets`` as a set; ``ValueError`` names a value too short to remove safely."""
+    if not secrets:
+        return frozenset()
+    if isinstance(secrets, str):
+        raise ValueError("secrets must be a list of strings, not one string")
+    checked = set()
+    for value in secrets:
+        if not isinstance(value, str) or len(value) < _DECLARED_MIN_LENGTH:
+            shown = "a string" if isinstance(value, str) else repr(type(value).__name__)
+            raise ValueError(
+                f"a declared secret must be a string of at least {_DECLARED_MIN_LENGTH} characters "
+                f"(every occurrence is removed), not {shown} of length {len(value) if isinstance(value, str) else '-'}"
+            )
+        checked.add(value)
+    return frozenset(checked)
+
+
 @contextmanager
 def use_run_values(values: Mapping[str, str] | None) -> Iterator[tuple[tuple[str, str], ...]]:
     """Redact every text of ``values`` as ``{{name}}`` inside the block (and its tasks)."""
@@ -357,14 +567,51 @@ def use_run_values(values: Mapping[str, str] | None) -> Iterator[tuple[tuple[str
         _run_values.reset(token)
 
 
+@contextmanager
+def use_declared_secrets(secrets: Iterable[str] | None) -> Iterator[frozenset[str]]:
+    """Remove every value of ``secrets`` wherever it occurs, inside the block (and its tasks),
+    besides the values the process knows of."""
+    values = check_declared_secrets(secrets) | _declared_values.get()
+    token = _declared_values.set(values)
+    try:
+        yield values
+    finally:
+        _declared_values.reset(token)
+
+
+def declare_secret_env(names: Iterable[str]) -> None:
+    """The environment variables whose values are secrets whatever they look like (the
+    configuration's ``record_replay.secret_env``), for the whole process."""
+    global _declared_env
+    _declared_env = tuple(sorted(set(names)))
+
+
 def current_run_values() -> tuple[tuple[str, str], ...]:
     return _run_values.get()
+
+
+def _environment_secrets() -> set[str]:
+    """The values of secret-named environment variables that read as credentials, and of the
+    declared ones whatever they look like. Scanned afresh at every call: a variable set while
+    another is removed is seen at once."""
+    values = set()
+    for name, value in os.environ.items():
+        if is_secret_field_name(name):
+            value = value.strip()
+            if reads_as_credential(value):
+                values.add(value)
+    for name in _declared_env:
+        value = os.environ.get(name, "").strip()
+        if len(value) >= _DECLARED_MIN_LENGTH:
+            values.add(value)
+    return values
 
 
 def _known_values() -> _KnownValues:
     """The matcher for the current known values and run values; rebuilt only when they change."""
     global _known_cache
-    key = (_credentials.known_secret_values(is_secret_field_name), _run_values.get())
+    secrets = frozenset(_credentials.known_secret_values() | _environment_secrets() | _declared_values.get())
+    key = (secrets, _run_values.get())
     cached = _known_cache
     if cached is not None and cached[0] == key:
         return cached[1]
@@ -379,9 +626,12 @@ def _known_values() -> _KnownValues:
 def _redact(known: _KnownValues, text: str) -> str:
     """``redact_text`` with the known values already looked up. Every pattern runs only when
     a substring it cannot match without is present (a new rule must add its own substring
-    to ``_TRIGGER_WORDS``: the recorder trusts a trigger-free text to be its own redaction)."""
+    to ``_TRIGGER_WORDS``: the stream stage trusts a trigger-free text to be its own
+    redaction)."""
     if len(text) < known.shortest:
         return text
+    if known.escape is not None and "{{" in text:
+        text = known.escape_literals(text)
     if known.pattern is not None:
         for value in known.values:
             if value in text:
@@ -391,14 +641,44 @@ def _redact(known: _KnownValues, text: str) -> str:
         text = _USERINFO.sub(_userinfo_replacement, text)
     if "=" in text and ("?" in text or "&" in text or ";" in text):
         text = _QUERY_PARAM.sub(_query_replacement, text)
-    if "sk-" in text:
-        text = _SK_KEY.sub(PLACEHOLDER, text)
     if _PREFIX_TRIGGER(text):
-        text = _PREFIXED.sub(PLACEHOLDER, text)
+        for shape in _SHAPES:
+            if any(trigger in text for trigger in shape.triggers):
+                text = shape.pattern.sub(_shape_replacement(shape), text)
     lowered = text.lower()
     if "bearer" in lowered or "basic" in lowered or "token" in lowered:
-        text = _AUTH.sub(_AUTH_REPLACEMENT, text)
+        text = _AUTH.sub(_auth_replacement, text)
     return text
+
+
+@cache
+def _shape_replacement(shape: _Shape) -> Callable[[re.Match[str]], str]:
+    accept = shape.accept
+
+    def replacement(match: re.Match[str]) -> str:
+        return PLACEHOLDER if accept is None or accept(match) else match.group(0)
+
+    return replacement
+
+
+def _auth_replacement(match: re.Match[str]) -> str:
+    return match.group(1) + PLACEHOLDER if _auth_credential(match) else match.group(0)
+
+
+def _rules_in(text: str, known: _KnownValues) -> list[str]:
+    names = []
+    if known.pattern is not None and any(value in text for value in known.secrets):
+        names.append("known-value")
+    if "://" in text and _USERINFO.sub(_userinfo_replacement, text) != text:
+        names.append("url-userinfo")
+    if _QUERY_PARAM.sub(_query_replacement, text) != text:
+        names.append("url-query-secret")
+    for shape in _SHAPES:
+        if any(t in text for t in shape.triggers) and shape.pattern.sub(_shape_replacement(shape), text) != text:
+            names.append(shape.name)
+    if _AUTH.sub(_auth_replacement, text) != text:
+        names.append("auth-scheme-credential")
+    return sorted(set(names))
 
 
 def _redact_memoised(text: str, known: _KnownValues) -> str:
@@ -439,56 +719,107 @@ def safe_cut(text: str) -> int:
     ``text``, ``redact_text(s) == redact_text(s[:k]) + redact_text(s[k:])``: the last point
     this function can prove safe, which is conservative rather than the last one that is.
 
-    A recorder uses it to redact a growing string incrementally: the part before the cut is
-    redacted once and never again. Cuts are made only just after whitespace, which no secret
-    pattern can contain, never after the separator of an auth scheme word ("Bearer "),
-    which a credential may still follow, nor inside an open PEM private-key block. When a
-    known value contains whitespace there is no safe point at all.
+    The stream stage uses it to redact a growing string incrementally: the part before the
+    cut is redacted once and never again. Cuts are made only just after whitespace, which no
+    secret pattern can contain and every whole-token rule takes as a boundary, never after the
+    separator of an auth scheme word ("Bearer "), which a credential may still follow, nor
+    inside an open PEM private-key block. When a known value contains whitespace there is no
+    safe point at all.
     """
     return _safe_cut(text, _known_values())
 
 
-# What may follow a text cut short, to tell whether its last word may begin a secret: a
-# credential's body (token characters with digits), then the ends some rules wait for (a URL's
-# "@host", a JWT's further segments).
-_SECRET_BODY = "A1b2C3d4E5f6G7h8I9j0K1l2M3n4"
-_CONTINUATIONS = (
-    _SECRET_BODY + " ",
-    _SECRET_BODY + "@h.io/ ",
-    f"{_SECRET_BODY}.{_SECRET_BODY}.{_SECRET_BODY} ",
+# ============================================================================ cut short
+
+# A credential's prefix at a token start, with what followed it so far: the unfinished word of
+# a stream cut short is stored as the placeholder from there.
+_UNFINISHED_PREFIX = re.compile(
+    _start(r"A-Za-z0-9_\-") + r"(?:sk-|gh[pousr]_|github_pat_|AIza|AKIA|ASIA|xox[abposr]-|[sr]k_live_|hf_|eyJ)[A-Za-z0-9_.-]*\Z"
 )
+_UNFINISHED_SCHEME = re.compile(
+    r"\b(?:[Bb][Ee][Aa][Rr][Ee][Rr]|[Bb][Aa][Ss][Ii][Cc]|[Tt][Oo][Kk][Ee][Nn])[ \t]+([A-Za-z0-9._~+/=-]+)\Z"
+)
+_UNFINISHED_USERINFO = re.compile(r"://[^\s/?#@]*:([^\s/?#@]*)\Z")
+_UNFINISHED_QUERY = re.compile(r"[?&;]([A-Za-z0-9_.\-]+)=([^\s&#;?]*)\Z")
 #: A known value whose first this-many characters end a cut-short text may be cut off there.
 _KNOWN_START_LENGTH = 4
+
+
+def _credential_under_way(body: str) -> bool:
+    """Whether what follows a scheme word so far reads as a credential rather than a word:
+    a digit in it, or 8+ characters that are no plain word."""
+    if not _DIGITS.isdisjoint(body):
+        return True
+    return len(body) >= 8 and not (body.isalpha() and (body.islower() or body.istitle() or body.isupper()))
 
 
 def _redact_unfinished(text: str, known: _KnownValues) -> str:
     """A text whose stream ended mid-word can hold the start of a secret that no rule
     recognises yet (a key cut off before its length, a URL password before its "@"). Past the
-    last safe cut, the unfinished word is replaced by ``PLACEHOLDER`` when it may begin a
-    secret: a prefixed credential's prefix, the start of a known secret value, or a word that
-    some continuation turns into a secret reaching back into it. Prose is left as it is."""
+    last safe cut, the unfinished word loses what a high-confidence rule says may begin a
+    secret: a credential prefix at a token start, a scheme word's credential with a digit in
+    it, a URL password or secret query value under way, or 4+ characters of a known value.
+    Ordinary words ("basic") are left as they are."""
     cut = _safe_cut(text, known)
-    tail = text[cut:]
-    if tail and _may_begin_secret(tail, known):
-        return _redact(known, text[:cut]) + PLACEHOLDER
-    return _redact(known, text)
+    head, tail = text[:cut], text[cut:]
+    start = _unfinished_secret_start(tail, known)
+    if start is None:
+        return _redact(known, text)
+    return _redact(known, head) + _redact(known, tail[:start]) + PLACEHOLDER
 
 
-def _may_begin_secret(tail: str, known: _KnownValues) -> bool:
-    if _PREFIX_TRIGGER(tail):
-        return True
-    for value, replacement in known.replacements.items():
-        if replacement == PLACEHOLDER and _ends_with_start_of(tail, value):
-            return True
-    # A rule that matches the word continued, and replaces something inside the word itself.
-    return any(not _redact(known, tail + more).startswith(tail) for more in _CONTINUATIONS)
+def _unfinished_secret_start(tail: str, known: _KnownValues) -> int | None:
+    """Where, in the unfinished last word ``tail``, a possible secret begins (None: nowhere)."""
+    if not tail:
+        return None
+    starts = []
+    found = _UNFINISHED_PREFIX.search(tail)
+    if found:
+        starts.append(found.start())
+    found = _UNFINISHED_SCHEME.search(tail)
+    if found and _credential_under_way(found.group(1)):
+        starts.append(found.start(1))
+    found = _UNFINISHED_USERINFO.search(tail)
+    if found and found.group(1) and not found.group(1).isdigit():
+        starts.append(found.start(1))
+    found = _UNFINISHED_QUERY.search(tail)
+    if found and found.group(2) and _is_query_secret_name(found.group(1)):
+        starts.append(found.start(2))
+    for value in known.secrets:
+        longest = min(len(value) - 1, len(tail))
+        for length in range(longest, _KNOWN_START_LENGTH - 1, -1):
+            if tail.endswith(value[:length]):
+                starts.append(len(tail) - length)
+                break
+    return min(starts) if starts else None
 
 
-def _ends_with_start_of(text: str, value: str) -> bool:
-    """Whether ``text`` ends with the first ``_KNOWN_START_LENGTH`` or more characters of
-    ``value`` (and not with all of it: a whole value is redacted anyway)."""
-    longest = min(len(value) - 1, len(text))
-    return any(text.endswith(value[:length]) for length in range(longest, _KNOWN_START_LENGTH - 1, -1))
+# ============================================================================ argument text
+
+# ``"password": "..."``, ``'password': '...'``, ``password=...``: the value after a key in text
+# that is not valid JSON. Keys are checked against the exact secret names by the callback.
+_TEXT_KEY_VALUE = re.compile(
+    r"""(["']?)([A-Za-z][A-Za-z0-9_\-]*)\1(\s*[:=]\s*)(?:"((?:[^"\\]|\\.)*)("?)|'((?:[^'\\]|\\.)*)('?)|([^\s,}\]"']+))""",
+    re.DOTALL,
+)
+
+
+def _redact_arguments_text(text: str, known: _KnownValues, unfinished: bool) -> str:
+    def replacement(match: re.Match[str]) -> str:
+        if not is_exact_secret_name(match.group(2)):
+            return match.group(0)
+        head = match.group(1) + match.group(2) + match.group(1) + match.group(3)
+        if match.group(4) is not None:
+            return f'{head}"{PLACEHOLDER}{match.group(5)}'
+        if match.group(6) is not None:
+            return f"{head}'{PLACEHOLDER}{match.group(7)}"
+        return head + PLACEHOLDER
+
+    redacted = _TEXT_KEY_VALUE.sub(replacement, text) if _TEXT_KEY_VALUE.search(text) else text
+    return _redact_unfinished(redacted, known) if unfinished else _redact(known, redacted)
+
+
+# ============================================================================ safe cuts
 
 
 def _last_whitespace(text: str, end: int) -> int:
@@ -526,6 +857,10 @@ def _safe_cut(text: str, known: _KnownValues) -> int:
     return 0
 
 
+_PEM_BEGIN = "-----BEGIN"
+_PEM_END = re.compile(r"-----END[A-Z ]*-----")
+
+
 def _open_pem(text: str, end: int) -> int:
     """The position of a PEM header in ``text[:end]`` whose block is not closed before
     ``end``, or -1: a private-key block holds whitespace, so no cut may fall inside it."""
@@ -537,25 +872,47 @@ def _open_pem(text: str, end: int) -> int:
 
 # ============================================================================ structures
 
+# Content blocks by their ``type``, and the fields of each that hold opaque vendor data (never
+# rewritten) or what the model produced (exact secret names only). Recognised wherever they
+# occur (a request's context, an event's snapshot, a part replay redacts alone), so a block is
+# redacted the same way whatever holds it.
+_OPAQUE_BLOCK_FIELDS: dict[str, frozenset[str]] = {
+    "text": frozenset({"text_signature"}),
+    "thinking": frozenset({"thinking_signature"}),
+    "image": frozenset({"data"}),
+    "toolCall": frozenset({"id", "thought_signature"}),
+    "serverTool": frozenset(),
+}
+_OUTPUT_BLOCK_FIELDS: dict[str, str] = {"toolCall": "arguments", "serverTool": "payload"}
+# Keys inside a server-tool payload (the vendor's own item) whose values are opaque.
+_OPAQUE_PAYLOAD_KEY = re.compile(r"(?:^|_)(?:id|signature|encrypted\w*|data|index)$|^encrypted|Signature$|Id$", re.IGNORECASE)
+# A tool result's id, and the id of the call a message answers, are the vendor's.
+_OPAQUE_MESSAGE_FIELDS = frozenset({"tool_call_id"})
 
-def _remove(value: Any, known: _KnownValues) -> Any:
+SecretName = Callable[[str], bool]
+
+
+def _remove(value: Any, known: _KnownValues, secret_name: SecretName) -> Any:
     kind = type(value)
     if kind is str:
         return _redact_memoised(value, known)
     if kind is int or kind is float or kind is bool or value is None:
         return value
     if isinstance(value, dict):
-        return _remove_from_dict(value, known)
+        return _remove_from_dict(value, known, secret_name)
     if isinstance(value, (list, tuple)):
-        return [_remove(item, known) for item in value]
+        return [_remove(item, known, secret_name) for item in value]
     if isinstance(value, str):
         return _redact(known, str(value))
     return value
 
 
-def _remove_from_dict(value: dict[Any, Any], known: _KnownValues) -> dict[Any, Any]:
+def _remove_from_dict(value: dict[Any, Any], known: _KnownValues, secret_name: SecretName) -> dict[Any, Any]:
     """:func:`_remove` of a dict, with the usual leaves (short strings already seen, numbers)
     handled in the loop: every recorded event and request is mostly such leaves."""
+    block_type = value.get("type")
+    if type(block_type) is str and block_type in _OPAQUE_BLOCK_FIELDS:
+        return _remove_from_block(value, block_type, known, secret_name)
     memo = known.memo
     result = {}
     for key, item in value.items():
@@ -565,8 +922,11 @@ def _remove_from_dict(value: dict[Any, Any], known: _KnownValues) -> dict[Any, A
             redacted_key = memo.get(key)
             if redacted_key is None:
                 redacted_key = _redact_memoised(key, known)
-            if is_secret_field_name(key):
+            if secret_name(key):
                 result[redacted_key] = PLACEHOLDER
+                continue
+            if key in _OPAQUE_MESSAGE_FIELDS:
+                result[redacted_key] = item
                 continue
             key = redacted_key
         kind = type(item)
@@ -576,8 +936,42 @@ def _remove_from_dict(value: dict[Any, Any], known: _KnownValues) -> dict[Any, A
         elif kind is int or kind is float or kind is bool or item is None:
             result[key] = item
         else:
-            result[key] = _remove(item, known)
+            result[key] = _remove(item, known, secret_name)
     return result
+
+
+def _remove_from_block(block: dict[Any, Any], block_type: str, known: _KnownValues, secret_name: SecretName) -> dict[Any, Any]:
+    opaque = _OPAQUE_BLOCK_FIELDS[block_type]
+    output = _OUTPUT_BLOCK_FIELDS.get(block_type)
+    result = {}
+    for key, item in block.items():
+        if key in opaque:
+            result[key] = item
+        elif key == output:
+            result[key] = _remove_from_payload(item, known) if block_type == "serverTool" else _remove(item, known, is_exact_secret_name)
+        elif type(key) is str and secret_name(key):
+            result[key] = PLACEHOLDER
+        else:
+            result[key] = _remove(item, known, secret_name)
+    return result
+
+
+def _remove_from_payload(value: Any, known: _KnownValues) -> Any:
+    """A vendor's server-tool item: its opaque values (ids, signatures, encrypted content,
+    data) as they are, exact secret names removed, the text rules on the rest."""
+    if isinstance(value, dict):
+        result = {}
+        for key, item in value.items():
+            if type(key) is str and _OPAQUE_PAYLOAD_KEY.search(key) and type(item) is str:
+                result[key] = item
+            elif type(key) is str and is_exact_secret_name(key):
+                result[key] = PLACEHOLDER
+            else:
+                result[key] = _remove_from_payload(item, known)
+        return result
+    if isinstance(value, (list, tuple)):
+        return [_remove_from_payload(item, known) for item in value]
+    return _remove(value, known, is_exact_secret_name)
 
 
 def remove_secret_values(value: Any) -> Any:
@@ -585,6 +979,7 @@ def remove_secret_values(value: Any) -> Any:
 
     The input is never mutated. Dict keys are redacted like any other string, so a key that
     carries a credential cannot leak it; values that are neither containers nor strings are
-    returned as they are.
+    returned as they are. Content blocks keep their opaque vendor data, and the arguments of a
+    tool call lose only exact secret names.
     """
-    return _remove(value, _known_values())
+    return _remove(value, _known_values(), is_secret_field_name)

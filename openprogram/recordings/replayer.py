@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import re
 import threading
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ from .redaction import (
     Redactor,
     check_run_values,
     current_redactor,
+    redact_text,
     remove_secret_values,
     use_run_values,
     value_token,
@@ -106,10 +108,7 @@ def with_run_values(event: AssistantMessageEvent, values: tuple[tuple[str, str],
     tokens = [(value_token(name), text) for name, text in values]
     replaced = _substituted(dump, tokens)
     if dump.get("type") == "toolcall_delta" and isinstance(dump.get("delta"), str):
-        delta = dump["delta"]
-        for token, text in tokens:
-            delta = delta.replace(token, json.dumps(text)[1:-1])
-        replaced["delta"] = delta
+        replaced["delta"] = _with_values(dump["delta"], [(token, json.dumps(text)[1:-1]) for token, text in tokens])
     if replaced == dump:
         return event
     return EVENT_CLASSES[dump["type"]].model_validate(replaced)
@@ -118,14 +117,26 @@ def with_run_values(event: AssistantMessageEvent, values: tuple[tuple[str, str],
 def _substituted(value: Any, tokens: list[tuple[str, str]]) -> Any:
     if isinstance(value, str):
         if "{{" in value:
-            for token, text in tokens:
-                value = value.replace(token, text)
+            return _with_values(value, tokens)
         return value
     if isinstance(value, dict):
         return {key: _substituted(item, tokens) for key, item in value.items()}
     if isinstance(value, list):
         return [_substituted(item, tokens) for item in value]
     return value
+
+
+def _with_values(text: str, tokens: list[tuple[str, str]]) -> str:
+    """``{{name}}`` as this run's text, ``{{!name}}`` (a literal the model wrote) as the
+    literal ``{{name}}``, one bang fewer each (see ``redaction.value_token``)."""
+    texts = {token[2:-2]: text for token, text in tokens}
+    pattern = re.compile(r"\{\{(!*)(" + "|".join(map(re.escape, texts)) + r")\}\}")
+
+    def replacement(match: re.Match[str]) -> str:
+        bangs, name = match.group(1), match.group(2)
+        return texts[name] if not bangs else value_token(name, len(bangs) - 1)
+
+    return pattern.sub(replacement, text)
 
 
 #: How deep replay looks for the parts of a context that differ from the recording before
@@ -282,7 +293,7 @@ class ReplayProvider:
         """Match the request against the next recorded call of its lane and consume it,
         atomically; a mismatch consumes nothing, so the same request may be retried."""
         incoming = _Incoming.of(model, context, options, self._filter)
-        lane = current_lane() if self._uses_lanes else ROOT_LANE
+        lane = redact_text(current_lane()) if self._uses_lanes else ROOT_LANE  # as recorded
         with self._lock:
             session = self._session
             if session is not None:

@@ -76,6 +76,7 @@ def use_recording(
     ignore: Iterable[str] = (),
     normalize: Iterable[Sequence[str]] = (),
     values: Mapping[str, str] | None = None,
+    secrets: Iterable[str] | None = None,
 ) -> Iterator[RecordingScope]:
     """Route every provider lookup made inside the block to a recording.
 
@@ -88,16 +89,24 @@ def use_recording(
     requests (see :mod:`.volatile`); they are checked in every mode, so a typo fails at once.
     ``values`` (``{name: text}``: a temporary folder, a port) are run-specific texts: the file
     stores every occurrence as ``{{name}}`` (requests and streamed events alike), and replay
-    compares with, and serves, this run's texts.
+    compares with, and serves, this run's texts. ``secrets`` are values to remove wherever they
+    occur, whatever they look like (4 characters or more), besides the credentials the process
+    knows of: a customer id, an internal host name.
     """
     if mode not in MODES:
         raise ValueError(f"use_recording mode must be one of {', '.join(MODES)}, not {mode!r}")
-    from .redaction import check_run_values, use_run_values
+    from .redaction import (
+        check_declared_secrets,
+        check_run_values,
+        use_declared_secrets,
+        use_run_values,
+    )
     from .volatile import RequestFilter
 
     ignore, normalize = tuple(ignore), tuple(normalize)
     RequestFilter(ignore, normalize)  # raises ValueError for a bad pattern or regex
     values = dict(check_run_values(values))
+    declared = check_declared_secrets(secrets)  # raises ValueError for a bad value
     scope = RecordingScope(Path(path), mode)
     if mode == "replay":
         from .replayer import ReplayProvider
@@ -114,7 +123,7 @@ def use_recording(
     token = _scoped_route.set(scope.route)
     succeeded = False
     try:
-        with use_run_values(values):
+        with use_run_values(values), use_declared_secrets(declared):
             yield scope
         succeeded = True
     finally:

@@ -80,9 +80,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(name=None, ignore=(), normalize=()): route this test's provider calls to a "
-        "recording (<test folder>/recordings/<module>/<name or test name>.jsonl); ignore and "
-        "normalize make replay overlook volatile values in requests",
+        f"{MARKER}(name=None, ignore=(), normalize=(), secrets=()): route this test's provider calls "
+        "to a recording (<test folder>/recordings/<module>/<name or test name>.jsonl); ignore and "
+        "normalize make replay overlook volatile values in requests; secrets are values never "
+        "written to the recording",
     )
 
 
@@ -130,6 +131,8 @@ class LlmRecording:
         self.normalize = normalize
         #: Run values (``{name: text}``), stored as ``{{name}}``: the test's ``tmp_path``.
         self.values: dict[str, str] = {}
+        #: Values to remove wherever they occur (the marker's ``secrets=``).
+        self.secrets: tuple[str, ...] = ()
         self.legacy_path = legacy_path
         self.mode = mode
         self.nodeid = nodeid
@@ -207,6 +210,9 @@ def llm_recording(request: pytest.FixtureRequest) -> LlmRecording:
         ignore=ignore,
         normalize=normalize,
     )
+    marker = node.get_closest_marker(MARKER)
+    if marker is not None:
+        handle.secrets = tuple(marker.kwargs.get("secrets", ()))
     request.node._openprogram_recording = handle
     return handle
 
@@ -322,7 +328,8 @@ def _session(handle: LlmRecording, keep_failed: bool):
             try:
                 scope = stack.enter_context(
                     use_recording(
-                        handle.path, "update", ignore=handle.ignore, normalize=handle.normalize, values=handle.values
+                        handle.path, "update", ignore=handle.ignore, normalize=handle.normalize, values=handle.values,
+                        secrets=handle.secrets,
                     )
                 )
             except ValueError as error:
@@ -343,7 +350,8 @@ def _session(handle: LlmRecording, keep_failed: bool):
             try:
                 scope = stack.enter_context(
                     use_recording(
-                        handle.path, "replay", ignore=handle.ignore, normalize=handle.normalize, values=handle.values
+                        handle.path, "replay", ignore=handle.ignore, normalize=handle.normalize, values=handle.values,
+                        secrets=handle.secrets,
                     )
                 )
             except ValueError as error:  # a bad ignore pattern or normalize regex
@@ -362,7 +370,8 @@ def _session(handle: LlmRecording, keep_failed: bool):
     succeeded = False
     try:
         with use_recording(
-            pending, "record", ignore=handle.ignore, normalize=handle.normalize, values=handle.values
+            pending, "record", ignore=handle.ignore, normalize=handle.normalize, values=handle.values,
+            secrets=handle.secrets,
         ) as scope:
             handle.scope = scope
             yield

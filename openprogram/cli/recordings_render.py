@@ -94,6 +94,7 @@ def render_show(report: ShowReport, now: float) -> str:
         lines.append("")
         sessions = len({call.session for call in report.calls}) > 1
         lanes = any(call.lane for call in report.calls)
+        redacted = [call for call in report.calls if call.redactions]
         rows = [
             [
                 str(call.call_index),
@@ -107,6 +108,7 @@ def render_show(report: ShowReport, now: float) -> str:
                 human_ms(call.first_event_ms),
                 human_ms(call.duration_ms),
                 safe(human_usage(call.usage)),
+                *([str(len(call.redactions))] if redacted else []),
                 safe(one_line(call.error_message)) if call.error_message else "",
             ]
             for call in report.calls
@@ -115,9 +117,20 @@ def render_show(report: ShowReport, now: float) -> str:
             "CALL",
             *(["SESSION"] if sessions else []),
             *(["LANE"] if lanes else []),
-            "API", "PROVIDER", "MODEL", "EVENTS", "OUTCOME", "FIRST", "DURATION", "TOKENS", "ERROR",
+            "API", "PROVIDER", "MODEL", "EVENTS", "OUTCOME", "FIRST", "DURATION", "TOKENS",
+            *(["REDACTED"] if redacted else []),
+            "ERROR",
         ]
         lines.extend(table(headings, rows))
+        if redacted:
+            lines.append("")
+            lines.append(
+                f"redaction replaced part of the model's output in {len(redacted)} call(s); a replay "
+                "serves [secret removed] there:"
+            )
+            for call in redacted:
+                where = ", ".join(f"{item['path']} ({', '.join(item['rules'])})" for item in call.redactions)
+                lines.append(f"  call {call.call_index}: {safe(where)}")
     return "\n".join(lines)
 
 

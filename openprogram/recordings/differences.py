@@ -73,6 +73,7 @@ class ReplayMismatch(AssertionError):
         event_index: int | None = None,
         *,
         where: str | None = None,
+        note: str | None = None,
     ) -> None:
         # Shown redacted by today's rules, both sides: a file written under older rules (or
         # edited) may hold a value that is a secret now, and this message reaches CI logs.
@@ -86,17 +87,22 @@ class ReplayMismatch(AssertionError):
         #: Which lane and session the call was compared against, when the recording has a
         #: choice of them (``"lane 'c1', session 2 of 3"``); None otherwise.
         self.where = redact_text(where) if where else where
+        #: What may explain the drift (an earlier answer that lost a value to redaction).
+        self.note = note
         at = f"call {call_index} ({self.where})" if self.where else f"call {call_index}"
         super().__init__(
             f"replay mismatch at {at}, field {self.field_path}:\n"
             f"recorded {short_repr(self.recorded)}, incoming {short_repr(self.incoming)}"
+            + (f"\n{note}" if note else "")
         )
 
     def __reduce__(self) -> tuple[Any, ...]:
         arguments = (self.call_index, self.field_path, self.recorded, self.incoming, self.event_index)
-        return (_rebuild_mismatch, (type(self), arguments, self.where), self.__dict__)
+        return (_rebuild_mismatch, (type(self), arguments, self.where, self.note), self.__dict__)
 
 
-def _rebuild_mismatch(kind: type, arguments: tuple[Any, ...], where: str | None) -> ReplayMismatch:
-    """Unpickle a :class:`ReplayMismatch` with its keyword-only ``where``."""
-    return kind(*arguments, where=where)
+def _rebuild_mismatch(
+    kind: type, arguments: tuple[Any, ...], where: str | None, note: str | None = None
+) -> ReplayMismatch:
+    """Unpickle a :class:`ReplayMismatch` with its keyword-only ``where`` and ``note``."""
+    return kind(*arguments, where=where, note=note)

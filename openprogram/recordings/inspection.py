@@ -143,6 +143,8 @@ class CallSummary:
     #: and the lane (``""``: the root) of the call.
     session: int = 1
     lane: str = ""
+    #: What redaction replaced in the model's output: ``{"path", "rules"}`` per field.
+    redactions: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -158,6 +160,7 @@ class CallSummary:
             "duration_ms": self.duration_ms,
             "session": self.session,
             "lane": self.lane,
+            "redactions": self.redactions,
         }
 
 
@@ -204,6 +207,7 @@ def summarize_call(call: Any) -> CallSummary:
         first_event_ms=call.first_event_ms,
         duration_ms=call.duration_ms,
         lane=getattr(call, "lane", ""),
+        redactions=list(getattr(call, "redactions", [])),
     )
 
 

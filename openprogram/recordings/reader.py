@@ -81,6 +81,9 @@ class RecordedCall:
     #: when absent (a file written before timings).
     first_event_ms: int | None = None
     duration_ms: int | None = None
+    #: What redaction replaced in the call's answer (``call_end``'s ``redactions``): one
+    #: ``{"path": ..., "rules": [...]}`` per field of the model's output.
+    redactions: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def model(self) -> dict[str, Any]:
@@ -497,7 +500,13 @@ class _Reader:
         outcome = row.get("outcome", "complete")
         if outcome not in OUTCOMES:
             raise self.fail(f"unknown outcome {_short(outcome)}", number, call.call_index)
+        redactions = row.get("redactions", [])
+        if not _valid_redactions(redactions):
+            raise self.fail(
+                'call_end redactions must be a list of {"path": TEXT, "rules": [TEXT, ...]}', number, call.call_index
+            )
         call.outcome, call.event_count, call.end_line = outcome, count, number
+        call.redactions = redactions
         state.open = False
         state.chain = state.placeholder = None  # type: ignore[assignment]
 
@@ -531,6 +540,16 @@ def _refusal_reason(refusal: FileRefusal) -> str:
     if refusal.kind == "not_a_file":
         return f"{refusal.reason}; a recording must be a regular .jsonl file"
     return refusal.reason
+
+
+def _valid_redactions(value: Any) -> bool:
+    return type(value) is list and all(
+        type(item) is dict
+        and type(item.get("path")) is str
+        and type(item.get("rules")) is list
+        and all(type(rule) is str for rule in item["rules"])
+        for item in value
+    )
 
 
 def _redacted_name(name: str | None) -> Any:

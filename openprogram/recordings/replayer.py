@@ -30,6 +30,7 @@ from .format import EVENT_CLASSES, raw_request_payloads, request_payloads
 from .lazy_redaction import settle
 from .reader import RecordedCall, Recording, read_recording_file
 from .redaction import (
+    PLACEHOLDER,
     Redactor,
     check_run_values,
     current_redactor,
@@ -349,7 +350,21 @@ class ReplayProvider:
     def _mismatch(
         self, call: RecordedCall, difference: tuple[str, Any, Any], session: _Session, lane: str
     ) -> ReplayMismatch:
-        return ReplayMismatch(call.call_index, *difference, where=self._where(session, lane))
+        note = self._redaction_note(call, session, lane)
+        return ReplayMismatch(call.call_index, *difference, where=self._where(session, lane), note=note)
+
+    def _redaction_note(self, call: RecordedCall, session: _Session, lane: str) -> str | None:
+        """A drift after an answer that lost a value to redaction may come from it: the replay
+        served the placeholder where the live run had the value. Named, so the user knows."""
+        served = [c for c in session.lanes.get(lane, ()) if c.call_index < call.call_index and c.redactions]
+        if not served:
+            return None
+        last = served[-1]
+        where = ", ".join(f"{item['path']} ({', '.join(item['rules'])})" for item in last.redactions)
+        return (
+            f"note: the recorded answer of call {last.call_index} lost a value to redaction at {where}; "
+            f"the replay served {PLACEHOLDER!r} there, which the live run did not see"
+        )
 
     def _where(self, session: _Session | None, lane: str) -> str | None:
         """Which lane and session a mismatch was compared against, when there is a choice."""

@@ -82,6 +82,12 @@ def note_secret_value(value: str | None) -> None:
             _seen_keys.add(value)
 
 
+def seen_secret_values() -> frozenset[str]:
+    """The keys seen in calls of this process (8 characters or more)."""
+    with _seen_lock:
+        return frozenset(_seen_keys)
+
+
 def known_secret_values() -> frozenset[str]:
     """The provider credentials redaction must remove wherever they occur: the provider
     environment keys and every key seen in a call (8 characters or more). Read at every call,

@@ -64,48 +64,44 @@ class EventEncoder:
 
     def __init__(self, call_index: int = 0) -> None:
         self._head = b'{"type":"event","call_index":%d,"event_index":%%d,"t":%%d,"event":' % call_index
-        self._templates: dict[tuple[str, int], bytes] = {}
         #: The previous snapshot as written (None: none yet), and the text appended to its
         #: blocks since, in pieces: (index, field) -> pieces.
         self._partial: dict[str, Any] | None = None
         self._appended: dict[tuple[int, str], list[str]] = {}
+        #: Per (event type, block): the line template of its deltas and the pieces list its
+        #: text grows in (the same list as in ``_appended``).
+        self._growths: dict[tuple[str, int], tuple[bytes, list[str]]] = {}
 
     def line(self, record: Record, event_index: int, t: int) -> bytes:
         """The line of one record; ``t`` is when its event arrived, in milliseconds since the
-        call's request was sent."""
-        kind = type(record)
-        if kind is TextGrowth:
-            return self._text_line(record, event_index, t)  # type: ignore[arg-type]
-        if kind is ArgumentsGrowth:
+        call's request was sent. The usual record, a text delta, is one ``bytes`` format."""
+        if type(record) is TextGrowth:
+            growth = self._growths.get((record[0], record[1]))
+            if growth is None:
+                growth = self._growth(record[0], record[1])
+            delta = record[2]
+            if delta:
+                growth[1].append(delta)
+                gained = orjson.dumps(delta)
+                return growth[0] % (event_index, t, gained, gained)
+            return self._head % (event_index, t) + b'{"type":"%s","content_index":%d,"delta":"","partial_patch":[]}}\n' % (
+                record[0].encode(), record[1]
+            )
+        if type(record) is ArgumentsGrowth:
             return self._arguments_line(record, event_index, t)  # type: ignore[arg-type]
         return self._whole_line(record.event, event_index, t)  # type: ignore[union-attr]
 
-    def _text_line(self, record: TextGrowth, event_index: int, t: int) -> bytes:
-        key = (record.type, record.index)
-        template = self._templates.get(key)
-        if template is None:
-            template = self._templates[key] = self._append_template(*key)
-        delta = record.delta
-        gained = orjson.dumps(delta)
-        if not delta:
-            return self._head % (event_index, t) + b'{"type":"%s","content_index":%d,"delta":"","partial_patch":[]}}\n' % (
-                record.type.encode(), record.index
-            )
-        pieces = self._appended.get((record.index, _TEXT_FIELDS[record.type]))
-        if pieces is None:
-            self._appended[(record.index, _TEXT_FIELDS[record.type])] = [delta]
-        else:
-            pieces.append(delta)
-        return template % (event_index, t, gained, gained)
-
-    def _append_template(self, event_type: str, index: int) -> bytes:
-        """The line of a delta appended to block ``index``: fill in the event index, the time
-        and the delta's JSON (twice). Byte for byte what ``orjson.dumps`` makes of the dict."""
+    def _growth(self, event_type: str, index: int) -> tuple[bytes, list[str]]:
+        """The template of a delta appended to block ``index`` (to fill in with the event
+        index, the time and the delta's JSON, twice: byte for byte what ``orjson.dumps`` makes
+        of the dict), and the pieces list of that block's text."""
         field = _TEXT_FIELDS[event_type]
         body = b'{"type":"%s","content_index":%d,"delta":%%s,"partial_patch":[["append",["content",%d,"%s"],%%s]]}' % (
             event_type.encode(), index, index, field.encode()
         )
-        return self._head + body + b"}\n"
+        pieces = self._appended.setdefault((index, field), [])
+        growth = self._growths[(event_type, index)] = (self._head + body + b"}\n", pieces)
+        return growth
 
     def _arguments_line(self, record: ArgumentsGrowth, event_index: int, t: int) -> bytes:
         index = record.index
@@ -142,11 +138,14 @@ class EventEncoder:
         """The previous snapshot with the text appended since brought in (it is ours: the
         stage made it for this encoder, and its line is written already)."""
         partial = self._partial
-        if partial is None or not self._appended:
+        if partial is None:  # nothing to grow (the stage sends a growth only after a snapshot)
+            for pieces in self._appended.values():
+                pieces.clear()
             return partial
         content = partial.get("content")
         for (index, field), pieces in self._appended.items():
-            block = content[index]  # type: ignore[index]
-            content[index] = {**block, field: block[field] + "".join(pieces)}  # type: ignore[index]
-        self._appended.clear()
+            if pieces:
+                block = content[index]  # type: ignore[index]
+                content[index] = {**block, field: block[field] + "".join(pieces)}  # type: ignore[index]
+                pieces.clear()  # in place: the templates of the block's deltas hold this list
         return partial

@@ -252,6 +252,19 @@ class _Reader:
         self.calls: dict[int, _CallState] = {}
         #: The fields set the events kept for later share, the latest one per event class.
         self.fields_sets: dict[type, frozenset[str]] = {}
+        #: Lane names and session ids as today's rules store them (the same few repeat).
+        self.names: dict[str, str] = {}
+
+    def redacted_name(self, name: str | None) -> Any:
+        """A lane name or session id as today's rules store it (both are the caller's text)."""
+        if not name:
+            return name
+        redacted = self.names.get(name)
+        if redacted is None:
+            from .redaction import redact_text
+
+            redacted = self.names[name] = redact_text(name)
+        return redacted
 
     def fail(
         self, reason: str, line: int | None = None, call: int | None = None, kind: str = "corrupt"
@@ -387,7 +400,7 @@ class _Reader:
             raise self.fail("the request's session must be a string", number, index)
         request = {"model": row["model"], "context": row["context"], "options": options}
         if lane or session:  # what a file written under older rules holds is shown redacted
-            lane, session = _redacted_name(lane), _redacted_name(session)
+            lane, session = self.redacted_name(lane), self.redacted_name(session)
         call = RecordedCall(index, request, number, lane=lane, session=session)
         if self.summary_only:
             call.rows, call.has_all_events = [], False
@@ -550,15 +563,6 @@ def _valid_redactions(value: Any) -> bool:
         and all(type(rule) is str for rule in item["rules"])
         for item in value
     )
-
-
-def _redacted_name(name: str | None) -> Any:
-    """A lane name or session id as today's rules store it (both are the caller's text)."""
-    if not name:
-        return name
-    from .redaction import redact_text
-
-    return redact_text(name)
 
 
 def _short(value: Any) -> str:

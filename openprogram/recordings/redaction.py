@@ -590,11 +590,23 @@ def current_run_values() -> tuple[tuple[str, str], ...]:
     return _run_values.get()
 
 
-def _environment_secrets() -> set[str]:
-    """The values of secret-named environment variables that read as credentials, and of the
-    declared ones whatever they look like. Scanned afresh at every call: a variable set while
-    another is removed is seen at once."""
+def _environment_secrets() -> frozenset[str]:
+    """The provider keys of the environment, the values of secret-named environment variables
+    that read as credentials, and those of the declared ones whatever they look like. Looked
+    up again whenever the environment differs in any name or value from the last look (a
+    variable set while another is removed is seen at once), else remembered: decoding every
+    variable costs more than redacting a call's request."""
+    global _environment_cache
+    fingerprint = (_environment_fingerprint(), _declared_env)
+    cached = _environment_cache
+    if cached is not None and cached[0] == fingerprint:
+        return cached[1]
     values = set()
+    for names in _credentials.PROVIDER_ENV_VARS.values():
+        for name in names:
+            value = os.environ.get(name, "").strip()
+            if len(value) >= _credentials.MIN_SECRET_LENGTH:
+                values.add(value)
     for name, value in os.environ.items():
         if is_secret_field_name(name):
             value = value.strip()
@@ -604,13 +616,25 @@ def _environment_secrets() -> set[str]:
         value = os.environ.get(name, "").strip()
         if len(value) >= _DECLARED_MIN_LENGTH:
             values.add(value)
-    return values
+    result = frozenset(values)
+    _environment_cache = (fingerprint, result)
+    return result
+
+
+_environment_cache: tuple[Any, frozenset[str]] | None = None
+
+
+def _environment_fingerprint() -> Any:
+    """Every name and value of the environment, cheaply: the raw mapping ``os.environ``
+    keeps (bytes on POSIX), copied at C speed; its public items where it has none."""
+    data = getattr(os.environ, "_data", None)
+    return tuple(data.items()) if isinstance(data, dict) else tuple(os.environ.items())
 
 
 def _known_values() -> _KnownValues:
     """The matcher for the current known values and run values; rebuilt only when they change."""
     global _known_cache
-    secrets = frozenset(_credentials.known_secret_values() | _environment_secrets() | _declared_values.get())
+    secrets = _environment_secrets() | _credentials.seen_secret_values() | _declared_values.get()
     key = (secrets, _run_values.get())
     cached = _known_cache
     if cached is not None and cached[0] == key:

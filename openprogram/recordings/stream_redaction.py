@@ -43,7 +43,7 @@ import re
 from collections import deque
 from collections.abc import Callable, Iterable
 from itertools import accumulate
-from operator import is_, itemgetter
+from operator import itemgetter
 from typing import Any
 
 import orjson
@@ -136,6 +136,10 @@ def _fields_besides(kind: type, excluded: str) -> Callable[[dict[str, Any]], tup
 
 
 _MESSAGE_OTHERS = _fields_besides(AssistantMessage, "content")
+_UNKNOWN: Any = object()
+#: A record made without the namedtuple's Python-level ``__new__`` (one per delta: it costs
+#: more than the rest of the record's making).
+_new_record: Any = tuple.__new__
 assert _MESSAGE_OTHERS is not None
 
 
@@ -205,7 +209,9 @@ class StreamRedaction:
         self._blocks: dict[int, _Block] = {}
         self._held: deque[_Entry] = deque()
         self._previous: Any = None  # the snapshot of the last event fed
-        self._getters: dict[tuple[type, str], Callable[[dict[str, Any]], tuple[Any, ...]] | None] = {}
+        self._getters: dict[tuple[type, str], Any] = {}
+        #: The last snapshot checked by :meth:`_grows` and its values besides the content.
+        self._rest: tuple[Any, tuple[Any, ...]] = (None, ())
         #: What redaction replaced in the model's output: field path -> rule names.
         self.marks: dict[str, set[str]] = {}
 
@@ -261,19 +267,21 @@ class StreamRedaction:
         grows = self._grows(fields, index, field, delta)
         if type(delta) is not str or type(index) is not int:
             return self._pass(event)
-        block = self._block(index, field)
+        block = self._blocks.get(index)
+        if block is None or block.field != field:
+            block = self._blocks[index] = _Block(index, field)
         tail = block.tail + delta
-        clean = not block.triggered and self._search(tail, 0) is None
-        block.tail = tail[-self._reach :]
+        clean = not block.triggered and self._search(tail) is None
+        block.tail = tail[-self._reach :] if len(tail) > self._reach else tail
         start = block.length
-        block.length += len(delta)
-        if clean and not self._held and not block.pending and self._cuts and delta[-1:] in _CUT_CHARACTERS:
+        block.length = end = start + len(delta)
+        if clean and not block.pending and not self._held and self._cuts and delta[-1:] in _CUT_CHARACTERS:
             # The usual case: nothing held, and the delta ends at a safe point with nothing a
             # rule could act on: handed on as it is, at once.
-            block.settled = block.emitted = block.length
+            block.settled = block.emitted = end
             block.released.append(delta)
             if grows:
-                return [TextGrowth(fields["type"], index, delta)]
+                return [_new_record(TextGrowth, (fields["type"], index, delta))]
             return [self._whole(event, delta)]
         entry = _Entry(fields["type"], block, delta, start, block.length, None if grows else event)
         self._held.append(entry)
@@ -419,58 +427,53 @@ class StreamRedaction:
 
     def _grows(self, fields: dict[str, Any], index: Any, field: str, delta: Any) -> bool:
         """Whether the delta's snapshot is the previous event's with only block ``index``'s
-        ``field`` grown by ``delta`` (identity checks: blocks and usage are immutable values
-        that snapshots share until they change). Only then may it be written from its delta."""
+        ``field`` grown by ``delta``. Blocks and usage are immutable values that snapshots
+        share until they change, so "nothing else changed" is a comparison of the other
+        values, which stops at the first identical pair; the grown text is checked by its
+        length and its end. Only then may the delta be written from its delta alone."""
         partial, previous = fields.get("partial"), self._previous
         self._previous = partial
-        if type(partial) is not AssistantMessage or type(previous) is not AssistantMessage:
-            return False
-        message, before = partial.__dict__, previous.__dict__
-        content, old = message.get("content"), before.get("content")
         if (
-            type(content) is not list
-            or type(old) is not list
+            type(partial) is not AssistantMessage
+            or type(previous) is not AssistantMessage
             or type(index) is not int
-            or len(content) != len(old)
-            or not 0 <= index < len(content)
             or type(delta) is not str
         ):
             return False
-        block, old_block = content[index], old[index]
-        kind = type(block)
-        if kind is not type(old_block):
-            return False
-        others = self._getter(kind, field)
-        if others is None:
-            return False
-        values, old_values = block.__dict__, old_block.__dict__
+        message, before = partial.__dict__, previous.__dict__
         try:
-            if not (
-                all(map(is_, _MESSAGE_OTHERS(message), _MESSAGE_OTHERS(before)))  # type: ignore[misc]
-                and all(map(is_, others(values), others(old_values)))
-            ):
+            rest = _MESSAGE_OTHERS(message)  # type: ignore[misc]
+            seen = self._rest
+            self._rest = (partial, rest)
+            if rest != (seen[1] if seen[0] is previous else _MESSAGE_OTHERS(before)):  # type: ignore[misc]
                 return False
+            content, old = message["content"], before["content"]
+            if len(content) != len(old) or not 0 <= index < len(content):
+                return False
+            block, old_block = content[index], old[index]
+            kind = type(block)
+            if kind is not type(old_block):
+                return False
+            values, old_values = block.__dict__, old_block.__dict__
+            if field != "arguments":
+                text, old_text = values[field], old_values[field]
+                if (
+                    type(text) is not str
+                    or type(old_text) is not str
+                    or len(text) != len(old_text) + len(delta)
+                    or not text.endswith(delta)
+                ):
+                    return False
+            others = self._getters.get((kind, field), _UNKNOWN)
+            if others is _UNKNOWN:
+                others = self._getters[(kind, field)] = _fields_besides(kind, field)
+            if others is None:
+                return False
+            return others(values) == others(old_values) and (
+                len(content) == 1 or (content[:index] == old[:index] and content[index + 1 :] == old[index + 1 :])
+            )
         except KeyError:  # built without validation, a field missing
             return False
-        if len(content) > 1 and not (
-            all(map(is_, content[:index], old[:index])) and all(map(is_, content[index + 1 :], old[index + 1 :]))
-        ):
-            return False
-        if field == "arguments":
-            return True
-        text, old_text = values.get(field), old_values.get(field)
-        return (
-            type(text) is str
-            and type(old_text) is str
-            and len(text) == len(old_text) + len(delta)
-            and text.endswith(delta)
-        )
-
-    def _getter(self, kind: type, field: str) -> Callable[[dict[str, Any]], tuple[Any, ...]] | None:
-        key = (kind, field)
-        if key not in self._getters:
-            self._getters[key] = _fields_besides(kind, field)
-        return self._getters[key]
 
     def _mark(self, path: str, raw: str, stored: str, cut_short: bool, *, names: bool = False) -> None:
         """Note that redaction removed something at ``path`` of the model's output (a run value
@@ -507,10 +510,10 @@ class StreamRedaction:
                     before = block.value
                     block.value = block.parse.feed(stored)  # type: ignore[arg-type]
                     if entry.event is None:
-                        records.append(ArgumentsGrowth(block.index, stored, before, block.value))  # type: ignore[arg-type]
+                        records.append(_new_record(ArgumentsGrowth, (block.index, stored, before, block.value)))
                         continue
                 elif entry.event is None:
-                    records.append(TextGrowth(entry.type, block.index, stored))  # type: ignore[arg-type]
+                    records.append(_new_record(TextGrowth, (entry.type, block.index, stored)))
                     continue
                 records.append(self._whole(entry.event, stored))
             else:

@@ -98,6 +98,9 @@ def test_reading_leaves_the_collector_as_it_was(tmp_path, valid_lines):
     collector is on again afterwards, and objects the program froze itself stay frozen."""
     path = tmp_path / "rec.jsonl"
     path.write_bytes(_join(valid_lines))
+    # Warm up first, as a pre-fork server does: reading redacts lane names, and a redaction
+    # cache built for another environment is replaced (freeing its frozen objects) on first use.
+    read_recording_file(path)
     assert gc.isenabled()
     gc.freeze()
     try:

@@ -127,7 +127,7 @@ def _models(value: Any) -> Any:
         try:
             Model.model_validate(entry)
         except Exception as error:  # pydantic.ValidationError, kept lazy
-            first = getattr(error, "errors", lambda: [{}])()[0]
+            first: dict[str, Any] = getattr(error, "errors", lambda: [{}])()[0]
             where = ".".join(str(p) for p in first.get("loc", ())) or "entry"
             raise ConfigError(
                 f"entry {position}: {where}: {first.get('msg', str(error))} "

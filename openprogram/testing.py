@@ -33,10 +33,18 @@ import hashlib
 import inspect
 import os
 import re
+from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
+
+if TYPE_CHECKING:  # the recordings modules are imported when a test first needs them
+    from pluggy import Result
+
+    from openprogram.recordings.differences import ReplayMismatch
+    from openprogram.recordings.format import RecordingFileError
+    from openprogram.recordings.scoped import RecordingScope
 
 MODES = ("replay", "record", "rewrite", "update", "off")
 MARKER = "llm_recording"
@@ -136,7 +144,7 @@ class LlmRecording:
         self.legacy_path = legacy_path
         self.mode = mode
         self.nodeid = nodeid
-        self.scope: Any = None
+        self.scope: RecordingScope | None = None
 
     @property
     def call_count(self) -> int:
@@ -160,7 +168,7 @@ def legacy_recording_path(item: pytest.Item) -> Path | None:
 def _original_name(item: pytest.Item) -> str:
     marker = item.get_closest_marker(MARKER)
     if marker is not None:
-        name = marker.kwargs.get("name") or (marker.args[0] if marker.args else None)
+        name: str | None = marker.kwargs.get("name") or (marker.args[0] if marker.args else None)
         if name:
             return name
     return item.name
@@ -194,7 +202,7 @@ def _legacy_stem(name: str) -> str:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker(MARKER) is not None and MARKER not in getattr(item, "fixturenames", ()):
-            item.fixturenames.append(MARKER)  # type: ignore[attr-defined]
+            cast(pytest.Function, item).fixturenames.append(MARKER)  # declared on Function, not Item
 
 
 @pytest.fixture
@@ -218,7 +226,7 @@ def llm_recording(request: pytest.FixtureRequest) -> LlmRecording:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_call(item: pytest.Item):
+def pytest_runtest_call(item: pytest.Item) -> Generator[None, Result[None], None]:
     handle: LlmRecording | None = getattr(item, "_openprogram_recording", None)
     function = getattr(item, "obj", None)
     if handle is None or handle.mode == "off" or function is None:
@@ -228,15 +236,18 @@ def pytest_runtest_call(item: pytest.Item):
     temporary = getattr(item, "funcargs", {}).get("tmp_path")
     if temporary is not None:  # a prompt that names it replays in later runs (other folders)
         handle.values = {"tmp_path": str(temporary)}
-    item.obj = _wrap(function, handle, keep_failed)
+    test = cast(pytest.Function, item)  # an item with an ``obj`` (checked above), like Function
+    test.obj = _wrap(function, handle, keep_failed)
     try:
         yield
     finally:
-        item.obj = function
+        test.obj = function
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Result[pytest.TestReport], None]:
     """A drifted request is a diagnosis, not a crash: show the two-line mismatch report and
     how to re-record, instead of a traceback through the agent loop."""
     outcome = yield
@@ -257,7 +268,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
         )
 
 
-def _write_drift_page(path: Path, mismatch: Any) -> str:
+def _write_drift_page(path: Path, mismatch: ReplayMismatch) -> str:
     """Write the drift page beside the recording (``openprogram recordings view``'s drift
     view) and return the line naming it. Only a failing replay gets here, so passing tests
     never write one; a page that cannot be written is mentioned, never a second failure."""
@@ -272,7 +283,9 @@ def _write_drift_page(path: Path, mismatch: Any) -> str:
     return f"See the drift in a browser: {target}\n"
 
 
-def _wrap(function, handle: LlmRecording, keep_failed: bool):
+def _wrap(
+    function: Callable[..., Any], handle: LlmRecording, keep_failed: bool
+) -> Callable[..., Any]:
     if inspect.iscoroutinefunction(function):
 
         @functools.wraps(function)
@@ -301,7 +314,7 @@ def _legacy_hint(handle: LlmRecording) -> str:
     )
 
 
-def _unreadable_message(error: Any, handle: LlmRecording) -> str:
+def _unreadable_message(error: RecordingFileError, handle: LlmRecording) -> str:
     """Why the test's recording cannot be used and how to fix it: recover a file whose writer
     died (keeping the calls that ended), or re-record."""
     from openprogram.recordings.activation import recover_command
@@ -316,7 +329,7 @@ def _unreadable_message(error: Any, handle: LlmRecording) -> str:
 
 
 @contextlib.contextmanager
-def _session(handle: LlmRecording, keep_failed: bool):
+def _session(handle: LlmRecording, keep_failed: bool) -> Iterator[None]:
     """Replay or record around one test body, and settle the file by how the body ended."""
     from openprogram.recordings.format import RecordingFileError
     from openprogram.recordings.scoped import use_recording

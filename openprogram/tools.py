@@ -9,18 +9,19 @@ leads out) is refused.
 from __future__ import annotations
 
 import ast
+import asyncio
 import operator
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .agent.types import AgentTool, AgentToolResult
+from .agent.types import AgentTool, AgentToolResult, ToolUpdate
 
 MAX_READ_BYTES = 64 * 1024
 MAX_LISTED = 200
 MAX_EXPONENT = 10_000
 
-_BINARY: dict[type, Callable[[Any, Any], Any]] = {
+_BINARY: dict[type[ast.operator], Callable[[int | float, int | float], int | float]] = {
     ast.Add: operator.add,
     ast.Sub: operator.sub,
     ast.Mult: operator.mul,
@@ -29,7 +30,10 @@ _BINARY: dict[type, Callable[[Any, Any], Any]] = {
     ast.Mod: operator.mod,
     ast.Pow: operator.pow,
 }
-_UNARY: dict[type, Callable[[Any], Any]] = {ast.UAdd: operator.pos, ast.USub: operator.neg}
+_UNARY: dict[type[ast.unaryop], Callable[[int | float], int | float]] = {
+    ast.UAdd: operator.pos,
+    ast.USub: operator.neg,
+}
 
 
 def evaluate_arithmetic(expression: str) -> int | float:
@@ -42,7 +46,7 @@ def evaluate_arithmetic(expression: str) -> int | float:
 
 
 def _evaluate(node: ast.AST) -> int | float:
-    if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+    if isinstance(node, ast.Constant) and (type(node.value) is int or type(node.value) is float):
         return node.value
     if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
         left, right = _evaluate(node.left), _evaluate(node.right)
@@ -63,7 +67,9 @@ def _format_number(value: int | float) -> str:
     return str(value)
 
 
-async def _calculator(tool_call_id, args, signal, on_update) -> AgentToolResult:
+async def _calculator(
+    tool_call_id: str, args: dict[str, Any], signal: asyncio.Event | None, on_update: ToolUpdate
+) -> AgentToolResult:
     try:
         return AgentToolResult.text(_format_number(evaluate_arithmetic(args["expression"])))
     except ValueError as error:
@@ -80,7 +86,9 @@ def confined_path(root: Path, relative: str) -> Path:
 
 
 def _read_file_tool(root: Path) -> AgentTool:
-    async def read_file(tool_call_id, args, signal, on_update) -> AgentToolResult:
+    async def read_file(
+        tool_call_id: str, args: dict[str, Any], signal: asyncio.Event | None, on_update: ToolUpdate
+    ) -> AgentToolResult:
         try:
             path = confined_path(root, args["path"])
         except ValueError as error:
@@ -108,7 +116,9 @@ def _read_file_tool(root: Path) -> AgentTool:
 
 
 def _list_files_tool(root: Path) -> AgentTool:
-    async def list_files(tool_call_id, args, signal, on_update) -> AgentToolResult:
+    async def list_files(
+        tool_call_id: str, args: dict[str, Any], signal: asyncio.Event | None, on_update: ToolUpdate
+    ) -> AgentToolResult:
         try:
             folder = confined_path(root, args.get("path", "."))
         except ValueError as error:

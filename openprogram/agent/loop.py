@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, cast
 
 import jsonschema
+from jsonschema.protocols import Validator
 
 from ..providers.lanes import lane, lane_segment
 from ..providers.stream import stream_simple
@@ -21,6 +22,7 @@ from ..providers.types import (
     Context,
     Message,
     ServerToolContent,
+    SimpleStreamOptions,
     Tool,
     ToolCall,
     ToolResultMessage,
@@ -71,7 +73,7 @@ async def agent_loop(
         assistant: AssistantMessage | None = None
         async for event in _assistant_turn(context, config, options):
             if isinstance(event, MessageEndEvent):
-                assistant = event.message  # type: ignore[assignment]
+                assistant = cast(AssistantMessage, event.message)  # a turn's message_end is its reply
             yield event
         assert assistant is not None
         append(assistant)
@@ -83,11 +85,11 @@ async def agent_loop(
         calls = [block for block in assistant.content if isinstance(block, ToolCall)]
         results: list[ToolResultMessage] = []
         if calls:
-            async for event in _run_tools(calls, tools_by_name, signal or config.signal):
-                if isinstance(event, ToolResultMessage):
-                    results.append(event)
+            async for item in _run_tools(calls, tools_by_name, signal or config.signal):
+                if isinstance(item, ToolResultMessage):
+                    results.append(item)
                 else:
-                    yield event
+                    yield item
             for result in results:
                 append(result)
                 yield MessageStartEvent(message=result)
@@ -107,7 +109,7 @@ def is_paused(message: AssistantMessage) -> bool:
 
 
 async def _assistant_turn(
-    context: AgentContext, config: AgentLoopConfig, options
+    context: AgentContext, config: AgentLoopConfig, options: SimpleStreamOptions
 ) -> AsyncIterator[AgentEvent]:
     """One model call: message_start, one message_update per provider event, message_end."""
     llm_context = Context(
@@ -118,11 +120,13 @@ async def _assistant_turn(
     started = False
     final: AssistantMessage | None = None
     async for event in stream_simple(config.model, llm_context, options):
+        # ``final`` is still None here: the loop ends at the first terminal event.
         if event.type == "done":
-            final = event.message
+            final = current = event.message
         elif event.type == "error":
-            final = event.error
-        current = final if final is not None else event.partial
+            final = current = event.error
+        else:
+            current = event.partial
         if not started:
             started = True
             yield MessageStartEvent(message=current)
@@ -179,7 +183,7 @@ async def _run_one_tool(
     tool: AgentTool | None,
     tools_by_name: dict[str, AgentTool],
     signal: asyncio.Event | None,
-    events: asyncio.Queue,
+    events: asyncio.Queue[AgentEvent],
 ) -> ToolResultMessage:
     await events.put(
         ToolExecutionStartEvent(tool_call_id=call.id, tool_name=call.name, args=call.arguments)
@@ -207,7 +211,7 @@ async def _execute(
     tool: AgentTool | None,
     tools_by_name: dict[str, AgentTool],
     signal: asyncio.Event | None,
-    events: asyncio.Queue,
+    events: asyncio.Queue[AgentEvent],
 ) -> AgentToolResult:
     if tool is None:
         available = ", ".join(sorted(tools_by_name)) or "none"
@@ -241,7 +245,7 @@ async def _execute(
     return result
 
 
-_validators: dict[int, tuple[dict[str, Any], Any]] = {}
+_validators: dict[int, tuple[dict[str, Any], Validator]] = {}
 
 
 def validate_arguments(tool: AgentTool, arguments: dict[str, Any]) -> str | None:

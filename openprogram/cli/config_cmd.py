@@ -10,7 +10,7 @@ import orjson
 from .errors import EXIT_USAGE, CliError
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "config", help="read and change the configuration (applies at the next start)"
     )

@@ -11,13 +11,14 @@ import argparse
 import contextlib
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 DEMO_PROMPT = "/calculator 6*7"
 DRIFTED_PROMPT = "/calculator 6*8"
 PAGE_NAME = "demo.html"
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "demo",
         help="record an agent session, replay it offline, and show a drift report (no key needed)",
@@ -31,15 +32,15 @@ def network_disabled() -> Iterator[None]:
     """Make any attempt to open a connection fail loudly for the duration of the block."""
     import socket
 
-    def refuse(*args, **kwargs):
+    def refuse(*args: object, **kwargs: object) -> NoReturn:
         raise OSError("network disabled during the replay step of the demo")
 
     saved = socket.socket.connect, socket.create_connection
-    socket.socket.connect, socket.create_connection = refuse, refuse  # type: ignore[method-assign]
+    socket.socket.connect, socket.create_connection = refuse, refuse  # type: ignore[method-assign]  # patched on purpose, restored below
     try:
         yield
     finally:
-        socket.socket.connect, socket.create_connection = saved  # type: ignore[method-assign]
+        socket.socket.connect, socket.create_connection = saved  # type: ignore[method-assign]  # the originals back
 
 
 async def run_agent(prompt: str, indent: str = "    ") -> str:

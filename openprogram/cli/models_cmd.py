@@ -7,7 +7,7 @@ import argparse
 import orjson
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser("models", help="list the models openprogram knows")
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True

@@ -20,8 +20,9 @@ import os
 import stat
 import sys
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from openprogram.recordings.activation import CMD, FIX_OFF, recover_hint
 
@@ -29,11 +30,15 @@ from .errors import EXIT_FAILURE, EXIT_USAGE, CliError
 from .recordings_render import NEXT_START
 from .terminal import terminal_safe
 
+if TYPE_CHECKING:  # imported where used, so that these commands start fast
+    from openprogram.recordings.reader import Recording
+    from openprogram.recordings.recovery import RecoveryPlan
+
 FIX_LIST = f"{CMD} list"
 MUTATING_VERBS = frozenset({"record", "replay", "off", "delete", "prune", "recover"})
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "recordings",
         help="record model calls, replay them offline, and manage recordings",
@@ -444,7 +449,7 @@ def _resolve_for_reading(selector: str) -> Path:
     return path
 
 
-def _redacted_rows(path: Path):
+def _redacted_rows(path: Path) -> Iterator[Any]:
     """The file's lines, redacted again on the way out: the file was redacted when written,
     but a file copied in from elsewhere may not have been."""
     import orjson
@@ -490,7 +495,7 @@ def run_view(args: argparse.Namespace) -> int:
     return 0
 
 
-def _read_for_view(selector: str):
+def _read_for_view(selector: str) -> Recording:
     from openprogram.recordings.format import RecordingFileError
     from openprogram.recordings.inspection import read_recording
     from openprogram.recordings.store import is_managed_id
@@ -601,7 +606,7 @@ def run_prune(args: argparse.Namespace) -> int:
     if args.dry_run:
         return 0
     _confirm(args.yes, str(len(old)), f"type {len(old)} (the number of recordings) to delete them: ", "prune")
-    deleted = []
+    deleted: list[str] = []
     with config.config_transaction() as current:
         for path, recording_id, _ in old:
             refusal = _deletion_refusal(path, current)
@@ -684,7 +689,7 @@ def _recover_target(selector: str) -> Path:
     return path
 
 
-def _recovery_plan(path: Path):
+def _recovery_plan(path: Path) -> RecoveryPlan:
     """The repair of ``path``, refusing a file a live process is recording into (its calls
     are unfinished, not abandoned) and every defect recovery does not repair."""
     from openprogram.recordings.format import RecordingFileError
@@ -714,7 +719,7 @@ def _active_path(current: dict[str, Any]) -> Path | None:
     from openprogram.recordings.store import SelectorError, record_replay_settings, resolve_selector
 
     mode, selector = record_replay_settings(current)
-    if mode not in ("record", "replay"):
+    if mode not in ("record", "replay") or selector is None:  # resolve_selector refuses None too
         return None
     try:
         return resolve_selector(selector, mode=mode)
@@ -756,7 +761,7 @@ def _print_json(data: Any, indent: bool = True) -> None:
     sys.stdout.write(orjson.dumps(data, option=option).decode() + "\n")
 
 
-VERBS = {
+VERBS: dict[str, Callable[[argparse.Namespace], int]] = {
     "status": run_status,
     "record": run_record,
     "replay": run_replay,

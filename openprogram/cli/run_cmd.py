@@ -5,14 +5,18 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .errors import EXIT_FAILURE, EXIT_USAGE, CliError
+
+if TYPE_CHECKING:  # imported where used: ``openprogram recordings`` must start fast
+    from openprogram.agent import AgentTool
+    from openprogram.providers.types import Model
 
 DEFAULT_MODEL = "faux/echo"
 
 
-def add_parser(subparsers) -> None:
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     parser = subparsers.add_parser(
         "run",
         help="run the agent on a prompt",
@@ -76,7 +80,7 @@ def _check_settings(settings: dict[str, Any]) -> None:
             ) from None
 
 
-def _resolve_model(ref: str, from_option: bool):
+def _resolve_model(ref: str, from_option: bool) -> Model:
     from openprogram.providers.models import get_model
 
     try:
@@ -86,7 +90,7 @@ def _resolve_model(ref: str, from_option: bool):
         raise CliError(f"{where}: {error}", EXIT_USAGE) from None
 
 
-def _resolve_tools(args: argparse.Namespace, settings: dict[str, Any]):
+def _resolve_tools(args: argparse.Namespace, settings: dict[str, Any]) -> list[AgentTool]:
     from openprogram.tools import DEFAULT_TOOL_NAMES, builtin_tools
 
     if args.no_tools:
@@ -98,7 +102,9 @@ def _resolve_tools(args: argparse.Namespace, settings: dict[str, Any]):
         raise CliError(f"--tool: {error}", EXIT_USAGE) from None
 
 
-async def _run(args: argparse.Namespace, model, tools, max_turns: int) -> int:
+async def _run(
+    args: argparse.Namespace, model: Model, tools: list[AgentTool], max_turns: int
+) -> int:
     from openprogram.agent import AgentContext, AgentLoopConfig, agent_loop
     from openprogram.providers.types import UserMessage
     from openprogram.recordings.format import RecordingFileError

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import sys
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 import orjson
+
+if TYPE_CHECKING:
+    from openprogram.agent import AgentEvent
 
 
 class TextRenderer:
@@ -39,21 +42,20 @@ class TextRenderer:
         if not self.at_line_start:
             self.write("\n")
 
-    def handle(self, event) -> None:
-        kind = event.type
-        if kind == "message_update":
+    def handle(self, event: AgentEvent) -> None:
+        if event.type == "message_update":
             inner = event.assistant_message_event
             if inner.type == "text_delta":
                 self.write(inner.delta)
             elif inner.type == "thinking_delta" and self.show_thinking:
                 sys.stderr.write(inner.delta)
                 sys.stderr.flush()
-        elif kind == "message_end" and event.message.role == "assistant":
+        elif event.type == "message_end" and event.message.role == "assistant":
             self.newline()
-        elif kind == "tool_execution_start":
+        elif event.type == "tool_execution_start":
             self.newline()
             self.write(f"-> {event.tool_name}({orjson.dumps(event.args).decode()})\n")
-        elif kind == "tool_execution_end":
+        elif event.type == "tool_execution_end":
             text = "\n".join(getattr(block, "text", "[image]") for block in event.result.content)
             marker = "failed" if event.is_error else "returned"
             self.write(f"<- {event.tool_name} {marker}: {text}\n")
@@ -63,7 +65,8 @@ class JsonRenderer:
     """One JSON object per agent event. Streaming updates leave out the growing ``partial``
     snapshots so the output stays linear in the answer's length."""
 
-    def handle(self, event) -> None:
+    def handle(self, event: AgentEvent) -> None:
+        data: dict[str, Any]
         if event.type == "message_update":
             data = {
                 "type": "message_update",

@@ -81,11 +81,73 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from .api_registry import (  # noqa: F401
-        ApiProvider,
-        configure_provider_transform,
-        get_api_provider,
-        register_api_provider,
+    # The names __getattr__ resolves, each re-exported explicitly (``X as X``) so that a
+    # type checker sees its real type; nothing here is imported at run time.
+    from .api_registry import ApiProvider as ApiProvider
+    from .api_registry import configure_provider_transform as configure_provider_transform
+    from .api_registry import get_api_provider as get_api_provider
+    from .api_registry import register_api_provider as register_api_provider
+    from .credentials import resolve_provider_key as resolve_provider_key
+    from .faux import FauxProvider as FauxProvider
+    from .faux import FauxResponse as FauxResponse
+    from .faux import faux_error as faux_error
+    from .faux import faux_text as faux_text
+    from .faux import faux_thinking as faux_thinking
+    from .faux import faux_tool_call as faux_tool_call
+    from .faux import faux_tool_calls as faux_tool_calls
+    from .initialization import (
+        ProviderRuntimeInitializationError as ProviderRuntimeInitializationError,
     )
-    from .stream import complete, complete_simple, stream, stream_simple  # noqa: F401
-    from .types import *  # noqa: F401,F403
+    from .initialization import initialize_provider_runtime as initialize_provider_runtime
+    from .lanes import current_lane as current_lane
+    from .lanes import lane as lane
+    from .models import get_model as get_model
+    from .recording import PLACEHOLDER as PLACEHOLDER
+    from .recording import RECORDING_FORMAT_VERSION as RECORDING_FORMAT_VERSION
+    from .recording import SECRET_FIELD_NAMES as SECRET_FIELD_NAMES
+    from .recording import RecordingFileError as RecordingFileError
+    from .recording import RecordingProvider as RecordingProvider
+    from .recording import RecordingSink as RecordingSink
+    from .recording import remove_secret_values as remove_secret_values
+    from .register import register_builtins as register_builtins
+    from .replay import NON_DETERMINISTIC_FIELD_NAMES as NON_DETERMINISTIC_FIELD_NAMES
+    from .replay import RecordedCallInterrupted as RecordedCallInterrupted
+    from .replay import ReplayMismatch as ReplayMismatch
+    from .replay import ReplayProvider as ReplayProvider
+    from .replay import find_first_difference as find_first_difference
+    from .replay import read_recording_file as read_recording_file
+    from .scoped import use_recording as use_recording
+    from .stream import complete as complete
+    from .stream import complete_simple as complete_simple
+    from .stream import stream as stream
+    from .stream import stream_simple as stream_simple
+    from .types import AssistantMessage as AssistantMessage
+    from .types import AssistantMessageEvent as AssistantMessageEvent
+    from .types import Context as Context
+    from .types import EventDone as EventDone
+    from .types import EventError as EventError
+    from .types import EventStart as EventStart
+    from .types import EventTextDelta as EventTextDelta
+    from .types import EventTextEnd as EventTextEnd
+    from .types import EventTextStart as EventTextStart
+    from .types import EventThinkingDelta as EventThinkingDelta
+    from .types import EventThinkingEnd as EventThinkingEnd
+    from .types import EventThinkingStart as EventThinkingStart
+    from .types import EventToolCallDelta as EventToolCallDelta
+    from .types import EventToolCallEnd as EventToolCallEnd
+    from .types import EventToolCallStart as EventToolCallStart
+    from .types import ImageContent as ImageContent
+    from .types import Message as Message
+    from .types import Model as Model
+    from .types import ModelCost as ModelCost
+    from .types import SimpleStreamOptions as SimpleStreamOptions
+    from .types import StopReason as StopReason
+    from .types import StreamOptions as StreamOptions
+    from .types import TextContent as TextContent
+    from .types import ThinkingContent as ThinkingContent
+    from .types import Tool as Tool
+    from .types import ToolCall as ToolCall
+    from .types import ToolResultMessage as ToolResultMessage
+    from .types import Usage as Usage
+    from .types import UsageCost as UsageCost
+    from .types import UserMessage as UserMessage

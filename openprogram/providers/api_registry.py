@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 from collections.abc import AsyncIterator, Callable
 from contextvars import ContextVar
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from .types import AssistantMessageEvent, Context, Model, SimpleStreamOptions, StreamOptions
 
@@ -28,21 +28,26 @@ class ApiProvider(Protocol):
     ) -> AsyncIterator[AssistantMessageEvent]: ...
 
 
-ProviderTransform = Callable[[str, Any], Any]
+#: What the process-wide transform does to the provider registered for an api (wrap it for
+#: record or replay, say); None hides the api.
+ProviderTransform = Callable[[str, ApiProvider], ApiProvider | None]
+#: A per-context route: like a transform, but it also sees apis with nothing registered
+#: (``original`` None).
+ScopedRoute = Callable[[str, ApiProvider | None], ApiProvider | None]
 
 _lock = threading.RLock()
-_originals: dict[str, Any] = {}
-_served: dict[str, Any] = {}
+_originals: dict[str, ApiProvider] = {}
+_served: dict[str, ApiProvider | None] = {}
 _transform: ProviderTransform | None = None
 
 # A per-context route (see ``openprogram.providers.scoped.use_recording``) that takes precedence
 # over the process-wide transform for lookups made inside it.
-_scoped_route: ContextVar[ProviderTransform | None] = ContextVar(
+_scoped_route: ContextVar[ScopedRoute | None] = ContextVar(
     "openprogram_scoped_route", default=None
 )
 
 
-def register_api_provider(api: str, provider: Any) -> None:
+def register_api_provider(api: str, provider: ApiProvider) -> None:
     """Store ``provider`` for ``api`` (wrapped by the installed transform, if any).
 
     If the transform raises, the registry is left exactly as it was and the error propagates.
@@ -53,7 +58,7 @@ def register_api_provider(api: str, provider: Any) -> None:
         _served[api] = served
 
 
-def register_api_providers(providers: dict[str, Any]) -> None:
+def register_api_providers(providers: dict[str, ApiProvider]) -> None:
     """Register several providers at once: all of them are published, or none."""
     with _lock:
         served = {
@@ -89,7 +94,7 @@ def configure_provider_transform(transform: ProviderTransform) -> None:
         _served.update(wrapped)
 
 
-def get_api_provider(api: str) -> Any | None:
+def get_api_provider(api: str) -> ApiProvider | None:
     """The provider serving ``api`` (after the runtime is initialised), or None."""
     from .initialization import initialize_provider_runtime
 
@@ -97,7 +102,7 @@ def get_api_provider(api: str) -> Any | None:
     return lookup_registered_provider(api)
 
 
-def lookup_registered_provider(api: str) -> Any | None:
+def lookup_registered_provider(api: str) -> ApiProvider | None:
     """The lookup itself, without initialising the runtime."""
     route = _scoped_route.get()
     with _lock:
@@ -107,7 +112,7 @@ def lookup_registered_provider(api: str) -> Any | None:
         return _served.get(api)
 
 
-def get_original_provider(api: str) -> Any | None:
+def get_original_provider(api: str) -> ApiProvider | None:
     with _lock:
         return _originals.get(api)
 

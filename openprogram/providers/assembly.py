@@ -9,6 +9,8 @@ is implemented once.
 
 from __future__ import annotations
 
+from typing import Any, Literal, TypeVar, cast
+
 import orjson
 
 from .partial_json import StreamingJsonObject, parse_streaming_json
@@ -39,6 +41,9 @@ from .types import (
 #: What a provider's producer yields (the annotated union of every event class).
 AssistantEvent = AssistantMessageEvent
 
+#: A content block of the live message (every block is an immutable value).
+_Block = TypeVar("_Block", TextContent, ThinkingContent, ToolCall, ServerToolContent)
+
 
 def compute_cost(model: Model, usage: Usage) -> UsageCost:
     """Dollar cost of ``usage`` at ``model``'s per-million-token prices."""
@@ -61,7 +66,7 @@ class AssistantStreamAssembler:
 
     def __init__(self, model: Model, *, timestamp: int | None = None) -> None:
         self.model = model
-        fields = {"api": model.api, "provider": model.provider, "model": model.id}
+        fields: dict[str, Any] = {"api": model.api, "provider": model.provider, "model": model.id}
         if timestamp is not None:
             fields["timestamp"] = timestamp
         self._message = AssistantMessage(content=[], **fields)
@@ -159,7 +164,7 @@ class AssistantStreamAssembler:
         self._replace(index, block, arguments=self._arguments[index].feed(delta))
         return EventToolCallDelta(content_index=index, delta=delta, partial=self.snapshot())
 
-    def set_tool_arguments(self, index: int, arguments: dict) -> None:
+    def set_tool_arguments(self, index: int, arguments: dict[str, Any]) -> None:
         """For vendors that deliver arguments whole (Google) rather than as text."""
         block = self._block(index, ToolCall)
         self._replace(index, block, arguments=dict(arguments))
@@ -209,14 +214,16 @@ class AssistantStreamAssembler:
             stop_reason = "toolUse"
         if stop_reason not in ("stop", "length", "toolUse"):
             stop_reason = "stop"
-        self._message.stop_reason = stop_reason  # type: ignore[assignment]
+        # One of the three values, as just checked (mypy does not narrow a str by "in").
+        reason = cast('Literal["stop", "length", "toolUse"]', stop_reason)
+        self._message.stop_reason = reason
         self.finished = True
-        events.append(EventDone(reason=stop_reason, message=self.snapshot()))
+        events.append(EventDone(reason=reason, message=self.snapshot()))
         return events
 
     def fail(self, error_message: str, *, aborted: bool = False) -> EventError:
         """The terminal ``error`` event; content that arrived so far is kept."""
-        reason = "aborted" if aborted else "error"
+        reason: Literal["error", "aborted"] = "aborted" if aborted else "error"
         self._open.clear()
         self._message.stop_reason = reason
         self._message.error_message = error_message
@@ -231,13 +238,13 @@ class AssistantStreamAssembler:
         self._open.add(index)
         return index
 
-    def _replace(self, index: int, block, **changes):
+    def _replace(self, index: int, block: _Block, **changes: Any) -> _Block:
         """Put a changed copy of ``block`` (an immutable value) in its place."""
         replaced = block.model_copy(update=changes)
         self._message.content[index] = replaced
         return replaced
 
-    def _block(self, index: int, kind: type):
+    def _block(self, index: int, kind: type[_Block]) -> _Block:
         block = self._message.content[index]
         if not isinstance(block, kind):
             raise TypeError(f"content block {index} is {type(block).__name__}, not {kind.__name__}")

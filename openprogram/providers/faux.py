@@ -33,8 +33,10 @@ from .types import (
     Model,
     StreamOptions,
     TextContent,
+    Tool,
     ToolResultMessage,
     Usage,
+    UserContent,
     UserMessage,
 )
 
@@ -181,6 +183,7 @@ class FauxProvider(AssembledProvider):
         options: StreamOptions | None,
     ) -> AsyncIterator[AssistantMessageEvent]:
         response = self._next_response(model, context, options)
+        event: AssistantMessageEvent
         yield assembler.start()
         tool_number = sum(1 for m in context.messages if m.role == "assistant")
         for position, block in enumerate(response.blocks):
@@ -224,7 +227,7 @@ class FauxProvider(AssembledProvider):
 
 
 def _usage(values: dict[str, int]) -> Usage:
-    return Usage(**values)
+    return Usage.model_validate(values)
 
 
 def _estimated_usage(context: Context, response: FauxResponse) -> Usage:
@@ -249,7 +252,7 @@ def _estimated_usage(context: Context, response: FauxResponse) -> Usage:
 _TOOL_LINE = re.compile(r"^\s*/([A-Za-z_][A-Za-z0-9_.-]*)(?:\s+(.*))?$")
 
 
-def _text_of(content: str | list) -> str:
+def _text_of(content: str | list[UserContent]) -> str:
     if isinstance(content, str):
         return content
     return "".join(block.text for block in content if isinstance(block, TextContent))
@@ -291,7 +294,7 @@ def _requested_tool_calls(text: str, context: Context) -> list[tuple[str, dict[s
     return calls
 
 
-def _arguments_for(raw: str, tool) -> dict[str, Any]:
+def _arguments_for(raw: str, tool: Tool | None) -> dict[str, Any]:
     if raw.startswith("{"):
         try:
             value = orjson.loads(raw)

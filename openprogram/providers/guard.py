@@ -61,7 +61,7 @@ async def guarded_stream(
     an abort while it waits is delivered by cancelling that task only while it is inside the
     producer, so the consumer's own code is never interrupted.
     """
-    watcher: asyncio.Task | None = None
+    watcher: asyncio.Task[None] | None = None
     current = asyncio.current_task()
     inside_producer = False
     abort_requested = False

@@ -20,10 +20,12 @@ from __future__ import annotations
 import logging
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
     from ..recordings.activation import ActivationPlan
+    from .api_registry import ApiProvider
+    from .types import Context, Model, SimpleStreamOptions, StreamOptions
 
 logger = logging.getLogger("openprogram.providers")
 
@@ -63,10 +65,12 @@ class BlockedProvider:
     def __init__(self, diagnosis: str) -> None:
         self.diagnosis = diagnosis
 
-    def stream(self, model: Any, context: Any, options: Any = None):
+    def stream(self, model: Model, context: Context, options: StreamOptions | None = None) -> NoReturn:
         raise ProviderBlockedError(self.diagnosis)
 
-    def stream_simple(self, model: Any, context: Any, options: Any = None):
+    def stream_simple(
+        self, model: Model, context: Context, options: SimpleStreamOptions | None = None
+    ) -> NoReturn:
         raise ProviderBlockedError(self.diagnosis)
 
 
@@ -183,16 +187,19 @@ def _install_for(plan: ActivationPlan) -> None:
     from .api_registry import configure_provider_transform
 
     declare_secret_env(plan.secret_env)
+    path = plan.path
+    assert path is not None  # a record, replay or update plan that is not blocked names its file
 
     if plan.mode == UPDATE:
         import atexit
 
         from ..recordings.updating import UpdateSession
 
-        session = UpdateSession(plan.path, ignore=plan.ignore, normalize=plan.normalize)
+        session = UpdateSession(path, ignore=plan.ignore, normalize=plan.normalize)
 
-        def update_transform(api: str, original: Any) -> Any:
-            return session.provider_for(api, original)
+        def update_transform(api: str, original: ApiProvider) -> ApiProvider:
+            provider: ApiProvider = session.provider_for(api, original)
+            return provider
 
         configure_provider_transform(update_transform)
         # The process is the scope: the file is rewritten when it exits normally (a process
@@ -202,18 +209,18 @@ def _install_for(plan: ActivationPlan) -> None:
         from ..recordings.recorder import RecordingProvider
         from ..recordings.sink import RecordingSink
 
-        sink = RecordingSink(plan.path)
+        sink = RecordingSink(path)
 
-        def record_transform(api: str, original: Any) -> Any:
+        def record_transform(api: str, original: ApiProvider) -> ApiProvider:
             return RecordingProvider(original, sink)
 
         configure_provider_transform(record_transform)
     else:
         from ..recordings.replayer import ReplayProvider
 
-        replay = ReplayProvider(plan.path, ignore=plan.ignore, normalize=plan.normalize)
+        replay = ReplayProvider(path, ignore=plan.ignore, normalize=plan.normalize)
 
-        def replay_transform(api: str, original: Any) -> Any:
+        def replay_transform(api: str, original: ApiProvider) -> ApiProvider:
             return replay
 
         configure_provider_transform(replay_transform)
@@ -238,7 +245,7 @@ def _install_blocked(cause: str, plan: ActivationPlan | None) -> RuntimeSnapshot
     logger.error("record/replay activation failed: %s", cause)
     blocked = BlockedProvider(diagnosis)
 
-    def blocked_transform(api: str, original: Any) -> Any:
+    def blocked_transform(api: str, original: ApiProvider) -> ApiProvider:
         return blocked
 
     try:

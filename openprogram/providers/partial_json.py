@@ -43,13 +43,16 @@ open containers and the length of the open string, at memory-copy speed.
 from __future__ import annotations
 
 import re
-from typing import Any
+from collections.abc import Callable
+from typing import Any, cast
 
 import orjson
 from pydantic_core import from_json
 
 #: String content up to (not including) its closing quote or a backslash cut off at the end.
 _STRING_BODY = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*', re.DOTALL)
+#: ``_STRING_BODY.match``, typed as never None: the pattern matches the empty string.
+_match_string_body = cast("Callable[[str, int], re.Match[str]]", _STRING_BODY.match)
 #: What an unfinished number or literal can look like (the full parse drops its member).
 _UNFINISHED_SCALAR = re.compile(
     r"-|-?(?:0|[1-9][0-9]*)(?:\.|(?:\.[0-9]+)?(?:[eE][+-]?[0-9]*)?)|t|tr|tru|f|fa|fal|fals|n|nu|nul"
@@ -126,7 +129,7 @@ class _Cursor:
         if self.escape_pending:
             self.escape_pending = False
             position += 1
-        end = _STRING_BODY.match(delta, position).end()
+        end = _match_string_body(delta, position).end()
         cut = end < len(delta) and delta[end] == "\\"  # a backslash at the very end
         piece = delta[begin : len(delta) if cut else end]
         if self.in_key:
@@ -357,7 +360,8 @@ class StreamingJsonObject:
         for depth, container in enumerate(stack):
             if id(container) in fresh:
                 continue
-            copy = dict(container) if isinstance(container, dict) else list(container)
+            # A JSON container; the one at depth 0, the root, is always the object.
+            copy: Any = dict(container) if isinstance(container, dict) else list(container)
             if depth == 0:
                 self._value = copy
             else:

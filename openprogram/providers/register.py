@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from .api_registry import register_api_providers
+from .api_registry import ApiProvider, register_api_providers
 
 
-def builtin_providers() -> dict[str, object]:
+def builtin_providers() -> dict[str, ApiProvider]:
     """A fresh provider object for every built-in api. Vendor modules import their SDK lazily,
     inside a call, so building these is cheap."""
     from .faux import DEFAULT_FAUX_PROVIDER

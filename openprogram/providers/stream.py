@@ -4,9 +4,10 @@ the key if the provider needs one, and stream."""
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from typing import TypeVar
 
 from . import credentials
-from .api_registry import get_api_provider
+from .api_registry import ApiProvider, get_api_provider
 from .types import (
     AssistantMessage,
     AssistantMessageEvent,
@@ -16,8 +17,10 @@ from .types import (
     StreamOptions,
 )
 
+_Options = TypeVar("_Options", bound=StreamOptions)
 
-def _provider_for(model: Model):
+
+def _provider_for(model: Model) -> ApiProvider:
     provider = get_api_provider(model.api)
     if provider is None:
         raise LookupError(
@@ -26,7 +29,9 @@ def _provider_for(model: Model):
     return provider
 
 
-def _with_key(provider, model: Model, options, options_class):
+def _with_key(
+    provider: ApiProvider, model: Model, options: _Options | None, options_class: type[_Options]
+) -> _Options | None:
     if options is not None and options.api_key:
         # Noted whatever the provider: a keyless server's key is still a secret to redact.
         credentials.note_secret_value(options.api_key)

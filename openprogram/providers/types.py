@@ -48,6 +48,10 @@ class ModelCost(_Model):
 InputKind: TypeAlias = Literal["text", "image"]
 
 
+def _text_input() -> list[InputKind]:
+    return ["text"]
+
+
 class Model(_Model):
     """A model as the providers see it: which API speaks to it, where, and what it costs."""
 
@@ -57,7 +61,7 @@ class Model(_Model):
     provider: str
     base_url: str = ""
     reasoning: bool = False
-    input: list[InputKind] = Field(default_factory=lambda: ["text"])
+    input: list[InputKind] = Field(default_factory=_text_input)
     cost: ModelCost = Field(default_factory=ModelCost)
     context_window: int = 128000
     max_tokens: int = 8192

@@ -9,7 +9,7 @@ file edited by hand must not print a secret, whichever view shows it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .differences import find_first_difference
 from .redaction import remove_secret_values
@@ -77,9 +77,9 @@ def final_message(call: Any) -> dict[str, Any] | None:
     if last is None:
         return None
     if last.get("type") == "done":
-        return last.get("message")
+        return cast("dict[str, Any] | None", last.get("message"))  # a done event's message dump
     if last.get("type") == "error":
-        return last.get("error")
+        return cast("dict[str, Any] | None", last.get("error"))  # an error event's message dump
     return None
 
 

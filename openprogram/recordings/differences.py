@@ -102,7 +102,7 @@ class ReplayMismatch(AssertionError):
 
 
 def _rebuild_mismatch(
-    kind: type, arguments: tuple[Any, ...], where: str | None, note: str | None = None
+    kind: type[ReplayMismatch], arguments: tuple[Any, ...], where: str | None, note: str | None = None
 ) -> ReplayMismatch:
     """Unpickle a :class:`ReplayMismatch` with its keyword-only ``where`` and ``note``."""
     return kind(*arguments, where=where, note=note)

@@ -81,7 +81,8 @@ def _surely_equal(a: Any, b: Any, sort_keys: bool = False) -> bool:
     if kind is not type(b):
         return False
     if kind in _SCALARS:
-        return a == b  # same type: == is JSON equality (NaN is left to the walk)
+        equal: bool = a == b  # same type: == is JSON equality (NaN is left to the walk)
+        return equal
     if kind is dict or kind is list:
         return _encodings_equal(a, b, sort_keys)
     return False

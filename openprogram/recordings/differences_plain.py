@@ -69,7 +69,8 @@ def scalars_equal(a: Any, b: Any) -> bool:
     a, b = _as_json(a), _as_json(b)
     if type(a) is not type(b):
         return False  # True vs 1, 1 vs 1.0, "1" vs 1
-    return a == b
+    equal: bool = a == b  # JSON scalars of one type: == gives a bool
+    return equal
 
 
 def sorted_keys(a: dict[Any, Any], b: dict[Any, Any]) -> list[Any]:

@@ -32,10 +32,10 @@ _TEXT_FIELDS = {"text_delta": "text", "thinking_delta": "thinking"}
 
 class TextGrowth(NamedTuple):
     """A text or thinking delta whose snapshot is the previous one with ``delta`` (stored form)
-    appended to block ``index``."""
+    appended to block ``content_index``."""
 
     type: str
-    index: int
+    content_index: int
     delta: str
 
 
@@ -44,7 +44,7 @@ class ArgumentsGrowth(NamedTuple):
     going from ``before`` to ``after`` (the parse of the stored deltas so far, sharing every
     unchanged part)."""
 
-    index: int
+    content_index: int
     delta: str
     before: Any
     after: Any
@@ -88,8 +88,8 @@ class EventEncoder:
                 record[0].encode(), record[1]
             )
         if type(record) is ArgumentsGrowth:
-            return self._arguments_line(record, event_index, t)  # type: ignore[arg-type]
-        return self._whole_line(record.event, event_index, t)  # type: ignore[union-attr]
+            return self._arguments_line(record, event_index, t)
+        return self._whole_line(record.event, event_index, t)  # type: ignore[union-attr]  # a Whole here: mypy does not narrow a union when `type(x) is C` fails
 
     def _growth(self, event_type: str, index: int) -> tuple[bytes, list[str]]:
         """The template of a delta appended to block ``index`` (to fill in with the event
@@ -104,7 +104,7 @@ class EventEncoder:
         return growth
 
     def _arguments_line(self, record: ArgumentsGrowth, event_index: int, t: int) -> bytes:
-        index = record.index
+        index = record.content_index
         event: dict[str, Any] = {"type": "toolcall_delta", "content_index": index, "delta": record.delta}
         patch = growth_patch(record.before, record.after, ["content", index, "arguments"])
         partial = self._snapshot()

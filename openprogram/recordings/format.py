@@ -10,11 +10,12 @@ looks like.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
 import orjson
 
-from ..providers.types import EVENT_CLASSES
+# Re-exported: the reader and the replayer take it from here.
+from ..providers.types import EVENT_CLASSES as EVENT_CLASSES
 
 if TYPE_CHECKING:
     from ..providers.types import Context, Model, StreamOptions
@@ -68,7 +69,7 @@ class RecordingFileError(Exception):
         call = f" for call {call_index}" if call_index is not None else ""
         super().__init__(f"recording file {self.path}{where}{call}: {reason}")
 
-    def __reduce__(self):  # keep the fields across pickling (multiprocessing, xdist)
+    def __reduce__(self) -> tuple[type[RecordingFileError], tuple[str, str, int | None, int | None, str]]:  # keep the fields across pickling (multiprocessing, xdist)
         return (type(self), (self.path, self.reason, self.line_number, self.call_index, self.kind))
 
 
@@ -82,7 +83,7 @@ def encode_line(row: dict[str, Any]) -> bytes:
     return orjson.dumps(row) + b"\n"
 
 
-def is_plain_int(value: Any) -> bool:
+def is_plain_int(value: Any) -> TypeGuard[int]:
     """An int that is not a bool: JSON ``true`` must never pass for ``1``."""
     return type(value) is int
 
@@ -112,4 +113,4 @@ def request_payloads(
         from .redaction import current_redactor
 
         redactor = current_redactor()
-    return redactor.remove_secret_values(payloads)
+    return cast("dict[str, Any]", redactor.remove_secret_values(payloads))  # the redaction of a dict is a dict

@@ -16,10 +16,14 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from .reader import Recording
 
 SCHEMA_VERSION = 1
 
@@ -92,7 +96,7 @@ def inspect_recording(path: Path, recording_id: str | None, *, managed: bool, ac
     return info
 
 
-def read_recording(path: Path):
+def read_recording(path: Path) -> Recording:
     """The one strict reader (imported here, lazily: it brings pydantic with it), keeping per
     call only what every view of a file needs (requests, counts, the final message): a view
     never replays, so it need not hold every event of a large recording."""
@@ -113,7 +117,10 @@ def failure_reason(error: BaseException) -> str:
     return f"{where}: {reason}" if where else reason
 
 
-def _safely(function, *args, default):
+_T = TypeVar("_T")
+
+
+def _safely(function: Callable[..., _T], *args: Any, default: _T) -> _T:
     try:
         return function(*args)
     except OSError:

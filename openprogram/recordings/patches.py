@@ -88,7 +88,7 @@ def _diff(previous: Any, current: Any, path: list[Any], ops: Patch, grown: bool)
     return True
 
 
-def _diff_dict(previous: dict, current: dict, path: list[Any], ops: Patch, grown: bool) -> bool:
+def _diff_dict(previous: dict[str, Any], current: dict[str, Any], path: list[Any], ops: Patch, grown: bool) -> bool:
     if len(previous) > len(current) or any(key not in current for key in previous):
         return False  # a removed key: no operation deletes
     for key, value in current.items():
@@ -103,7 +103,7 @@ def _diff_dict(previous: dict, current: dict, path: list[Any], ops: Patch, grown
     return True
 
 
-def _diff_list(previous: list, current: list, path: list[Any], ops: Patch, grown: bool) -> bool:
+def _diff_list(previous: list[Any], current: list[Any], path: list[Any], ops: Patch, grown: bool) -> bool:
     if len(current) < len(previous):
         return False  # a shrunk list: no operation removes
     for index in range(len(previous)):
@@ -190,6 +190,7 @@ def _replace_in(container: Any, path: list[Any], depth: int, name: str, argument
     """A copy of ``container`` with the operation applied below ``path[depth]``."""
     step = path[depth]
     last = depth == len(path) - 1
+    copy: dict[str, Any] | list[Any]
     if type(container) is dict:
         if type(step) is not str:
             raise PatchError(f"index {step!r} used on an object")
@@ -236,4 +237,5 @@ def strictly_equal(a: Any, b: Any) -> bool:
         )
     if kind is list:
         return len(a) == len(b) and all(strictly_equal(x, y) for x, y in zip(a, b, strict=True))
-    return a == b
+    equal: bool = a == b  # JSON leaves of one type: == gives a bool
+    return equal

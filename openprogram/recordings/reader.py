@@ -23,7 +23,7 @@ from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from pydantic import ValidationError
@@ -87,15 +87,18 @@ class RecordedCall:
 
     @property
     def model(self) -> dict[str, Any]:
-        return self.request["model"]
+        model: dict[str, Any] = self.request["model"]  # a validated request: model is an object
+        return model
 
     @property
     def context(self) -> dict[str, Any]:
-        return self.request["context"]
+        context: dict[str, Any] = self.request["context"]  # a validated request: context is an object
+        return context
 
     @property
     def options(self) -> dict[str, Any] | None:
-        return self.request["options"]
+        options: dict[str, Any] | None = self.request["options"]  # an object or null
+        return options
 
     def event_dumps(self) -> Iterator[dict[str, Any]]:
         """The full event dumps, ``partial`` restored, one at a time."""
@@ -114,7 +117,7 @@ class RecordedCall:
         if type(last) is dict and "partial_patch" not in last:
             return last
         if type(last) not in (tuple, dict):
-            return last.model_dump(mode="json")
+            return cast("dict[str, Any]", last.model_dump(mode="json"))  # an event object: its dump is a dict
         return next(iter(deque(self.event_dumps(), maxlen=1)), None)
 
     def events(self) -> Iterator[AssistantMessageEvent]:
@@ -137,7 +140,8 @@ class Recording:
 
     @property
     def format_version(self) -> int:
-        return self.header["format_version"]
+        version: int = self.header["format_version"]  # the reader checked it is an int
+        return version
 
     @property
     def event_count(self) -> int:
@@ -193,7 +197,7 @@ def _served(entries: list[Any]) -> Iterator[AssistantMessageEvent]:
         kind = type(entry)
         if kind is tuple:
             kept, append = entry
-            snapshots = chain.snapshots
+            snapshots: Snapshots = chain.snapshots  # type: ignore[assignment]  # set by the stored snapshot every kept entry follows (no cast: a call per event)
             if append:
                 snapshots.grow(append)
                 chain.pending.append(append)

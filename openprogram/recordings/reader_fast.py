@@ -49,14 +49,14 @@ _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 #: Per block class, the fields any grown string still validates for (see ``_free_text_fields``).
-_FREE_TEXT_FIELDS: dict[type, frozenset[str]] = {}
+_FREE_TEXT_FIELDS: dict[type[BaseModel], frozenset[str]] = {}
 #: ``(index, field, suffix)``: the one append a patch makes to a content block's string.
 Append = tuple[int, str, str]
 #: Field names appended to, one string object each (a file repeats them on every line).
 _FIELD_NAMES: dict[str, str] = {}
 
 
-def _free_text_fields(kind: type) -> frozenset[str]:
+def _free_text_fields(kind: type[BaseModel]) -> frozenset[str]:
     """The fields of ``kind`` annotated plainly ``str`` (or ``str | None``) with no
     constraint: appending to their string can never make the block invalid. A ``Literal``
     field such as ``type`` is not one of them (``"text"`` plus anything is not ``"text"``)."""
@@ -71,9 +71,9 @@ def _free_text_fields(kind: type) -> frozenset[str]:
     return fields
 
 
-def _unvalidated(cls: type, values: dict[str, Any], fields_set: set[str], extra: Any) -> Any:
+def _unvalidated(cls: type[BaseModel], values: dict[str, Any], fields_set: set[str], extra: Any) -> Any:
     """An object of pydantic class ``cls`` holding ``values``, which validation produced."""
-    built = _new(cls)
+    built: BaseModel = _new(cls)
     _set_dict(built, values)
     _set_fields_set(built, fields_set)
     _set_extra(built, None if extra is None else dict(extra))

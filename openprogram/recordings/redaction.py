@@ -42,7 +42,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cache, lru_cache, partial
 from itertools import repeat
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from ..providers import credentials as _credentials
 
@@ -291,7 +291,7 @@ _QUERY_PARAM = re.compile(r"([?&;])([A-Za-z0-9_.\-]+)=([^\s&#;?\"'<>\\`{}|^\[\](
 _QUERY_SECRET_NAMES = frozenset({"api_key", "apikey", "key", "access_token", "token"})
 
 _USERINFO_REPLACEMENT = "://" + PLACEHOLDER + "@"
-_DIGITS = frozenset(string.digits)
+_DIGITS: frozenset[str] = frozenset(string.digits)
 
 # No rule can match a shorter string: "://a@" is the shortest (known values have 8+ chars).
 _SHORTEST_SECRET_TEXT = 5
@@ -348,6 +348,12 @@ def _any_case(word: str) -> list[str]:
     return [word[0].upper() + rest, word[0].lower() + rest]
 
 
+class TriggerSearch(Protocol):
+    """``re.Pattern.search`` of the trigger pattern: ``start`` is optional (0 by default)."""
+
+    def __call__(self, text: str, start: int = 0, /) -> re.Match[str] | None: ...
+
+
 class Trigger(NamedTuple):
     """Finds what redaction could act on: ``search(text, start)`` is None only if no rule can
     match a substring of ``text`` beginning at ``start`` or later. ``reach`` is the longest
@@ -356,7 +362,7 @@ class Trigger(NamedTuple):
     appended part). The stream stage uses it to prove, in time bounded by the delta, that a
     growing text still needs no redaction."""
 
-    search: Callable[[str, int], re.Match[str] | None]
+    search: TriggerSearch
     reach: int
 
 
@@ -710,6 +716,7 @@ def _redact_memoised(text: str, known: _KnownValues) -> str:
     :class:`Redactor` redacted, if equal: a recorded call's finished tool arguments reach
     redaction several times (the end event, its snapshot, the final message), and a long
     value costs a pass of every rule each time."""
+    result: str | None  # None: a short string not in the memo yet
     if len(text) > _MEMO_MAX_LENGTH:
         last = known.last_long
         if last is None:

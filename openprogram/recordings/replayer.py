@@ -15,7 +15,7 @@ import threading
 from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..providers.lanes import ROOT_LANE, current_lane
 from ..providers.types import (
@@ -56,7 +56,7 @@ class RecordedCallInterrupted(Exception):
             "interrupted here, so the replay stops here too"
         )
 
-    def __reduce__(self):
+    def __reduce__(self) -> tuple[type[RecordedCallInterrupted], tuple[int, str]]:
         return (type(self), (self.call_index, self.outcome))
 
 
@@ -74,7 +74,7 @@ def _default_options_dump() -> dict[str, Any]:
     ``reasoning`` and ``thinking_budgets``, both ``null`` by default) whenever the options
     agree. Cached: it is the same for the whole process and is only ever compared.
     """
-    return remove_secret_values(StreamOptions().model_dump(mode="json"))
+    return cast("dict[str, Any]", remove_secret_values(StreamOptions().model_dump(mode="json")))  # the redaction of a dict is a dict
 
 
 #: The fields that say which model a request is for: a changed model is reported by the field
@@ -112,7 +112,7 @@ def with_run_values(event: AssistantMessageEvent, values: tuple[tuple[str, str],
         replaced["delta"] = _with_values(dump["delta"], [(token, json.dumps(text)[1:-1]) for token, text in tokens])
     if replaced == dump:
         return event
-    return EVENT_CLASSES[dump["type"]].model_validate(replaced)
+    return cast("AssistantMessageEvent", EVENT_CLASSES[dump["type"]].model_validate(replaced))  # EVENT_CLASSES holds only event classes, typed type[BaseModel]
 
 
 def _substituted(value: Any, tokens: list[tuple[str, str]]) -> Any:

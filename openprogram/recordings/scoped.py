@@ -14,9 +14,13 @@ import os
 import threading
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..providers.api_registry import _scoped_route
+
+if TYPE_CHECKING:
+    from .replayer import ReplayProvider
+    from .updating import UpdateSession
 
 ScopedMode = Literal["record", "replay", "update"]
 MODES = ("record", "replay", "update")
@@ -29,9 +33,9 @@ class RecordingScope:
     def __init__(self, path: Path, mode: ScopedMode) -> None:
         self.path = path
         self.mode = mode
-        self.replay_provider: Any = None
+        self.replay_provider: ReplayProvider | None = None
         self.sink: Any = None
-        self.update: Any = None  # the UpdateSession of mode "update"
+        self.update: UpdateSession | None = None  # the UpdateSession of mode "update"
         self._wrapped: dict[str, Any] = {}
         self._lock = threading.Lock()
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import Any
 
 from ..state import ConfigError, check_private_dir, ensure_private_dir, state_dir
 
@@ -114,7 +115,7 @@ def managed_id_of(path: Path, profile: str | None = None) -> str | None:
     return candidate if RECORDING_ID_PATTERN.match(candidate) else None
 
 
-def record_replay_settings(config: dict) -> tuple[str, str | None]:
+def record_replay_settings(config: dict[str, Any]) -> tuple[str, str | None]:
     """``(mode, file)`` from a configuration dict; a missing subtree means off."""
     subtree = config.get("record_replay")
     if subtree is None:

@@ -220,7 +220,7 @@ class StreamRedaction:
     def feed(self, event: Any) -> list[Record]:
         fields = event.__dict__
         kind = fields.get("type")
-        field = _TEXT_DELTAS.get(kind)  # type: ignore[arg-type]
+        field = _TEXT_DELTAS.get(kind)
         if field is not None:
             return self._text_delta(event, fields, field)
         if kind == "toolcall_delta":
@@ -230,11 +230,11 @@ class StreamRedaction:
             self._held.append(_Entry(kind, None, "", 0, 0, event))
             return self.flush(cut_short=kind != "done")
         if kind in _TEXT_ENDS:
-            block = self._blocks.get(fields.get("content_index"))  # type: ignore[arg-type]
+            block = self._blocks.get(fields.get("content_index"))
             if block is not None and block.field == _TEXT_ENDS[kind]:
                 self._settle_text(block, final=True)
         elif kind == "toolcall_end":
-            block = self._blocks.get(fields.get("content_index"))  # type: ignore[arg-type]
+            block = self._blocks.get(fields.get("content_index"))
             if block is not None and block.field == "arguments" and not block.closed:
                 self._settle_arguments(block, cut_short=False)
         if not self._held:
@@ -532,12 +532,12 @@ class StreamRedaction:
         kind = dump.get("type")
         index = dump.get("content_index")
         if kind in _TEXT_ENDS and type(dump.get("content")) is str:
-            block = self._blocks.get(index)  # type: ignore[arg-type]
+            block = self._blocks.get(index)
             if block is not None and block.field == _TEXT_ENDS[kind] and len(dump["content"]) == block.emitted:
                 kept.append((("content",), block.stored_text()))
                 dump["content"] = ""
         if kind == "toolcall_end" and type(dump.get("tool_call")) is dict:
-            self._keep_block(dump["tool_call"], self._blocks.get(index), ("tool_call",), kept)  # type: ignore[arg-type]
+            self._keep_block(dump["tool_call"], self._blocks.get(index), ("tool_call",), kept)
         for name in _MESSAGES:
             message = dump.get(name)
             content = message.get("content") if type(message) is dict else None

@@ -115,6 +115,7 @@ class UpdateSession:
         with self._lock:
             if self._drifted:
                 return None
+            assert self.replay is not None  # not drifted: _drifted starts True when there is no replay
             try:
                 call = self.replay.take(model, context, options)
             except ReplayMismatch:
@@ -206,6 +207,7 @@ class _UpdatingProvider:
         session = self._session
         call = session.take_replayed(model, context, options)
         if call is not None:
+            assert session.replay is not None  # a replayed call comes from the replay
             async for event in session.replay.serve(call):
                 yield event
             return

@@ -120,6 +120,7 @@ def _blanked(value: Any, rest: tuple[Any, ...], *, copied: bool) -> Any:
     if not rest:
         return None
     head, tail = rest[0], rest[1:]
+    result: dict[Any, Any] | list[Any]
     if isinstance(value, dict):
         keys = list(value) if head is ANY else ([head] if head in value else [])
         if not keys:

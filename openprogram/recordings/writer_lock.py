@@ -120,7 +120,8 @@ def _lock(fd: int, lock_type: int) -> None:
 def _conflicts(fd: int) -> bool:
     if _USE_OFD:
         answer = fcntl.fcntl(fd, fcntl.F_OFD_GETLK, _pack(fcntl.F_WRLCK))
-        return struct.unpack(_FLOCK_FORMAT, answer)[0] != fcntl.F_UNLCK
+        lock_type: int = struct.unpack(_FLOCK_FORMAT, answer)[0]  # l_type, a short ("h")
+        return lock_type != fcntl.F_UNLCK
     return _probe_with_lockf(fd)  # pragma: no cover - non-Linux
 
 

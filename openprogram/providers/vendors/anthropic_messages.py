@@ -189,7 +189,7 @@ def cache_control_for(options: StreamOptions | None) -> dict[str, Any] | None:
 
 
 def uses_adaptive_thinking(model: Model) -> bool:
-    override = (model.compat or {}).get("thinking")
+    override: object = (model.compat or {}).get("thinking")
     if override in ("adaptive", "budget"):
         return override == "adaptive"
     model_id = model.id.lower()
@@ -402,6 +402,7 @@ class StreamTranslator:
     def _on_content_block_start(self, event: Any) -> list[AssistantEvent]:
         block = event.content_block
         assembler = self.assembler
+        start: AssistantEvent
         if block.type == "text":
             index, start = assembler.begin_text()
             events: list[AssistantEvent] = [start]

@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from ..credentials import key_required, missing_key_message
+from ..guard import ErrorDescriber
 from ..types import (
     AssistantMessage,
     ImageContent,
@@ -58,7 +59,7 @@ def apply_payload_hook(options: StreamOptions | None, body: dict[str, Any]) -> d
     return replacement if isinstance(replacement, dict) else body
 
 
-def describe_provider_error(label: str):
+def describe_provider_error(label: str) -> ErrorDescriber:
     """An error describer for :func:`guarded_stream` that names the provider and, for HTTP
     failures, the status, using only attributes the official SDKs share."""
 
@@ -86,10 +87,13 @@ def as_plain_dict(value: Any) -> dict[str, Any]:
     """An SDK object as the JSON the server sent (unset fields left out)."""
     if isinstance(value, dict):
         return value
+    # Both give the JSON of the SDK object: a dict with string keys.
     to_dict = getattr(value, "to_dict", None)
     if to_dict is not None:
-        return to_dict()
-    return value.model_dump(exclude_unset=True)
+        plain: dict[str, Any] = to_dict()
+        return plain
+    dumped: dict[str, Any] = value.model_dump(exclude_unset=True)
+    return dumped
 
 
 def text_of(content: str | list[Any]) -> str:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..assembly import AssistantEvent, AssistantStreamAssembler
 from ..base import AssembledProvider
@@ -53,6 +53,9 @@ from .common import (
     text_of,
     thinking_budget,
 )
+
+if TYPE_CHECKING:
+    from google.genai.types import HttpOptionsDict
 
 GOOGLE_API = "google-generative-ai"
 LABEL = "google"
@@ -98,9 +101,9 @@ class GoogleGenerativeAIProvider(AssembledProvider):
     def describe_error(self, model: Model) -> ErrorDescriber:
         return describe_provider_error(LABEL)
 
-    def _http_options(self, model: Model, options: StreamOptions | None) -> dict[str, Any]:
+    def _http_options(self, model: Model, options: StreamOptions | None) -> HttpOptionsDict:
         max_delay = (options.max_retry_delay_ms if options is not None else 60000) / 1000
-        http_options: dict[str, Any] = {
+        http_options: HttpOptionsDict = {
             # Passing retry options also turns off the SDK's implicit reconnect loop (aiohttp).
             "retry_options": {
                 "attempts": self.max_retries + 1,
@@ -359,6 +362,8 @@ class StreamTranslator:
             return []
         kind = "thinking" if part.thought else "text"
         events: list[AssistantEvent] = []
+        index: int | None
+        start: AssistantEvent
         if self.open_kind != kind:
             if not part.text:
                 # A bare signature part with no block of its kind to carry it: nothing to show.

@@ -127,7 +127,7 @@ def reasoning_effort(model: Model, options: StreamOptions | None) -> str | None:
     """The provider-neutral reasoning level as an OpenAI effort, for reasoning models only.
     ``xhigh`` exists on few models; elsewhere it becomes ``high`` (opt in with
     ``compat={"supports_xhigh": True}``)."""
-    level = getattr(options, "reasoning", None)
+    level: str | None = getattr(options, "reasoning", None)
     if not level or not model.reasoning:
         return None
     if level == "xhigh" and not compat_flag(model, "supports_xhigh", False):

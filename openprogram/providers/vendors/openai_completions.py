@@ -330,6 +330,7 @@ class StreamTranslator:
     def _begin(self, key: tuple[str, int | None], *, tool: tuple[str, str] | None = None) -> Iterator[AssistantEvent]:
         yield from self.assembler.close_open_blocks()
         self.current = key
+        event: AssistantEvent
         if key[0] == "text":
             self.current_index, event = self.assembler.begin_text()
         elif key[0] == "thinking":

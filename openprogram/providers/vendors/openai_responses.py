@@ -23,7 +23,7 @@ model's thinking into text.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -108,11 +108,11 @@ def _assistant_items(message: AssistantMessage, model: Model) -> list[dict[str, 
             # as the vendor's own reasoning item, or not at all.
             if own and block.thinking_signature:
                 try:
-                    item = orjson.loads(block.thinking_signature)
+                    stored = orjson.loads(block.thinking_signature)
                 except orjson.JSONDecodeError:
                     continue
-                if isinstance(item, dict) and item.get("type") == "reasoning":
-                    items.append(item)
+                if isinstance(stored, dict) and stored.get("type") == "reasoning":
+                    items.append(stored)
         elif isinstance(block, TextContent):
             if not block.text.strip():
                 continue
@@ -249,6 +249,7 @@ class StreamTranslator:
 
     def _on_response_output_item_added(self, event: Any) -> Iterator[AssistantEvent]:
         item = event.item
+        started: AssistantEvent
         if item.type == "reasoning":
             index, started = self.assembler.begin_thinking()
         elif item.type == "message":
@@ -274,7 +275,8 @@ class StreamTranslator:
             return
         if item.type == "reasoning":
             summary = "\n\n".join(part.text for part in item.summary or [])
-            block_text = self.assembler.snapshot().content[index].thinking
+            # A reasoning item's block was begun as thinking (see output_item_added).
+            block_text = cast(ThinkingContent, self.assembler.snapshot().content[index]).thinking
             if summary and not block_text:
                 yield self.assembler.append_thinking(index, summary)
             self.assembler.set_thinking_signature(index, orjson.dumps(as_plain_dict(item)).decode())
@@ -373,7 +375,8 @@ class StreamTranslator:
 
 def _server_item_text(item: dict[str, Any]) -> str | None:
     """A readable line for a server tool item: what it searched or ran, and what came back."""
-    action = item.get("action") if isinstance(item.get("action"), dict) else {}
+    raw_action = item.get("action")
+    action = raw_action if isinstance(raw_action, dict) else {}
     pieces = [
         action.get("query"),
         ", ".join(str(q) for q in item.get("queries") or []),

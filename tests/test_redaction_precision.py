@@ -60,6 +60,7 @@ from openprogram.providers.types import (
     UserMessage,
 )
 from openprogram.recordings import redaction
+from openprogram.recordings.text_diff import common_prefix_length
 
 from . import precision_corpus
 from .precision_corpus import BLOB_FAMILIES, FAMILIES
@@ -265,16 +266,7 @@ def _found(root: Any, slot: Slot) -> Any:
     return value
 
 
-def _prefix(a: str, b: str) -> int:
-    """The length of the common prefix, by halving (one C comparison per step)."""
-    low, high = 0, min(len(a), len(b))
-    while low < high:
-        middle = (low + high + 1) // 2
-        if a[low:middle] == b[low:middle]:
-            low = middle
-        else:
-            high = middle - 1
-    return low
+_prefix = common_prefix_length
 
 
 def _suffix(a: str, b: str, limit: int) -> int:

@@ -32,6 +32,7 @@ from openprogram.recordings.redaction import PLACEHOLDER, redact_text
 
 from .conftest import PYTHON, cli_env
 from .test_recording_support import MODEL, ScriptedProvider, collect, context_of, rows_of
+from .test_stream_redaction import pieces, streamed
 
 ALNUM = string.ascii_letters + string.digits
 URL_SAFE = ALNUM + "-_"
@@ -40,28 +41,10 @@ URL_SAFE = ALNUM + "-_"
 # ============================================================================ helpers
 
 
-def pieces(text: str, size: int) -> list[str]:
-    return [text[i : i + size] for i in range(0, len(text), size)]
-
-
 def answer(blocks: list[tuple[str, str]], size: int, *, tool: str = "checkout") -> list[Any]:
     """The events of an answer whose blocks (``("text", TEXT)`` or ``("tool", ARGUMENTS)``)
     stream in ``size``-character deltas."""
-    assembler = AssistantStreamAssembler(MODEL, timestamp=5)
-    events = [assembler.start()]
-    for kind, body in blocks:
-        if kind == "tool":
-            index, event = assembler.begin_tool_call(f"call_{len(events)}", tool)
-            events.append(event)
-            events.extend(assembler.append_tool_arguments(index, piece) for piece in pieces(body, size))
-            events.append(assembler.end_tool_call(index))
-        else:
-            index, event = assembler.begin_text()
-            events.append(event)
-            events.extend(assembler.append_text(index, piece) for piece in pieces(body, size))
-            events.append(assembler.end_text(index))
-    events.extend(assembler.finish())
-    return events
+    return streamed(blocks, size, tool=tool)
 
 
 def record(path: Path, events: list[Any], context: Context | None = None, provider: Any = None) -> list[Any]:

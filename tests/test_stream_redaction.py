@@ -31,14 +31,15 @@ def pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
 
-def streamed(blocks: list[tuple[str, str]], size: int) -> list[Any]:
+def streamed(blocks: list[tuple[str, str]], size: int, *, tool: str = "login") -> list[Any]:
     """The well-formed events of an answer whose blocks (``("text", TEXT)``,
-    ``("thinking", TEXT)`` or ``("tool", ARGUMENT_JSON)``) stream in ``size``-character deltas."""
+    ``("thinking", TEXT)`` or ``("tool", ARGUMENT_JSON)``, a call of ``tool``) stream in
+    ``size``-character deltas."""
     assembler = AssistantStreamAssembler(MODEL, timestamp=5)
     events = [assembler.start()]
     for kind, body in blocks:
         if kind == "tool":
-            index, event = assembler.begin_tool_call(f"call_{len(events)}", "login")
+            index, event = assembler.begin_tool_call(f"call_{len(events)}", tool)
             events.append(event)
             events.extend(assembler.append_tool_arguments(index, piece) for piece in pieces(body, size))
             events.append(assembler.end_tool_call(index))

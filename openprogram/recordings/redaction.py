@@ -202,7 +202,6 @@ class _Shape(NamedTuple):
     triggers: tuple[str, ...]
     pattern: re.Pattern[str]
     accept: Callable[[re.Match[str]], bool] | None
-    group: int  # the group replaced by the placeholder (0: the whole match)
 
 
 def _random_group(number: int) -> Callable[[re.Match[str]], bool]:
@@ -212,42 +211,42 @@ def _random_group(number: int) -> Callable[[re.Match[str]], bool]:
 _SHAPES: tuple[_Shape, ...] = (
     _Shape(
         "sk-key", ("sk-",),
-        re.compile(_start(r"A-Za-z0-9_\-") + r"sk-([A-Za-z0-9_-]{20,})" + _end(r"A-Za-z0-9_\-")), _random_group(1), 0,
+        re.compile(_start(r"A-Za-z0-9_\-") + r"sk-([A-Za-z0-9_-]{20,})" + _end(r"A-Za-z0-9_\-")), _random_group(1),
     ),
     _Shape(
         "github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-        re.compile(_start(_ALNUM) + r"gh[pousr]_([A-Za-z0-9]{30,})" + _end(_ALNUM)), _random_group(1), 0,
+        re.compile(_start(_ALNUM) + r"gh[pousr]_([A-Za-z0-9]{30,})" + _end(_ALNUM)), _random_group(1),
     ),
     _Shape(
         "github-token", ("github_pat_",),
-        re.compile(_start(_ALNUM) + r"github_pat_([A-Za-z0-9_]{40,})" + _end(_ALNUM + "_")), _random_group(1), 0,
+        re.compile(_start(_ALNUM) + r"github_pat_([A-Za-z0-9_]{40,})" + _end(_ALNUM + "_")), _random_group(1),
     ),
     _Shape(
         "google-api-key", ("AIza",),
-        re.compile(_start(r"A-Za-z0-9_\-") + r"AIza([0-9A-Za-z_-]{30,})" + _end(r"A-Za-z0-9_\-")), _random_group(1), 0,
+        re.compile(_start(r"A-Za-z0-9_\-") + r"AIza([0-9A-Za-z_-]{30,})" + _end(r"A-Za-z0-9_\-")), _random_group(1),
     ),
     _Shape(
         "aws-access-key-id", ("AKIA", "ASIA"),
-        re.compile(_start(_ALNUM) + r"(?:AKIA|ASIA)[0-9A-Z]{16}" + _end(_ALNUM)), None, 0,
+        re.compile(_start(_ALNUM) + r"(?:AKIA|ASIA)[0-9A-Z]{16}" + _end(_ALNUM)), None,
     ),
     _Shape(
         "slack-token", ("xox",),
         re.compile(_start(r"A-Za-z0-9\-") + r"xox[abposr]-([0-9A-Za-z-]{10,})" + _end(r"A-Za-z0-9\-")),
-        lambda match: not _DIGITS.isdisjoint(match.group(1)), 0,
+        lambda match: not _DIGITS.isdisjoint(match.group(1)),
     ),
     _Shape(
         "stripe-key", ("k_live_",),
-        re.compile(_start(_ALNUM) + r"[sr]k_live_([A-Za-z0-9]{10,})" + _end(_ALNUM)), _random_group(1), 0,
+        re.compile(_start(_ALNUM) + r"[sr]k_live_([A-Za-z0-9]{10,})" + _end(_ALNUM)), _random_group(1),
     ),
     _Shape(
         "huggingface-token", ("hf_",),
-        re.compile(_start(_ALNUM) + r"hf_([A-Za-z0-9]{30,})" + _end(_ALNUM)), _random_group(1), 0,
+        re.compile(_start(_ALNUM) + r"hf_([A-Za-z0-9]{30,})" + _end(_ALNUM)), _random_group(1),
     ),
     _Shape(
         "jwt", ("eyJ",),
         re.compile(
             _start(r"A-Za-z0-9_\-.") + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}" + _end(r"A-Za-z0-9_\-")
-        ), None, 0,
+        ), None,
     ),
     _Shape(
         "private-key", ("-----BEGIN",),
@@ -255,7 +254,7 @@ _SHAPES: tuple[_Shape, ...] = (
             r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----(?:.*?-----END[A-Z ]{0,40}PRIVATE KEY-----|.*\Z)",
             re.DOTALL,
         ),
-        None, 0,
+        None,
     ),
 )
 

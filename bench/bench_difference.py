@@ -39,7 +39,7 @@ from openprogram.providers.types import (
     Usage,
     UserMessage,
 )
-from openprogram.recordings.differences import find_first_difference
+from openprogram.recordings.replay.differences import find_first_difference
 
 MESSAGES = 2000
 LIMIT = 0.15  # ~0.12x accepted: exact, type-strict equality is kept (a regression guard)

@@ -35,7 +35,7 @@ from openprogram.providers.faux import FauxProvider, faux_text
 from openprogram.providers.recording import RecordingProvider, RecordingSink
 from openprogram.providers.replay import ReplayProvider, read_recording_file
 from openprogram.providers.types import Context, Model, UserMessage
-from openprogram.recordings.format import EVENT_CLASSES
+from openprogram.recordings.file.format import EVENT_CLASSES
 
 MODEL = Model(id="bench", api="faux", provider="faux")
 CALLS = 50

@@ -65,8 +65,8 @@ def open_seconds(chromium: str, page: Path, profile: Path, repeat: int = 3) -> f
 
 
 def run() -> list[Row]:
-    from openprogram.recordings import view
-    from openprogram.recordings.inspection import read_recording
+    from openprogram.recordings.views import view
+    from openprogram.recordings.views.inspection import read_recording
 
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
     with tempfile.TemporaryDirectory() as folder:

@@ -156,7 +156,7 @@ def _positive_int(value: Any) -> Any:
 
 
 def _record_replay_mode(value: Any) -> Any:
-    from .recordings.store import VALID_MODES
+    from .recordings.store.store import VALID_MODES
 
     if value not in VALID_MODES:
         raise ConfigError(f"must be one of {', '.join(VALID_MODES)}, not {value!r}")
@@ -170,7 +170,7 @@ def _record_replay_file(value: Any) -> Any:
 
 
 def _record_replay_ignore(value: Any) -> Any:
-    from .recordings.volatile import RequestFilter
+    from .recordings.replay.volatile import RequestFilter
 
     if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
         raise ConfigError(
@@ -184,7 +184,7 @@ def _record_replay_ignore(value: Any) -> Any:
 
 
 def _record_replay_normalize(value: Any) -> Any:
-    from .recordings.volatile import RequestFilter
+    from .recordings.replay.volatile import RequestFilter
 
     if not isinstance(value, list):
         raise ConfigError(
@@ -198,7 +198,7 @@ def _record_replay_normalize(value: Any) -> Any:
 
 
 def _record_replay_secret_env(value: Any) -> Any:
-    from .recordings.activation import secret_env_problem
+    from .recordings.store.activation import secret_env_problem
 
     problem = secret_env_problem(value)
     if problem is not None:
@@ -211,7 +211,7 @@ def _check_record_replay(before: dict[str, Any], after: dict[str, Any]) -> None:
     activation plan (the one the runtime and ``recordings status`` use) must not block."""
     if before.get("record_replay") == after.get("record_replay"):
         return
-    from .recordings.activation import plan_activation
+    from .recordings.store.activation import plan_activation
 
     plan = plan_activation(after)
     if plan.blocked:

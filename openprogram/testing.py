@@ -42,9 +42,9 @@ import pytest
 if TYPE_CHECKING:  # the recordings modules are imported when a test first needs them
     from pluggy import Result
 
-    from openprogram.recordings.differences import ReplayMismatch
-    from openprogram.recordings.format import RecordingFileError
-    from openprogram.recordings.scoped import RecordingScope
+    from openprogram.recordings.file.format import RecordingFileError
+    from openprogram.recordings.replay.differences import ReplayMismatch
+    from openprogram.recordings.store.scoped import RecordingScope
 
 MODES = ("replay", "record", "rewrite", "update", "off")
 MARKER = "llm_recording"
@@ -254,7 +254,7 @@ def pytest_runtest_makereport(
     handle: LlmRecording | None = getattr(item, "_openprogram_recording", None)
     if handle is None or call.excinfo is None or call.when != "call":
         return
-    from openprogram.recordings.differences import ReplayMismatch
+    from openprogram.recordings.replay.differences import ReplayMismatch
 
     if isinstance(call.excinfo.value, ReplayMismatch):
         report = outcome.get_result()
@@ -272,8 +272,8 @@ def _write_drift_page(path: Path, mismatch: ReplayMismatch) -> str:
     """Write the drift page beside the recording (``openprogram recordings view``'s drift
     view) and return the line naming it. Only a failing replay gets here, so passing tests
     never write one; a page that cannot be written is mentioned, never a second failure."""
-    from openprogram.recordings import view
-    from openprogram.recordings.inspection import read_recording
+    from openprogram.recordings.views import view
+    from openprogram.recordings.views.inspection import read_recording
 
     target = view.drift_page_path(path)
     try:
@@ -317,7 +317,7 @@ def _legacy_hint(handle: LlmRecording) -> str:
 def _unreadable_message(error: RecordingFileError, handle: LlmRecording) -> str:
     """Why the test's recording cannot be used and how to fix it: recover a file whose writer
     died (keeping the calls that ended), or re-record."""
-    from openprogram.recordings.activation import recover_command
+    from openprogram.recordings.store.activation import recover_command
 
     rerecord = f"  pytest '{handle.nodeid}' --llm-record-mode=rewrite"
     if error.kind == "interrupted":
@@ -331,8 +331,8 @@ def _unreadable_message(error: RecordingFileError, handle: LlmRecording) -> str:
 @contextlib.contextmanager
 def _session(handle: LlmRecording, keep_failed: bool) -> Iterator[None]:
     """Replay or record around one test body, and settle the file by how the body ended."""
-    from openprogram.recordings.format import RecordingFileError
-    from openprogram.recordings.scoped import use_recording
+    from openprogram.recordings.file.format import RecordingFileError
+    from openprogram.recordings.store.scoped import use_recording
 
     exists = handle.path.exists()
     if handle.mode == "update":

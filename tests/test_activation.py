@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from openprogram.recordings.activation import (
+from openprogram.recordings.file.format import RecordingFileError
+from openprogram.recordings.store.activation import (
     FIX_OFF,
     ActivationPlan,
     load_activation_plan,
     plan_activation,
 )
-from openprogram.recordings.format import RecordingFileError
 from tests.test_recordings_cli import CORRUPT, FUTURE, folder_of, make_recording, write_config
 
 
@@ -146,7 +146,7 @@ def test_recording_file_errors_carry_their_kind_across_pickling():
 
 
 def test_a_missing_file_read_anyway_is_reported_as_missing(tmp_path):
-    from openprogram.recordings.reader import read_recording_file
+    from openprogram.recordings.file.reader import read_recording_file
 
     with pytest.raises(RecordingFileError) as caught:
         read_recording_file(tmp_path / "none.jsonl")
@@ -229,7 +229,8 @@ def test_runtime_config_set_and_status_agree_on_a_usable_replay(isolated_home, f
 
 def test_the_runtime_reads_a_replay_file_once(isolated_home, fresh_registry, monkeypatch):
     """The plan checks the settings and that the file exists; the replay provider reads it."""
-    from openprogram.recordings import reader, replayer
+    from openprogram.recordings.file import reader
+    from openprogram.recordings.replay import replayer
 
     make_recording(folder_of(isolated_home) / "good.jsonl", prompts=("a", "b"))
     write_config(isolated_home, _settings("replay", "good"))

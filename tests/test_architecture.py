@@ -99,7 +99,7 @@ def _violations(source: str, target: str, allowed: set[str] = frozenset()) -> li
 
 def test_the_graph_sees_the_package():
     assert len(GRAPH) > 40
-    assert "openprogram.recordings.recorder" in GRAPH["openprogram.providers.recording"]
+    assert "openprogram.recordings.record.recorder" in GRAPH["openprogram.providers.recording"]
 
 
 def test_nothing_outside_the_cli_imports_the_cli():
@@ -137,9 +137,9 @@ def test_the_provider_layer_reaches_record_replay_only_through_its_seam():
 
 def test_the_runtime_reads_record_replay_settings_only_through_the_activation_plan():
     imports = GRAPH["openprogram.providers.initialization"]
-    assert "openprogram.recordings.activation" in imports
+    assert "openprogram.recordings.store.activation" in imports
     assert not {m for m in imports if _in(m, "openprogram.config") or _in(m, "openprogram.state")}
-    assert not {m for m in imports if _in(m, "openprogram.recordings.store")}
+    assert not {m for m in imports if _in(m, "openprogram.recordings.store.store")}
 
 
 def _circles() -> list[set[str]]:
@@ -183,7 +183,7 @@ def test_no_import_circle_but_the_one_the_registry_forces():
 
 def test_the_state_folder_basics_import_nothing_of_openprogram_and_the_store_only_them():
     assert GRAPH["openprogram.state"] == set()
-    assert GRAPH["openprogram.recordings.store"] == {"openprogram.state"}
+    assert GRAPH["openprogram.recordings.store.store"] == {"openprogram.state"}
 
 
 def test_only_the_cli_changes_the_configuration():
@@ -196,20 +196,48 @@ def test_only_the_cli_changes_the_configuration():
 RECORDINGS = "openprogram.recordings"
 #: The stages of the record pipeline in the order data flows (docs/architecture.md): each may
 #: import the ones after it, never one before it.
-PIPELINE = [f"{RECORDINGS}.stream_redaction", f"{RECORDINGS}.encoder", f"{RECORDINGS}.sink"]
+PIPELINE = [f"{RECORDINGS}.record.stream_redaction", f"{RECORDINGS}.record.encoder", f"{RECORDINGS}.file.sink"]
 
 
 @pytest.mark.parametrize("position", range(len(PIPELINE)))
 def test_the_record_pipeline_imports_one_way(position):
     graph = _graph()
     stage = PIPELINE[position]
-    earlier = set(PIPELINE[:position]) | {f"{RECORDINGS}.recorder"}
+    earlier = set(PIPELINE[:position]) | {f"{RECORDINGS}.record.recorder"}
     assert not (graph[stage] & earlier), f"{stage} imports a stage before it: {graph[stage] & earlier}"
+
+
+#: The jobs of ``recordings/`` (docs/architecture.md) and which others each may use: the file
+#: format under everything, recording and replaying side by side and never into each other,
+#: the views reading, and the store (managing recordings, the modes) on top.
+JOBS: dict[str, set[str]] = {
+    "file": set(),
+    "record": {"file"},
+    "replay": {"file"},
+    "views": {"file", "replay"},
+    "store": {"file", "record", "replay"},
+}
+
+
+@pytest.mark.parametrize("job", sorted(JOBS))
+def test_each_job_of_recordings_uses_only_the_jobs_below_it(job):
+    forbidden = set(JOBS) - JOBS[job] - {job}
+    offenders = [
+        violation for other in sorted(forbidden) for violation in _violations(f"{RECORDINGS}.{job}", f"{RECORDINGS}.{other}")
+    ]
+    assert offenders == []
+
+
+def test_recordings_is_grouped_by_job():
+    """Every module of ``recordings/`` is in a job's sub-package, but the shared rules."""
+    top = sorted(path.stem for path in (PACKAGE / "recordings").glob("*.py"))
+    assert top == ["__init__", "redaction"]
+    assert {path.name for path in (PACKAGE / "recordings").iterdir() if path.is_dir() and path.name != "__pycache__"} == set(JOBS)
 
 
 def test_the_encoder_only_writes_lines():
     """The encoder takes records already in their stored form: it imports no redaction."""
-    assert f"{RECORDINGS}.redaction" not in _graph()[f"{RECORDINGS}.encoder"]
+    assert f"{RECORDINGS}.redaction" not in _graph()[f"{RECORDINGS}.record.encoder"]
 
 
 def _string_constants(path: Path) -> list[str]:

@@ -19,14 +19,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openprogram.recordings.differences import (
+from openprogram.recordings.replay.differences import (
     NON_DETERMINISTIC_FIELD_NAMES,
     ReplayMismatch,
     find_first_difference,
     plain_first_difference,
     short_repr,
 )
-from openprogram.recordings.differences_fast import fast_first_difference
+from openprogram.recordings.replay.differences_fast import fast_first_difference
 
 
 @pytest.fixture(params=[find_first_difference, plain_first_difference], ids=["fast", "plain"])
@@ -431,7 +431,7 @@ def test_near_equal_pairs_are_told_apart_by_both_walks():
 
 
 def test_the_public_walk_takes_the_shortcut(monkeypatch):
-    from openprogram.recordings import differences, differences_fast
+    from openprogram.recordings.replay import differences, differences_fast
 
     calls = []
 

@@ -81,7 +81,7 @@ def a_fifo(path: Path) -> Path:
 
 
 def _read_file(path):
-    from openprogram.recordings.reader import read_recording_file
+    from openprogram.recordings.file.reader import read_recording_file
 
     return read_recording_file(path)
 
@@ -93,14 +93,14 @@ def _replay_provider(path):
 
 
 def _recording_sink(path):
-    from openprogram.recordings.sink import RecordingSink
+    from openprogram.recordings.file.sink import RecordingSink
 
     return RecordingSink(path)
 
 
 @pytest.mark.parametrize("opener", [_read_file, _replay_provider, _recording_sink])
 def test_every_opener_of_a_recording_refuses_a_fifo_without_blocking(tmp_path, opener):
-    from openprogram.recordings.format import RecordingFileError
+    from openprogram.recordings.file.format import RecordingFileError
 
     fifo = a_fifo(tmp_path / "pipe.jsonl")
     outcome = finishes(lambda: opener(fifo), fifo)
@@ -111,8 +111,8 @@ def test_every_opener_of_a_recording_refuses_a_fifo_without_blocking(tmp_path, o
 
 
 def test_dev_zero_behind_a_symlinked_managed_id_is_refused_before_reading(isolated_home):
-    from openprogram.recordings.format import RecordingFileError
-    from openprogram.recordings.reader import read_recording_file
+    from openprogram.recordings.file.format import RecordingFileError
+    from openprogram.recordings.file.reader import read_recording_file
 
     link = folder_of(isolated_home) / "zero.jsonl"
     link.symlink_to("/dev/zero")
@@ -122,8 +122,8 @@ def test_dev_zero_behind_a_symlinked_managed_id_is_refused_before_reading(isolat
 
 
 def test_reader_refuses_a_folder_and_a_recording_above_the_limit(tmp_path, monkeypatch):
-    from openprogram.recordings import reader
-    from openprogram.recordings.format import RecordingFileError
+    from openprogram.recordings.file import reader
+    from openprogram.recordings.file.format import RecordingFileError
 
     with pytest.raises(RecordingFileError) as folder:
         reader.read_recording_file(tmp_path)
@@ -415,8 +415,8 @@ def test_a_number_as_record_replay_file_is_reported_as_such(isolated_home):
 
 def test_an_unsearchable_folder_is_not_reported_as_missing(tmp_path, monkeypatch):
     """As root, mode 000 does not stop a search: the permission error is simulated."""
-    from openprogram.recordings import activation
-    from openprogram.recordings.store import UNREACHABLE, absence_of
+    from openprogram.recordings.store import activation
+    from openprogram.recordings.store.store import UNREACHABLE, absence_of
 
     target = tmp_path / "locked" / "r.jsonl"
     real_lstat = os.lstat
@@ -445,8 +445,8 @@ def test_builtin_tools_refuses_a_string_instead_of_listing_its_letters():
 def test_views_read_as_strictly_but_keep_only_the_last_event_of_each_call(tmp_path):
     """What ``show`` keeps is counted, not timed: one event row per call, however many it
     streamed; and a bad event in the middle of a call is still refused."""
-    from openprogram.recordings.format import RecordingFileError
-    from openprogram.recordings.reader import read_recording_file
+    from openprogram.recordings.file.format import RecordingFileError
+    from openprogram.recordings.file.reader import read_recording_file
 
     path = make_recording(tmp_path / "r.jsonl", prompts=("one two three four five six",) * 3)
     full = read_recording_file(path)

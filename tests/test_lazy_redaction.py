@@ -1,5 +1,5 @@
 """Replay redacts an incoming request only where it differs from the recorded one
-(``openprogram.recordings.lazy_redaction``): the same verdicts and reports as redacting it
+(``openprogram.recordings.replay.lazy_redaction``): the same verdicts and reports as redacting it
 whole, no redaction at all for a request equal to its recording, one message's worth for a
 mismatch in one message, and never a secret in a report."""
 
@@ -16,9 +16,9 @@ from openprogram.providers.recording import RecordingProvider
 from openprogram.providers.replay import ReplayMismatch, ReplayProvider
 from openprogram.providers.types import AssistantMessage, Context, ToolCall, UserMessage
 from openprogram.recordings import redaction
-from openprogram.recordings.lazy_redaction import settle
 from openprogram.recordings.redaction import PLACEHOLDER, current_redactor, remove_secret_values
-from openprogram.recordings.replayer import first_request_difference
+from openprogram.recordings.replay.lazy_redaction import settle
+from openprogram.recordings.replay.replayer import first_request_difference
 
 from .test_recording_support import MODEL, collect
 

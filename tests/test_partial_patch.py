@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from openprogram.recordings.patches import (
+from openprogram.recordings.file.patches import (
     PatchError,
     apply_patch,
     compute_patch,

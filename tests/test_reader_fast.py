@@ -29,9 +29,9 @@ from openprogram.providers.types import (
     Usage,
     UserMessage,
 )
-from openprogram.recordings import reader, reader_fast
-from openprogram.recordings.patches import PatchError, apply_patch
-from openprogram.recordings.reader_fast import appended_snapshot, collector_paused
+from openprogram.recordings.file import reader, reader_fast
+from openprogram.recordings.file.patches import PatchError, apply_patch
+from openprogram.recordings.file.reader_fast import appended_snapshot, collector_paused
 
 MODEL = Model(id="m", api="faux", provider="faux")
 _TEXT = st.text(max_size=8)

@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 from openprogram.providers.assembly import AssistantStreamAssembler
 from openprogram.providers.replay import read_recording_file
 from openprogram.providers.types import ServerToolContent, Usage
-from openprogram.recordings.encoder import ArgumentsGrowth, TextGrowth, Whole
+from openprogram.recordings.record.encoder import ArgumentsGrowth, TextGrowth, Whole
+from openprogram.recordings.record.stream_redaction import StreamRedaction
 from openprogram.recordings.redaction import current_redactor
-from openprogram.recordings.stream_redaction import StreamRedaction
 
 from .test_recording_support import MODEL
 from .test_stream_redaction import pieces, record

@@ -23,7 +23,7 @@ from openprogram.providers.recording import (
 )
 from openprogram.providers.replay import read_recording_file
 from openprogram.providers.types import SimpleStreamOptions, StreamOptions
-from openprogram.recordings import sink as sink_module
+from openprogram.recordings.file import sink as sink_module
 from openprogram.recordings.redaction import REDACTION_VERSION
 
 from .test_recording_support import (

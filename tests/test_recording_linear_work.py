@@ -11,7 +11,8 @@ import pytest
 
 from openprogram.providers.partial_json import StreamingJsonObject
 from openprogram.providers.replay import read_recording_file
-from openprogram.recordings import patches, redaction
+from openprogram.recordings import redaction
+from openprogram.recordings.file import patches
 
 from .test_stream_redaction import record, streamed
 
@@ -126,7 +127,7 @@ def test_recording_parses_tool_arguments_once(tmp_path):
 def test_a_text_growth_line_is_what_the_dict_would_encode_to():
     """The encoder's template for the usual delta writes byte for byte what ``orjson`` makes
     of the same event line as a dict (the reader sees no difference between the two paths)."""
-    from openprogram.recordings.encoder import EventEncoder, TextGrowth, Whole
+    from openprogram.recordings.record.encoder import EventEncoder, TextGrowth, Whole
 
     encoder = EventEncoder(3)
     start = {"type": "text_start", "content_index": 0, "partial": {"content": [{"type": "text", "text": ""}]}}

@@ -667,7 +667,7 @@ def test_status_in_off_mode_does_not_even_import_pydantic(isolated_home):
 
 
 def test_liveness_lock_follows_the_writer_process(tmp_path):
-    from openprogram.recordings.writer_lock import is_being_recorded
+    from openprogram.recordings.file.writer_lock import is_being_recorded
 
     path = make_recording(tmp_path / "r.jsonl")
     assert is_being_recorded(path) is False
@@ -681,7 +681,7 @@ def test_liveness_lock_follows_the_writer_process(tmp_path):
 def test_liveness_lock_in_process_survives_other_descriptors_and_flock(tmp_path):
     import fcntl
 
-    from openprogram.recordings.writer_lock import (
+    from openprogram.recordings.file.writer_lock import (
         hold_writer_lock,
         is_being_recorded,
         release_writer_lock,
@@ -708,7 +708,7 @@ def test_liveness_lock_in_process_survives_other_descriptors_and_flock(tmp_path)
 
 
 def test_liveness_never_follows_a_symlink(tmp_path):
-    from openprogram.recordings.writer_lock import is_being_recorded
+    from openprogram.recordings.file.writer_lock import is_being_recorded
 
     path = make_recording(tmp_path / "r.jsonl")
     link = tmp_path / "link.jsonl"

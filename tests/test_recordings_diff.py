@@ -129,7 +129,7 @@ def test_conversation_marks_a_new_session(tmp_path, fresh_registry, capsys):
 def test_final_message_reads_error_outcomes(tmp_path, fresh_registry):
     from openprogram.providers.faux import faux_error
     from openprogram.providers.replay import read_recording_file
-    from openprogram.recordings.comparison import final_message
+    from openprogram.recordings.views.comparison import final_message
 
     path = tmp_path / "err.jsonl"
     api_registry.register_api_provider("diff-test", FauxProvider([faux_error("overloaded")]))

@@ -45,7 +45,7 @@ def test_recover_repairs_a_crashed_recording_keeping_its_mode(isolated_home, cra
     assert "drop the torn last line" in result.stdout
     assert "close call 1 as abandoned after its 2 event(s)" in result.stdout
     assert oct(os.stat(crashed).st_mode & 0o777) == oct(0o640)
-    from openprogram.recordings.reader import read_recording_file
+    from openprogram.recordings.file.reader import read_recording_file
 
     recording = read_recording_file(crashed)
     assert [call.outcome for call in recording.calls] == ["complete", "abandoned"]

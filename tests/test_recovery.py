@@ -14,7 +14,7 @@ import pytest
 from openprogram.providers.faux import FauxProvider, faux_text
 from openprogram.providers.recording import RecordingFileError, RecordingProvider
 from openprogram.providers.replay import RecordedCallInterrupted, read_recording_file
-from openprogram.recordings.recovery import apply_recovery, plan_recovery
+from openprogram.recordings.store.recovery import apply_recovery, plan_recovery
 from tests.conftest import PYTHON, REPO_ROOT
 
 from .test_recording_support import MODEL, collect, context_of

@@ -36,7 +36,7 @@ from .test_recording_support import MODEL, ScriptedProvider, collect, context_of
 
 
 def test_reexported_difference_names():
-    from openprogram.recordings import differences
+    from openprogram.recordings.replay import differences
 
     assert find_first_difference is differences.find_first_difference
     assert ReplayMismatch is differences.ReplayMismatch
@@ -332,7 +332,7 @@ async def test_replay_through_the_facade_never_touches_credentials_or_sockets(
 async def test_snapshots_are_built_while_replaying_and_equal_the_recorded_ones(tmp_path, monkeypatch):
     """Opening grows no text (streamed deltas are kept as values); serving builds each
     snapshot once, and the events equal the live ones, dump for dump, every time."""
-    from openprogram.recordings import reader_fast
+    from openprogram.recordings.file import reader_fast
 
     path = tmp_path / "rec.jsonl"
     live = await record(path, [faux_text("one two three"), faux_text("four five six")],

@@ -342,7 +342,7 @@ def test_the_last_event_dump_is_the_terminal_event_without_building_the_others(t
 
     from openprogram.providers.faux import FauxProvider, faux_text
     from openprogram.providers.recording import RecordingProvider
-    from openprogram.recordings import reader as reader_module
+    from openprogram.recordings.file import reader as reader_module
 
     from .test_recording_support import MODEL, collect, context_of
 

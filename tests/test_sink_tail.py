@@ -13,7 +13,7 @@ import pytest
 from openprogram.providers.faux import FauxProvider, faux_text
 from openprogram.providers.recording import RecordingFileError, RecordingProvider, RecordingSink
 from openprogram.providers.replay import read_recording_file
-from openprogram.recordings import sink as sink_module
+from openprogram.recordings.file import sink as sink_module
 
 from .test_recording_support import MODEL, context_of
 
@@ -100,7 +100,7 @@ def test_a_torn_last_line_is_refused_naming_recover_and_the_file_is_unchanged(tm
 
 
 def test_after_recover_the_file_takes_more_calls(tmp_path):
-    from openprogram.recordings.recovery import apply_recovery, plan_recovery
+    from openprogram.recordings.store.recovery import apply_recovery, plan_recovery
 
     path = tmp_path / "torn.jsonl"
     record(path, 2)

@@ -20,7 +20,7 @@ from openprogram.providers.recording import RecordingProvider
 from openprogram.providers.replay import read_recording_file
 from openprogram.providers.types import SimpleStreamOptions, StreamOptions
 from openprogram.recordings import redaction
-from openprogram.recordings.stream_redaction import spread
+from openprogram.recordings.record.stream_redaction import spread
 
 from .test_recording_support import MODEL, ScriptedProvider, collect, context_of, rows_of
 

@@ -10,10 +10,10 @@ import pytest
 from openprogram.providers.faux import FauxProvider, faux_text, faux_tool_call
 from openprogram.providers.recording import RecordingProvider
 from openprogram.providers.types import Context, Model, UserMessage
-from openprogram.recordings import recorder
-from openprogram.recordings.format import RecordingFileError
-from openprogram.recordings.inspection import summarize_call
-from openprogram.recordings.reader import read_recording_file
+from openprogram.recordings.file.format import RecordingFileError
+from openprogram.recordings.file.reader import read_recording_file
+from openprogram.recordings.record import recorder
+from openprogram.recordings.views.inspection import summarize_call
 
 MODEL = Model(id="echo", api="faux", provider="faux")
 

@@ -95,8 +95,8 @@ async def test_fewer_calls_drop_the_rest_and_an_exception_changes_nothing(tmp_pa
 
 
 async def test_an_update_run_removes_what_killed_update_runs_left_and_nothing_else(tmp_path, live):
-    from openprogram.recordings.sink import RecordingSink
-    from openprogram.recordings.updating import ABANDONED_AFTER_SECONDS
+    from openprogram.recordings.file.sink import RecordingSink
+    from openprogram.recordings.store.updating import ABANDONED_AFTER_SECONDS
 
     path = tmp_path / "agent.jsonl"
     with use_recording(path, "update"):

@@ -79,7 +79,7 @@ def make_session(path: Path, prompt: str = "What is 6*7?") -> Path:
 
 
 def read(path: Path):
-    from openprogram.recordings.inspection import read_recording
+    from openprogram.recordings.views.inspection import read_recording
 
     return read_recording(path)
 
@@ -109,7 +109,7 @@ def parse(page: str) -> Elements:
 
 
 def test_the_page_shows_the_conversation_and_the_recording_cannot_add_markup(tmp_path):
-    from openprogram.recordings.view import render_recording_page
+    from openprogram.recordings.views.view import render_recording_page
 
     page = render_recording_page(read(make_session(tmp_path / "s.jsonl", HOSTILE)))
     parsed = parse(page)
@@ -134,7 +134,7 @@ def test_the_content_security_policy_allows_only_the_pages_own_style_and_script(
     import base64
     import hashlib
 
-    from openprogram.recordings.view import render_recording_page
+    from openprogram.recordings.views.view import render_recording_page
 
     page = render_recording_page(read(make_session(tmp_path / "s.jsonl")))
     parsed = parse(page)
@@ -149,7 +149,7 @@ def test_the_content_security_policy_allows_only_the_pages_own_style_and_script(
 
 
 def test_a_secret_in_a_hand_edited_recording_is_redacted_on_the_page(tmp_path):
-    from openprogram.recordings.view import render_recording_page
+    from openprogram.recordings.views.view import render_recording_page
 
     path = make_session(tmp_path / "s.jsonl")
     lines = path.read_text().splitlines()
@@ -171,14 +171,14 @@ def test_a_secret_in_a_hand_edited_recording_is_redacted_on_the_page(tmp_path):
     ],
 )
 def test_changed_span_is_between_the_common_prefix_and_suffix(a, b, span):
-    from openprogram.recordings.view import changed_span
+    from openprogram.recordings.views.view import changed_span
 
     assert changed_span(a, b) == span
 
 
 def test_the_comparison_marks_the_call_and_field_recordings_diff_reports(tmp_path):
-    from openprogram.recordings.comparison import diff_recordings
-    from openprogram.recordings.view import render_comparison_page
+    from openprogram.recordings.views.comparison import diff_recordings
+    from openprogram.recordings.views.view import render_comparison_page
 
     a = read(make_recording(tmp_path / "a.jsonl", ("same", "/calculator 6*7", "after")))
     b = read(make_recording(tmp_path / "b.jsonl", ("same", "/calculator 6*8", "after")))
@@ -281,7 +281,7 @@ def dump_dom(page: Path, profile: Path) -> str:
 
 @needs_browser
 def test_in_the_browser_hostile_markup_shows_as_text_and_runs_nothing(tmp_path):
-    from openprogram.recordings.view import render_recording_page, write_page
+    from openprogram.recordings.views.view import render_recording_page, write_page
 
     page = tmp_path / "page.html"
     write_page(render_recording_page(read(make_session(tmp_path / "s.jsonl", HOSTILE))), page)
@@ -311,7 +311,7 @@ class Requests(http.server.BaseHTTPRequestHandler):
 
 @needs_browser
 def test_in_the_browser_the_page_makes_no_network_request(tmp_path):
-    from openprogram.recordings.view import render_recording_page, write_page
+    from openprogram.recordings.views.view import render_recording_page, write_page
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Requests)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -339,7 +339,7 @@ def test_in_the_browser_the_page_makes_no_network_request(tmp_path):
 def test_in_the_browser_the_policy_alone_stops_markup_that_escaped(tmp_path):
     """Defence in depth: were escaping ever broken, the page's Content-Security-Policy still
     runs no script and loads nothing (raw markup is planted past the escaping here)."""
-    from openprogram.recordings.view import render_recording_page
+    from openprogram.recordings.views.view import render_recording_page
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Requests)
     threading.Thread(target=server.serve_forever, daemon=True).start()
@@ -362,8 +362,8 @@ def test_in_the_browser_the_policy_alone_stops_markup_that_escaped(tmp_path):
 
 @needs_browser
 def test_in_the_browser_the_drift_page_marks_the_field(tmp_path):
-    from openprogram.recordings.differences import ReplayMismatch
-    from openprogram.recordings.view import render_drift_page, write_page
+    from openprogram.recordings.replay.differences import ReplayMismatch
+    from openprogram.recordings.views.view import render_drift_page, write_page
 
     recording = read(make_session(tmp_path / "s.jsonl"))
     mismatch = ReplayMismatch(0, "context.messages[0].content", "What is 6*7?", "What is 6*8?")
@@ -377,8 +377,8 @@ def test_in_the_browser_the_drift_page_marks_the_field(tmp_path):
 
 
 def test_the_page_shows_time_to_first_event_and_duration(tmp_path):
-    from openprogram.recordings.reader import read_recording_file
-    from openprogram.recordings.view import _timings
+    from openprogram.recordings.file.reader import read_recording_file
+    from openprogram.recordings.views.view import _timings
 
     path = tmp_path / "timed.jsonl"
     path.write_text(

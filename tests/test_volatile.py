@@ -9,7 +9,7 @@ from openprogram.providers.replay import ReplayMismatch
 from openprogram.providers.scoped import use_recording
 from openprogram.providers.stream import complete_simple
 from openprogram.providers.types import Context, StreamOptions, UserMessage
-from openprogram.recordings.volatile import ANY, RequestFilter, parse_field_pattern
+from openprogram.recordings.replay.volatile import ANY, RequestFilter, parse_field_pattern
 
 
 def test_patterns_read_the_path_language_of_the_mismatch_report():

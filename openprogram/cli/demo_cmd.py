@@ -81,8 +81,8 @@ def run(args: argparse.Namespace) -> int:
 
 def write_demo_page(path: Path) -> Path:
     """The page of the demo recording (``openprogram recordings view``), beside it."""
-    from openprogram.recordings import view
-    from openprogram.recordings.inspection import read_recording
+    from openprogram.recordings.views import view
+    from openprogram.recordings.views.inspection import read_recording
 
     page = path.with_name(PAGE_NAME)
     view.write_page(view.render_recording_page(read_recording(path)), page)
@@ -90,9 +90,9 @@ def write_demo_page(path: Path) -> Path:
 
 
 async def _demo(path: Path, *, keep: bool) -> int:
-    from openprogram.recordings.differences import ReplayMismatch
-    from openprogram.recordings.reader import read_recording_file
-    from openprogram.recordings.scoped import use_recording
+    from openprogram.recordings.file.reader import read_recording_file
+    from openprogram.recordings.replay.differences import ReplayMismatch
+    from openprogram.recordings.store.scoped import use_recording
 
     print(f"1. Record: an agent with a calculator tool answers {DEMO_PROMPT!r} (faux/echo model)")
     with use_recording(path, "record"):

@@ -3,7 +3,7 @@
 These commands manage files and configuration directly and never initialise the provider
 runtime, so they work whatever the configuration holds: they are how a user recovers from a
 record/replay setting that blocks every provider call. ``status`` prints the activation plan
-(:mod:`openprogram.recordings.activation`), the same one the runtime acts on. They also start
+(:mod:`openprogram.recordings.store.activation`), the same one the runtime acts on. They also start
 fast: at load time this module imports only the standard library and the light state, store
 and activation modules, and pydantic (through the strict reader) only when a command has to
 read a recording.
@@ -24,15 +24,15 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openprogram.recordings.activation import CMD, FIX_OFF, recover_hint
+from openprogram.recordings.store.activation import CMD, FIX_OFF, recover_hint
 
 from .errors import EXIT_FAILURE, EXIT_USAGE, CliError
 from .recordings_render import NEXT_START
 from .terminal import terminal_safe
 
 if TYPE_CHECKING:  # imported where used, so that these commands start fast
-    from openprogram.recordings.reader import Recording
-    from openprogram.recordings.recovery import RecoveryPlan
+    from openprogram.recordings.file.reader import Recording
+    from openprogram.recordings.store.recovery import RecoveryPlan
 
 FIX_LIST = f"{CMD} list"
 MUTATING_VERBS = frozenset({"record", "replay", "off", "delete", "prune", "recover"})
@@ -137,7 +137,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _check_id_argument(recording_id: str) -> str:
     """A malformed ID typed on the command line is a usage error (exit 2)."""
-    from openprogram.recordings.store import SelectorError, check_recording_id
+    from openprogram.recordings.store.store import SelectorError, check_recording_id
 
     try:
         return check_recording_id(recording_id)
@@ -151,7 +151,7 @@ def _check_id_argument(recording_id: str) -> str:
 def run_status(args: argparse.Namespace) -> int:
     """Print the activation plan: the same one the runtime and ``config set`` act on."""
     from openprogram import state
-    from openprogram.recordings.activation import load_activation_plan
+    from openprogram.recordings.store.activation import load_activation_plan
 
     from . import recordings_render as render
 
@@ -168,7 +168,7 @@ def run_status(args: argparse.Namespace) -> int:
 
 def run_record(args: argparse.Namespace) -> int:
     from openprogram import config
-    from openprogram.recordings.store import (
+    from openprogram.recordings.store.store import (
         checked_recordings_dir,
         ensure_recordings_dir,
         managed_path,
@@ -212,7 +212,7 @@ def _generated_id(folder: Path) -> str:
 def _create_header_only(path: Path, recording_id: str) -> None:
     """Create the file exclusively (0600, never through a symlink, never over anything), then
     let the sink write its header: the format is written in one place only."""
-    from openprogram.recordings.format import RecordingFileError
+    from openprogram.recordings.file.format import RecordingFileError
 
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
@@ -228,7 +228,7 @@ def _create_header_only(path: Path, recording_id: str) -> None:
     finally:
         os.close(fd)
     try:
-        from openprogram.recordings.sink import RecordingSink
+        from openprogram.recordings.file.sink import RecordingSink
 
         RecordingSink(path).close()
     except RecordingFileError as error:
@@ -237,8 +237,8 @@ def _create_header_only(path: Path, recording_id: str) -> None:
 
 def run_replay(args: argparse.Namespace) -> int:
     from openprogram import config
-    from openprogram.recordings.format import RecordingFileError
-    from openprogram.recordings.store import absence_of, is_managed_id, resolve_selector
+    from openprogram.recordings.file.format import RecordingFileError
+    from openprogram.recordings.store.store import absence_of, is_managed_id, resolve_selector
 
     selector = args.selector
     if is_managed_id(selector):
@@ -250,7 +250,7 @@ def run_replay(args: argparse.Namespace) -> int:
     if absence is not None:
         hint = f"; see '{FIX_LIST}'" if is_managed_id(selector) else ""
         raise CliError(f"recording file {path}: {absence[1]}{hint}; nothing was changed")
-    from openprogram.recordings.inspection import read_recording
+    from openprogram.recordings.views.inspection import read_recording
 
     try:
         recording = read_recording(path)
@@ -267,7 +267,7 @@ def run_replay(args: argparse.Namespace) -> int:
 
 def run_off(args: argparse.Namespace) -> int:
     from openprogram import config
-    from openprogram.recordings.store import record_replay_settings
+    from openprogram.recordings.store.store import record_replay_settings
 
     with config.config_transaction() as current:
         previous, selector = record_replay_settings(current)
@@ -293,8 +293,8 @@ def _set_record_replay(current: dict[str, Any], *, mode: str, file: str | None =
 
 def run_list(args: argparse.Namespace) -> int:
     from openprogram import config
-    from openprogram.recordings import inspection
-    from openprogram.recordings.store import record_replay_settings, recordings_dir
+    from openprogram.recordings.store.store import record_replay_settings, recordings_dir
+    from openprogram.recordings.views import inspection
 
     from . import recordings_render as render
 
@@ -321,7 +321,7 @@ def run_list(args: argparse.Namespace) -> int:
 def _folder_entries(folder: Path) -> list[tuple[Path, str | None]]:
     """``*.jsonl`` entries of the managed folder, sorted, with their ID (None when the name is
     not a valid ID, so such a file is listed but never treated as managed)."""
-    from openprogram.recordings.store import RECORDING_ID_PATTERN, RECORDING_SUFFIX
+    from openprogram.recordings.store.store import RECORDING_ID_PATTERN, RECORDING_SUFFIX
 
     try:
         names = sorted(os.listdir(folder))
@@ -340,10 +340,10 @@ def _folder_entries(folder: Path) -> list[tuple[Path, str | None]]:
 
 def run_show(args: argparse.Namespace) -> int:
     from openprogram import config
-    from openprogram.recordings import inspection
-    from openprogram.recordings.format import RecordingFileError
+    from openprogram.recordings.file.format import RecordingFileError
     from openprogram.recordings.redaction import remove_secret_values
-    from openprogram.recordings.store import is_managed_id, managed_id_of
+    from openprogram.recordings.store.store import is_managed_id, managed_id_of
+    from openprogram.recordings.views import inspection
 
     from . import recordings_render as render
 
@@ -357,7 +357,7 @@ def run_show(args: argparse.Namespace) -> int:
         raise CliError(f"{error}{recover_hint(error)}") from None
     active = _same(path, _active_path(config.load_config()))
     if args.conversation:
-        from openprogram.recordings.conversation import render_conversation
+        from openprogram.recordings.views.conversation import render_conversation
 
         _warn_content()
         print(terminal_safe(render_conversation(recording), multiline=True))
@@ -400,9 +400,9 @@ def run_diff(args: argparse.Namespace) -> int:
     """Exit 0 when the recordings agree (apart from non-deterministic fields), 1 when they
     differ, 2 when either is missing or invalid."""
     from openprogram.config import ConfigError
-    from openprogram.recordings.comparison import diff_recordings
-    from openprogram.recordings.format import RecordingFileError
-    from openprogram.recordings.inspection import read_recording
+    from openprogram.recordings.file.format import RecordingFileError
+    from openprogram.recordings.views.comparison import diff_recordings
+    from openprogram.recordings.views.inspection import read_recording
 
     from . import recordings_render as render
 
@@ -424,7 +424,7 @@ def run_diff(args: argparse.Namespace) -> int:
 
 def _names_local_file(selector: str) -> bool:
     """A bare name that is not a valid recording ID but is a file in this folder."""
-    from openprogram.recordings.store import SelectorError, check_recording_id, is_managed_id
+    from openprogram.recordings.store.store import SelectorError, check_recording_id, is_managed_id
 
     if not is_managed_id(selector) or not os.path.isfile(selector):
         return False
@@ -438,7 +438,7 @@ def _names_local_file(selector: str) -> bool:
 def _resolve_for_reading(selector: str) -> Path:
     """A managed ID, or a path. A bare name that is not a valid ID but names a file here
     (``before.jsonl``) is read as that file: reading cannot harm anything."""
-    from openprogram.recordings.store import absence_of, resolve_selector
+    from openprogram.recordings.store.store import absence_of, resolve_selector
 
     if _names_local_file(selector):
         return Path(selector).absolute()
@@ -454,7 +454,7 @@ def _redacted_rows(path: Path) -> Iterator[Any]:
     but a file copied in from elsewhere may not have been."""
     import orjson
 
-    from openprogram.recordings.reader import MAX_RECORDING_BYTES
+    from openprogram.recordings.file.reader import MAX_RECORDING_BYTES
     from openprogram.recordings.redaction import remove_secret_values
     from openprogram.state import FileRefusal, open_regular_file
 
@@ -473,7 +473,7 @@ def _redacted_rows(path: Path) -> Iterator[Any]:
 
 def run_view(args: argparse.Namespace) -> int:
     """Write the page (docs/recordings-cli.md, ``view``) and print its path."""
-    from openprogram.recordings import view
+    from openprogram.recordings.views import view
 
     recording = _read_for_view(args.selector)
     against = _read_for_view(args.against) if args.against is not None else None
@@ -496,9 +496,9 @@ def run_view(args: argparse.Namespace) -> int:
 
 
 def _read_for_view(selector: str) -> Recording:
-    from openprogram.recordings.format import RecordingFileError
-    from openprogram.recordings.inspection import read_recording
-    from openprogram.recordings.store import is_managed_id
+    from openprogram.recordings.file.format import RecordingFileError
+    from openprogram.recordings.store.store import is_managed_id
+    from openprogram.recordings.views.inspection import read_recording
 
     if is_managed_id(selector) and not _names_local_file(selector):
         _check_id_argument(selector)
@@ -529,7 +529,7 @@ def run_delete(args: argparse.Namespace) -> int:
 
 
 def _managed_target(recording_id: str) -> Path:
-    from openprogram.recordings.store import (
+    from openprogram.recordings.store.store import (
         absence_of,
         checked_recordings_dir,
         is_managed_id,
@@ -552,7 +552,7 @@ def _managed_target(recording_id: str) -> Path:
 
 def _deletion_refusal(path: Path, current: dict[str, Any]) -> str | None:
     """Why ``path`` must not be deleted now (the reason, without the path), or None."""
-    from openprogram.recordings.writer_lock import is_being_recorded
+    from openprogram.recordings.file.writer_lock import is_being_recorded
 
     try:
         info = os.lstat(path)
@@ -571,7 +571,7 @@ def _deletion_refusal(path: Path, current: dict[str, Any]) -> str | None:
 
 def run_prune(args: argparse.Namespace) -> int:
     from openprogram import config
-    from openprogram.recordings.store import checked_recordings_dir
+    from openprogram.recordings.store.store import checked_recordings_dir
 
     from .recordings_render import human_age, now
 
@@ -651,9 +651,9 @@ def _confirm(
 
 
 def run_recover(args: argparse.Namespace) -> int:
-    """Repair a recording whose writer died (see :mod:`openprogram.recordings.recovery`):
+    """Repair a recording whose writer died (see :mod:`openprogram.recordings.store.recovery`):
     show the repair, then apply it only when confirmed; anything else is refused unchanged."""
-    from openprogram.recordings.recovery import apply_recovery
+    from openprogram.recordings.store.recovery import apply_recovery
 
     path = _recover_target(args.selector)
     plan = _recovery_plan(path)
@@ -676,7 +676,7 @@ def run_recover(args: argparse.Namespace) -> int:
 
 def _recover_target(selector: str) -> Path:
     """The file to repair; a symbolic link is refused (recover the file it points to)."""
-    from openprogram.recordings.store import is_managed_id
+    from openprogram.recordings.store.store import is_managed_id
 
     if is_managed_id(selector) and not _names_local_file(selector):
         _check_id_argument(selector)
@@ -692,9 +692,9 @@ def _recover_target(selector: str) -> Path:
 def _recovery_plan(path: Path) -> RecoveryPlan:
     """The repair of ``path``, refusing a file a live process is recording into (its calls
     are unfinished, not abandoned) and every defect recovery does not repair."""
-    from openprogram.recordings.format import RecordingFileError
-    from openprogram.recordings.recovery import plan_recovery
-    from openprogram.recordings.writer_lock import is_being_recorded
+    from openprogram.recordings.file.format import RecordingFileError
+    from openprogram.recordings.file.writer_lock import is_being_recorded
+    from openprogram.recordings.store.recovery import plan_recovery
 
     try:
         live = is_being_recorded(path)
@@ -716,7 +716,11 @@ def _recovery_plan(path: Path) -> RecoveryPlan:
 
 def _active_path(current: dict[str, Any]) -> Path | None:
     """The file record or replay would use at the next start, if any."""
-    from openprogram.recordings.store import SelectorError, record_replay_settings, resolve_selector
+    from openprogram.recordings.store.store import (
+        SelectorError,
+        record_replay_settings,
+        resolve_selector,
+    )
 
     mode, selector = record_replay_settings(current)
     if mode not in ("record", "replay") or selector is None:  # resolve_selector refuses None too
@@ -740,7 +744,7 @@ def _same(path: Path, other: Path | None) -> bool:
 
 
 def _safe_live(path: Path) -> bool:
-    from openprogram.recordings.writer_lock import is_being_recorded
+    from openprogram.recordings.file.writer_lock import is_being_recorded
 
     try:
         return is_being_recorded(path)

@@ -1,7 +1,7 @@
 """How ``openprogram recordings status|list|show|diff`` print for people.
 
-What is printed comes from :mod:`openprogram.recordings.activation` (status) and
-:mod:`openprogram.recordings.inspection` (list, show), which read the files; this module only
+What is printed comes from :mod:`openprogram.recordings.store.activation` (status) and
+:mod:`openprogram.recordings.views.inspection` (list, show), which read the files; this module only
 formats. Like them it never prints request or response content, and everything that comes
 from a file or a file name is escaped for the terminal (:func:`.terminal.terminal_safe`).
 """
@@ -13,12 +13,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openprogram.recordings.inspection import SCHEMA_VERSION, RecordingInfo, ShowReport
+from openprogram.recordings.views.inspection import SCHEMA_VERSION, RecordingInfo, ShowReport
 
 from .terminal import terminal_safe as safe
 
 if TYPE_CHECKING:
-    from openprogram.recordings.activation import ActivationPlan
+    from openprogram.recordings.store.activation import ActivationPlan
 
 NEXT_START = "takes effect at the next start"
 

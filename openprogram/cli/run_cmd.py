@@ -107,7 +107,7 @@ async def _run(
 ) -> int:
     from openprogram.agent import AgentContext, AgentLoopConfig, agent_loop
     from openprogram.providers.types import UserMessage
-    from openprogram.recordings.format import RecordingFileError
+    from openprogram.recordings.file.format import RecordingFileError
 
     from .run_render import JsonRenderer, TextRenderer
 

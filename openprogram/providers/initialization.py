@@ -2,7 +2,7 @@
 
 ``initialize_provider_runtime()`` runs before the first real provider lookup. It registers the
 built-in providers (all at once or none), takes the activation plan of the ``record_replay``
-configuration (:mod:`openprogram.recordings.activation`, the one reader of those settings),
+configuration (:mod:`openprogram.recordings.store.activation`, the one reader of those settings),
 builds the recording sink or the replay provider, and installs the registry transform. Two
 kinds of failure are kept apart on purpose:
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
-    from ..recordings.activation import ActivationPlan
+    from ..recordings.store.activation import ActivationPlan
     from .api_registry import ApiProvider
     from .types import Context, Model, SimpleStreamOptions, StreamOptions
 
@@ -82,7 +82,7 @@ class RuntimeSnapshot:
     selector: str | None = None
     path: str | None = None
     diagnosis: str | None = None
-    #: The :class:`~openprogram.recordings.activation.ActivationPlan` it came from (None when
+    #: The :class:`~openprogram.recordings.store.activation.ActivationPlan` it came from (None when
     #: the configuration could not even be read).
     plan: ActivationPlan | None = field(default=None, compare=False)
 
@@ -161,8 +161,8 @@ def _activate_record_replay() -> RuntimeSnapshot:
     The plan checks the settings and that the file exists; the file itself is read once, by
     the sink or the replay provider built here, and a failure there blocks with the plan's
     own mapping, so the diagnosis is the one ``recordings status`` prints."""
-    from ..recordings.activation import RECORD, REPLAY, UPDATE, load_activation_plan
-    from ..recordings.format import RecordingFileError
+    from ..recordings.file.format import RecordingFileError
+    from ..recordings.store.activation import RECORD, REPLAY, UPDATE, load_activation_plan
 
     plan = load_activation_plan(check_file=False)
     if plan.mode in (RECORD, REPLAY, UPDATE):
@@ -182,8 +182,8 @@ def _activate_record_replay() -> RuntimeSnapshot:
 
 def _install_for(plan: ActivationPlan) -> None:
     """Build the recording sink or the replay provider of ``plan`` and install its transform."""
-    from ..recordings.activation import RECORD, UPDATE
     from ..recordings.redaction import declare_secret_env
+    from ..recordings.store.activation import RECORD, UPDATE
     from .api_registry import configure_provider_transform
 
     declare_secret_env(plan.secret_env)
@@ -193,7 +193,7 @@ def _install_for(plan: ActivationPlan) -> None:
     if plan.mode == UPDATE:
         import atexit
 
-        from ..recordings.updating import UpdateSession
+        from ..recordings.store.updating import UpdateSession
 
         session = UpdateSession(path, ignore=plan.ignore, normalize=plan.normalize)
 
@@ -206,8 +206,8 @@ def _install_for(plan: ActivationPlan) -> None:
         # killed hard leaves the recording as it was).
         atexit.register(session.finish, True)
     elif plan.mode == RECORD:
-        from ..recordings.recorder import RecordingProvider
-        from ..recordings.sink import RecordingSink
+        from ..recordings.file.sink import RecordingSink
+        from ..recordings.record.recorder import RecordingProvider
 
         sink = RecordingSink(path)
 
@@ -216,7 +216,7 @@ def _install_for(plan: ActivationPlan) -> None:
 
         configure_provider_transform(record_transform)
     else:
-        from ..recordings.replayer import ReplayProvider
+        from ..recordings.replay.replayer import ReplayProvider
 
         replay = ReplayProvider(path, ignore=plan.ignore, normalize=plan.normalize)
 

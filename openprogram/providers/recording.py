@@ -4,10 +4,10 @@ The engine lives in :mod:`openprogram.recordings` (see ``docs/architecture.md``)
 is the stable face that application code imports.
 """
 
-from ..recordings.format import RECORDING_FORMAT_VERSION, RecordingFileError
-from ..recordings.recorder import RecordingProvider
+from ..recordings.file.format import RECORDING_FORMAT_VERSION, RecordingFileError
+from ..recordings.file.sink import RecordingSink
+from ..recordings.record.recorder import RecordingProvider
 from ..recordings.redaction import PLACEHOLDER, SECRET_FIELD_NAMES, remove_secret_values
-from ..recordings.sink import RecordingSink
 
 __all__ = [
     "PLACEHOLDER",

@@ -4,13 +4,13 @@ The engine lives in :mod:`openprogram.recordings` (see ``docs/architecture.md``)
 is the stable face that application code imports.
 """
 
-from ..recordings.differences import (
+from ..recordings.file.reader import RecordedCall, Recording, read_recording_file
+from ..recordings.replay.differences import (
     NON_DETERMINISTIC_FIELD_NAMES,
     ReplayMismatch,
     find_first_difference,
 )
-from ..recordings.reader import RecordedCall, Recording, read_recording_file
-from ..recordings.replayer import RecordedCallInterrupted, ReplayProvider
+from ..recordings.replay.replayer import RecordedCallInterrupted, ReplayProvider
 
 __all__ = [
     "NON_DETERMINISTIC_FIELD_NAMES",

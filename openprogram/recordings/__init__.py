@@ -1,7 +1,8 @@
-"""Record/replay: the recording file format, the recorder and its sink, redaction, the strict
-reader, the replayer, the managed recordings folder, the activation plan that turns the
-configuration into what the runtime installs, and the views of a recording (inspection,
-comparison, conversation).
+"""Record/replay, grouped by job: ``file/`` (the format, the writer, the strict reader),
+``record/`` (the recorder and its pipeline), ``replay/`` (the replayer and the comparison rule),
+``views/`` (what ``list``, ``show``, ``diff`` and ``view`` show) and ``store/`` (the managed
+folder, the activation plan, ``use_recording``, update and recovery); ``redaction.py`` holds the
+rules all of them apply.
 
 The public import paths stay in :mod:`openprogram.providers` (``recording``, ``replay``,
 ``use_recording``); this package is where the engine lives. ``docs/architecture.md`` shows how

@@ -17,19 +17,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from ..providers.lanes import ROOT_LANE, current_lane
-from ..providers.types import (
+from ...providers.lanes import ROOT_LANE, current_lane
+from ...providers.types import (
     AssistantMessageEvent,
     Context,
     Model,
     SimpleStreamOptions,
     StreamOptions,
 )
-from .differences import ReplayMismatch, find_first_difference
-from .format import EVENT_CLASSES, raw_request_payloads, request_payloads
-from .lazy_redaction import settle
-from .reader import RecordedCall, Recording, read_recording_file
-from .redaction import (
+from ..file.format import EVENT_CLASSES, raw_request_payloads, request_payloads
+from ..file.reader import RecordedCall, Recording, read_recording_file
+from ..redaction import (
     PLACEHOLDER,
     Redactor,
     check_run_values,
@@ -39,6 +37,8 @@ from .redaction import (
     use_run_values,
     value_token,
 )
+from .differences import ReplayMismatch, find_first_difference
+from .lazy_redaction import settle
 from .volatile import RequestFilter
 
 __all__ = ["RecordedCallInterrupted", "ReplayProvider"]

@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..state import ConfigError, check_private_dir, ensure_private_dir, state_dir
+from ...state import ConfigError, check_private_dir, ensure_private_dir, state_dir
 
 RECORDINGS_FOLDER = "recordings"
 RECORDING_SUFFIX = ".jsonl"

@@ -33,8 +33,8 @@ from typing import Any
 
 import orjson
 
+from ..redaction import REDACTION_VERSION
 from .format import RECORDING_FORMAT_VERSION, RecordingFileError, encode_line, is_plain_int
-from .redaction import REDACTION_VERSION
 from .writer_lock import hold_writer_lock, is_being_recorded, release_writer_lock
 
 __all__ = ["RecordingSink"]
@@ -490,7 +490,7 @@ def _make_private_parents(folder: Path) -> None:
 
 
 def new_header() -> dict[str, Any]:
-    from .. import __version__
+    from ... import __version__
 
     return {
         "type": "header",

@@ -23,7 +23,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
-from .patches import compute_patch, growth_patch
+from ..file.patches import compute_patch, growth_patch
 
 __all__ = ["ArgumentsGrowth", "EventEncoder", "Record", "TextGrowth", "Whole"]
 

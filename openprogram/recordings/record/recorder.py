@@ -1,6 +1,6 @@
 """Recording at the provider boundary: :class:`RecordingProvider` wraps a provider and writes
 every request and event of its calls to a recording through a shared
-:class:`~openprogram.recordings.sink.RecordingSink`.
+:class:`~openprogram.recordings.file.sink.RecordingSink`.
 
 * **One pipeline, one way.** :mod:`.stream_redaction` decides what each event is stored as,
   holding a delta back until the text past it is known to hold no piece of a secret, and
@@ -28,9 +28,9 @@ from pathlib import Path
 from time import monotonic_ns
 from typing import Any
 
-from ..providers.credentials import note_secret_value
-from ..providers.lanes import current_lane
-from ..providers.types import (
+from ...providers.credentials import note_secret_value
+from ...providers.lanes import current_lane
+from ...providers.types import (
     TERMINAL_EVENT_TYPES,
     AssistantMessageEvent,
     Context,
@@ -38,10 +38,10 @@ from ..providers.types import (
     SimpleStreamOptions,
     StreamOptions,
 )
+from ..file.format import RecordingFileError, request_payloads
+from ..file.sink import RecordingSink
+from ..redaction import PLACEHOLDER, Redactor, current_redactor, logger
 from .encoder import EventEncoder, Record
-from .format import RecordingFileError, request_payloads
-from .redaction import PLACEHOLDER, Redactor, current_redactor, logger
-from .sink import RecordingSink
 from .stream_redaction import StreamRedaction
 
 __all__ = ["RecordingProvider"]

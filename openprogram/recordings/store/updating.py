@@ -27,11 +27,11 @@ from typing import Any
 
 import orjson
 
-from ..providers.types import AssistantMessageEvent, Context, Model, StreamOptions
-from .atomic import replace_atomically
-from .differences import ReplayMismatch
-from .format import encode_line
-from .reader import RecordedCall
+from ...providers.types import AssistantMessageEvent, Context, Model, StreamOptions
+from ..file.atomic import replace_atomically
+from ..file.format import encode_line
+from ..file.reader import RecordedCall
+from ..replay.differences import ReplayMismatch
 
 __all__ = ["ABANDONED_AFTER_SECONDS", "UpdateSession", "remove_abandoned_updates"]
 
@@ -66,7 +66,7 @@ def remove_abandoned_updates(path: Path) -> list[Path]:
 
 
 def _maybe_live(path: Path) -> bool:
-    from .writer_lock import is_being_recorded
+    from ..file.writer_lock import is_being_recorded
 
     try:
         return is_being_recorded(path)
@@ -85,7 +85,7 @@ class UpdateSession:
         normalize: Iterable[Sequence[str]] = (),
         values: Mapping[str, str] | None = None,
     ) -> None:
-        from .replayer import ReplayProvider
+        from ..replay.replayer import ReplayProvider
 
         self.path = Path(path)
         self.replay = (
@@ -125,8 +125,8 @@ class UpdateSession:
             return call
 
     def recorder_for(self, api: str, original: Any) -> Any:
-        from .recorder import RecordingProvider
-        from .sink import RecordingSink
+        from ..file.sink import RecordingSink
+        from ..record.recorder import RecordingProvider
 
         with self._lock:
             if self._sink is None:
@@ -238,6 +238,6 @@ def _calls_of(path: Path, wanted: set[int] | None) -> tuple[dict[str, Any] | Non
 
 
 def _fresh_header() -> dict[str, Any]:
-    from .sink import new_header
+    from ..file.sink import new_header
 
     return new_header()

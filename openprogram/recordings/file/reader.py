@@ -28,8 +28,8 @@ from typing import Any, cast
 import orjson
 from pydantic import ValidationError
 
-from ..providers.types import AssistantMessageEvent
-from ..state import READ_SLACK_BYTES, FileRefusal, open_regular_file
+from ...providers.types import AssistantMessageEvent
+from ...state import READ_SLACK_BYTES, FileRefusal, open_regular_file
 from .format import (
     EVENT_CLASSES,
     LINE_TYPES,
@@ -265,7 +265,7 @@ class _Reader:
             return name
         redacted = self.names.get(name)
         if redacted is None:
-            from .redaction import redact_text
+            from ..redaction import redact_text
 
             redacted = self.names[name] = redact_text(name)
         return redacted

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any, TypeGuard, cast
 import orjson
 
 # Re-exported: the reader and the replayer take it from here.
-from ..providers.types import EVENT_CLASSES as EVENT_CLASSES
+from ...providers.types import EVENT_CLASSES as EVENT_CLASSES
 
 if TYPE_CHECKING:
-    from ..providers.types import Context, Model, StreamOptions
-    from .redaction import Redactor
+    from ...providers.types import Context, Model, StreamOptions
+    from ..redaction import Redactor
 
 RECORDING_FORMAT_VERSION = 1
 
@@ -110,7 +110,7 @@ def request_payloads(
     compared on replay (runtime-only options are excluded by the types themselves)."""
     payloads = raw_request_payloads(model, context, options)
     if redactor is None:
-        from .redaction import current_redactor
+        from ..redaction import current_redactor
 
         redactor = current_redactor()
     return cast("dict[str, Any]", redactor.remove_secret_values(payloads))  # the redaction of a dict is a dict

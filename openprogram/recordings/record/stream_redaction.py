@@ -48,10 +48,10 @@ from typing import Any
 
 import orjson
 
-from ..providers.partial_json import StreamingJsonObject, parse_streaming_json
-from ..providers.types import TERMINAL_EVENT_TYPES, AssistantMessage
+from ...providers.partial_json import StreamingJsonObject, parse_streaming_json
+from ...providers.types import TERMINAL_EVENT_TYPES, AssistantMessage
+from ..redaction import PLACEHOLDER, Redactor, is_exact_secret_name
 from .encoder import ArgumentsGrowth, Record, TextGrowth, Whole
-from .redaction import PLACEHOLDER, Redactor, is_exact_secret_name
 from .text_diff import common_prefix_length
 
 __all__ = ["StreamRedaction", "spread"]

@@ -34,8 +34,8 @@ from typing import Any
 
 import orjson
 
+from ..redaction import remove_secret_values
 from .conversation import ConversationStep, call_cost, conversation_steps
-from .redaction import remove_secret_values
 
 CONTENT_WARNING = (
     "This page holds prompts, model outputs and tool results copied from the recording "
@@ -433,6 +433,6 @@ def drift_page_path(recording_path: Path) -> Path:
 
 def write_page(text: str, path: Path) -> None:
     """Write the page atomically, readable by its owner only: it holds prompts and outputs."""
-    from .atomic import replace_atomically
+    from ..file.atomic import replace_atomically
 
     replace_atomically(path, text.encode("utf-8", "replace"), 0o600)

@@ -26,8 +26,8 @@ from pathlib import Path
 
 import orjson
 
-from .atomic import replace_atomically
-from .format import RecordingFileError, encode_line, is_plain_int
+from ..file.atomic import replace_atomically
+from ..file.format import RecordingFileError, encode_line, is_plain_int
 
 __all__ = ["RecoveryPlan", "apply_recovery", "plan_recovery"]
 
@@ -107,8 +107,8 @@ def apply_recovery(plan: RecoveryPlan) -> None:
 def _read_regular_file(path: Path) -> tuple[bytes, int]:
     """The file's bytes and mode, read with the checks every reader makes (a symlink, a FIFO or
     a device is refused without blocking, the read is bounded)."""
-    from ..state import FileRefusal, read_regular_file
-    from .reader import MAX_RECORDING_BYTES
+    from ...state import FileRefusal, read_regular_file
+    from ..file.reader import MAX_RECORDING_BYTES
 
     try:
         data = read_regular_file(path, MAX_RECORDING_BYTES, follow_symlinks=False)
@@ -126,7 +126,7 @@ def _read_regular_file(path: Path) -> tuple[bytes, int]:
 def _check_strictly(plan: RecoveryPlan) -> None:
     """Run the strict reader on the repaired text (in a private temporary file beside the
     recording); its error, naming the line, is the refusal."""
-    from .reader import read_recording_file
+    from ..file.reader import read_recording_file
 
     descriptor, temporary = tempfile.mkstemp(prefix=f".{plan.path.name}.", suffix=".check", dir=plan.path.parent)
     try:

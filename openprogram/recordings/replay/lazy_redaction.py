@@ -23,8 +23,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
+from ..redaction import Redactor, is_secret_field_name
 from .differences import find_first_difference
-from .redaction import Redactor, is_secret_field_name
 
 __all__ = ["Settled", "settle"]
 

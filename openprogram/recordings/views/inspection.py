@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
-    from .reader import Recording
+    from ..file.reader import Recording
 
 SCHEMA_VERSION = 1
 
@@ -66,7 +66,7 @@ class RecordingInfo:
 def inspect_recording(path: Path, recording_id: str | None, *, managed: bool, active: bool) -> RecordingInfo:
     """Describe one file without ever raising: a file that cannot be read or parsed is an
     ``invalid`` row with the reason, so one bad file never stops a listing."""
-    from .writer_lock import is_being_recorded
+    from ..file.writer_lock import is_being_recorded
 
     info = RecordingInfo(path=path, id=recording_id, managed=managed, active=active)
     try:
@@ -100,7 +100,7 @@ def read_recording(path: Path) -> Recording:
     """The one strict reader (imported here, lazily: it brings pydantic with it), keeping per
     call only what every view of a file needs (requests, counts, the final message): a view
     never replays, so it need not hold every event of a large recording."""
-    from .reader import read_recording_file
+    from ..file.reader import read_recording_file
 
     return read_recording_file(path, summary_only=True)
 
@@ -190,8 +190,8 @@ def summarize_call(call: Any) -> CallSummary:
     error message of the message its terminal event carries (terminal events are stored in
     full, so no partial snapshot is rebuilt). Redacted, as every view of a file is: a file
     edited by hand may hold a secret in an error message."""
+    from ..redaction import remove_secret_values
     from .comparison import final_message
-    from .redaction import remove_secret_values
 
     model = remove_secret_values(call.model)
     message = remove_secret_values(final_message(call))

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..state import load_config
+from ...state import load_config
 from .store import (
     MISSING,
     VALID_MODES,
@@ -38,7 +38,7 @@ from .store import (
 )
 
 if TYPE_CHECKING:
-    from .format import RecordingFileError
+    from ..file.format import RecordingFileError
 
 OFF, RECORD, REPLAY, UPDATE, BLOCKED = "off", "record", "replay", "update", "blocked"
 
@@ -159,7 +159,7 @@ def plan_activation(
     # Replay's volatile-value settings (unused when off).
     subtree = config.get("record_replay")
     if isinstance(subtree, dict) and ("ignore" in subtree or "normalize" in subtree):
-        from .volatile import RequestFilter
+        from ..replay.volatile import RequestFilter
 
         ignore, normalize = subtree.get("ignore") or [], subtree.get("normalize") or []
         for key, settings in (("ignore", {"ignore": ignore}), ("normalize", {"normalize": normalize})):
@@ -249,7 +249,7 @@ def _off_plan(plan: ActivationPlan, selector: Any, profile: str | None) -> Activ
 
 
 def _check_replay_file(plan: ActivationPlan, check_file: bool) -> ActivationPlan:
-    from .format import RecordingFileError
+    from ..file.format import RecordingFileError
 
     assert plan.path is not None
     absence = absence_of(plan.path)
@@ -263,7 +263,7 @@ def _check_replay_file(plan: ActivationPlan, check_file: bool) -> ActivationPlan
         )
     if not check_file:
         return plan
-    from .reader import read_recording_file
+    from ..file.reader import read_recording_file
 
     try:
         recording = read_recording_file(plan.path, summary_only=True)  # counts only
@@ -278,7 +278,7 @@ def _check_record_target(plan: ActivationPlan, check_file: bool) -> ActivationPl
     """Record mode creates the file at the next start, or appends to it after checking its
     header: ask the sink itself (the one place that knows), but only when the file exists
     and is not empty, so that nothing is created or written here."""
-    from .format import RecordingFileError
+    from ..file.format import RecordingFileError
 
     assert plan.path is not None
     if not check_file:
@@ -292,7 +292,7 @@ def _check_record_target(plan: ActivationPlan, check_file: bool) -> ActivationPl
             "unreadable_file", f"recording file {plan.path}: cannot inspect: {error.strerror}", FIX_RECORD
         )
     if not (stat.S_ISREG(info.st_mode) and info.st_size == 0):
-        from .sink import RecordingSink
+        from ..file.sink import RecordingSink
 
         try:
             RecordingSink(plan.path).close()

@@ -16,10 +16,10 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..providers.api_registry import _scoped_route
+from ...providers.api_registry import _scoped_route
 
 if TYPE_CHECKING:
-    from .replayer import ReplayProvider
+    from ..replay.replayer import ReplayProvider
     from .updating import UpdateSession
 
 ScopedMode = Literal["record", "replay", "update"]
@@ -62,7 +62,7 @@ class RecordingScope:
             return self.update.provider_for(api, original)
         if original is None:
             return None
-        from .recorder import RecordingProvider
+        from ..record.recorder import RecordingProvider
 
         with self._lock:
             wrapped = self._wrapped.get(api)
@@ -99,13 +99,13 @@ def use_recording(
     """
     if mode not in MODES:
         raise ValueError(f"use_recording mode must be one of {', '.join(MODES)}, not {mode!r}")
-    from .redaction import (
+    from ..redaction import (
         check_declared_secrets,
         check_run_values,
         use_declared_secrets,
         use_run_values,
     )
-    from .volatile import RequestFilter
+    from ..replay.volatile import RequestFilter
 
     ignore, normalize = tuple(ignore), tuple(normalize)
     RequestFilter(ignore, normalize)  # raises ValueError for a bad pattern or regex
@@ -113,7 +113,7 @@ def use_recording(
     declared = check_declared_secrets(secrets)  # raises ValueError for a bad value
     scope = RecordingScope(Path(path), mode)
     if mode == "replay":
-        from .replayer import ReplayProvider
+        from ..replay.replayer import ReplayProvider
 
         scope.replay_provider = ReplayProvider(path, ignore=ignore, normalize=normalize, values=values)
     elif mode == "update":
@@ -121,7 +121,7 @@ def use_recording(
 
         scope.update = UpdateSession(path, ignore=ignore, normalize=normalize, values=values)
     else:
-        from .sink import RecordingSink
+        from ..file.sink import RecordingSink
 
         scope.sink = RecordingSink(path)
     token = _scoped_route.set(scope.route)

@@ -77,7 +77,7 @@ class ReplayMismatch(AssertionError):
     ) -> None:
         # Shown redacted by today's rules, both sides: a file written under older rules (or
         # edited) may hold a value that is a secret now, and this message reaches CI logs.
-        from .redaction import redact_text, remove_secret_values
+        from ..redaction import redact_text, remove_secret_values
 
         self.call_index = call_index
         self.field_path = redact_text(field_path)

@@ -16,8 +16,8 @@ from typing import Any
 
 import orjson
 
+from ..redaction import remove_secret_values
 from .comparison import final_message
-from .redaction import remove_secret_values
 
 THINKING_PREVIEW = 80
 

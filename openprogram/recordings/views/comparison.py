@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
-from .differences import find_first_difference
-from .redaction import remove_secret_values
+from ..redaction import remove_secret_values
+from ..replay.differences import find_first_difference
 
 REQUEST_PARTS = ("model", "context", "options")
 

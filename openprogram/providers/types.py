@@ -205,7 +205,12 @@ PayloadHook: TypeAlias = Callable[[Any], Any]
 
 class StreamOptions(_Model):
     """Per-call options. ``signal`` and ``on_payload`` exist only at run time: they are
-    excluded from dumps, so they are never recorded and never compared on replay."""
+    excluded from dumps, so they are never recorded and never compared on replay.
+
+    ``extra_body`` holds wire-body fields that have no typed option (``seed``, ``logprobs``,
+    ``response_format``, vendor-specific knobs). Every vendor provider merges them into its
+    request body last, so they also override what the typed options wrote; unlike the two
+    runtime hooks they are recorded and compared. See docs/vendors.md for the merge rule."""
 
     model_config = ConfigDict(extra="ignore", arbitrary_types_allowed=True)
 
@@ -218,6 +223,7 @@ class StreamOptions(_Model):
     cache_retention: CacheRetention = "short"
     max_retry_delay_ms: int = 60000
     tool_choice: str | dict[str, Any] | None = None
+    extra_body: dict[str, Any] | None = None
     signal: asyncio.Event | None = Field(default=None, exclude=True)
     on_payload: PayloadHook | None = Field(default=None, exclude=True)
 

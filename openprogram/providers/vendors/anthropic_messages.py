@@ -48,6 +48,7 @@ from .common import (
     apply_payload_hook,
     as_plain_dict,
     describe_provider_error,
+    merge_extra_body,
     normalize_tool_call_id,
     prepare_messages,
     request_headers,
@@ -229,7 +230,7 @@ def build_request_body(model: Model, context: Context, options: StreamOptions | 
         if user_id:
             body["metadata"] = {"user_id": str(user_id)}
     _add_thinking(body, model, options)
-    return body
+    return merge_extra_body(body, options)
 
 
 def _add_thinking(body: dict[str, Any], model: Model, options: StreamOptions | None) -> None:

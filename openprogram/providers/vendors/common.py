@@ -1,11 +1,13 @@
 """What every vendor provider needs besides stream assembly: the key, the headers, the
-payload hook, readable errors, and a conversation that another vendor can accept.
+payload hook and ``extra_body``, readable errors, and a conversation that another vendor can
+accept.
 
 Kept in one place so that the four vendor modules differ only in their wire mapping.
 """
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import re
 from typing import Any
@@ -57,6 +59,31 @@ def apply_payload_hook(options: StreamOptions | None, body: dict[str, Any]) -> d
         return body
     replacement = options.on_payload(body)
     return replacement if isinstance(replacement, dict) else body
+
+
+def merge_extra_body(body: dict[str, Any], options: StreamOptions | None) -> dict[str, Any]:
+    """``body`` with ``options.extra_body`` merged in, the last step of building a request
+    body, so that a wire field with no typed option reaches the vendor and one that has a
+    typed option can still be overridden. Objects present on both sides merge key by key
+    (``{"reasoning": {"summary": "detailed"}}`` keeps the typed effort); any other value
+    replaces. This is the rule the Gemini SDK applies to its own ``extra_body``, so all four
+    vendors merge alike (docs/vendors.md)."""
+    extra = options.extra_body if options is not None else None
+    if not extra:
+        return body
+    return _merged(body, extra)
+
+
+def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in extra.items():
+        current = merged.get(key)
+        if isinstance(current, dict) and isinstance(value, dict):
+            merged[key] = _merged(current, value)
+        else:
+            # A copy: a payload hook that edits the body must not edit the recorded options.
+            merged[key] = copy.deepcopy(value)
+    return merged
 
 
 def describe_provider_error(label: str) -> ErrorDescriber:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import copy
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -282,7 +283,12 @@ def _tool_config(choice: str | dict[str, Any]) -> dict[str, Any]:
 
 
 def build_request_body(model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
-    """``{"model", "contents", "config"}`` in the SDK's (snake_case) form."""
+    """``{"model", "contents", "config"}`` in the SDK's (snake_case) form.
+
+    ``options.extra_body`` holds wire-body fields (``generationConfig``, ``safetySettings``
+    ...), which this shape cannot name: they travel as the SDK's per-request
+    ``http_options.extra_body``, which the SDK merges into the wire body last, key by key,
+    as :func:`~.common.merge_extra_body` does for the other vendors."""
     config: dict[str, Any] = {
         # Function declarations are answered by our agent loop, never by the SDK itself.
         "automatic_function_calling": {"disable": True},
@@ -312,6 +318,8 @@ def build_request_body(model: Model, context: Context, options: StreamOptions | 
     thinking = _thinking_config(model, options)
     if thinking is not None:
         config["thinking_config"] = thinking
+    if options is not None and options.extra_body:
+        config["http_options"] = {"extra_body": copy.deepcopy(options.extra_body)}
     return {"model": model.id, "contents": convert_contents(context, model), "config": config}
 
 

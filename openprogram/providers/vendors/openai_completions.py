@@ -38,7 +38,7 @@ from ..types import (
     Usage,
     UserMessage,
 )
-from .common import images_of, normalize_tool_call_id, prepare_messages, text_of
+from .common import images_of, merge_extra_body, normalize_tool_call_id, prepare_messages, text_of
 from .openai_common import (
     OpenAIProviderBase,
     OpenAIStreamError,
@@ -201,7 +201,7 @@ def build_request_body(model: Model, context: Context, options: StreamOptions | 
             body["reasoning"] = {"effort": effort}
         else:
             body["reasoning_effort"] = effort
-    return body
+    return merge_extra_body(body, options)
 
 
 # --------------------------------------------------------------------------- response

@@ -41,7 +41,7 @@ from ..types import (
     ToolResultMessage,
     UserMessage,
 )
-from .common import images_of, normalize_tool_call_id, prepare_messages, text_of
+from .common import images_of, merge_extra_body, normalize_tool_call_id, prepare_messages, text_of
 from .openai_common import (
     OpenAIProviderBase,
     OpenAIStreamError,
@@ -216,7 +216,7 @@ def build_request_body(model: Model, context: Context, options: StreamOptions | 
         effort = reasoning_effort(model, options)
         if effort is not None:
             body["reasoning"] = {"effort": effort, "summary": "auto"}
-    return body
+    return merge_extra_body(body, options)
 
 
 # --------------------------------------------------------------------------- response

@@ -5,6 +5,8 @@ errors, aborts, keys, the agent loop) is in :mod:`tests.test_vendor_contract`.""
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
 from openprogram.providers.types import (
@@ -193,18 +195,55 @@ async def test_gemini_3_thinking_level_and_function_call_signature(server, provi
 # --------------------------------------------------------------------------- server tools
 
 
+def sdk_base64(signature: str) -> str:
+    """A signature as the SDK writes it on the wire: the same bytes, URL-safe base64."""
+    return base64.urlsafe_b64encode(base64.b64decode(signature)).decode()
+
+
 async def test_code_execution_parts_go_back_on_the_next_turn(server, model, provider):
     server.queue(ScriptedResponse(chunks=t.CODE_EXECUTION), ScriptedResponse(chunks=t.PLAIN_TEXT))
     first = (await run(provider, model))[-1].message
     context = hello()
     context.messages += [first, UserMessage(content="Thanks", timestamp=2)]
     await run(provider, model, context)
+    # each part as it came, the code's signature with it
     assert server.requests[1].json["contents"][1] == {
         "role": "model",
         "parts": [
             {"text": "Let me compute."},
-            {"executableCode": {"code": "print(2 + 2)\n", "language": "PYTHON"}},
+            {
+                "executableCode": {"code": "print(2 + 2)\n", "language": "PYTHON"},
+                "thoughtSignature": sdk_base64(t.CODE_SIGNATURE),
+            },
             {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "4\n"}},
             {"text": "It is 4."},
         ],
+    }
+
+
+async def test_code_execution_block_recorded_before_whole_parts_were_kept_still_goes_back(
+    server, model, provider
+):
+    """A recording made when the payload was only the part's inner object replays and goes
+    back as the same part."""
+    from openprogram.providers.types import ServerToolContent
+
+    legacy = AssistantMessage(
+        api="google-generative-ai",
+        provider="google",
+        model=model.id,
+        content=[
+            ServerToolContent(
+                vendor="google",
+                api="google-generative-ai",
+                kind="executable_code",
+                payload={"code": "print(1)", "language": "PYTHON"},
+            )
+        ],
+    )
+    server.queue(ScriptedResponse(chunks=t.PLAIN_TEXT))
+    await run(provider, model, Context(messages=[*hello().messages, legacy, UserMessage(content="And?")]))
+    assert server.requests[0].json["contents"][1] == {
+        "role": "model",
+        "parts": [{"executableCode": {"code": "print(1)", "language": "PYTHON"}}],
     }

@@ -957,7 +957,7 @@ GOOGLE = VendorCase(
             ],
             counts=(30, 23, 0, 0, 53),
         ),
-        # a function call arrives whole: no deltas
+        # a function call arrives whole: no deltas; its signature is kept on the call
         "one_tool_call": Scenario(
             g.ONE_TOOL_CALL,
             answer(
@@ -976,6 +976,7 @@ GOOGLE = VendorCase(
                     id=generated_id("get_weather", 1),
                     name="get_weather",
                     arguments={"location": "San Francisco, CA", "unit": "celsius"},
+                    thought_signature=g.CALL_SIGNATURE,
                 )
             ],
             counts=(300, 12, 0, 0, 312),
@@ -991,7 +992,8 @@ GOOGLE = VendorCase(
             ),
             counts=(310, 40, 0, 0, 350),
         ),
-        # code execution parts become server tool blocks between the text blocks
+        # code execution parts become server tool blocks between the text blocks, each the
+        # whole part (its signature in Gemini's own base64 alphabet)
         "code_execution": Scenario(
             g.CODE_EXECUTION,
             answer(text_rows(0, "Let me compute."), text_rows(3, "It is 4.")),
@@ -1000,24 +1002,65 @@ GOOGLE = VendorCase(
                 server_tool(
                     "google-generative-ai",
                     "executable_code",
-                    {"code": "print(2 + 2)\n", "language": "PYTHON"},
+                    {
+                        "executableCode": {"code": "print(2 + 2)\n", "language": "PYTHON"},
+                        "thoughtSignature": g.CODE_SIGNATURE,
+                    },
                     "print(2 + 2)\n",
                 ),
                 server_tool(
                     "google-generative-ai",
                     "code_execution_result",
-                    {"outcome": "OUTCOME_OK", "output": "4\n"},
+                    {"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "4\n"}},
                     "4\n",
                 ),
                 TextContent(text="It is 4."),
             ],
             counts=(40, 30, 0, 0, 70),
         ),
-        # tokens of server-side tools are input, priced as input: 32 + 4610
+        # tokens of server-side tools are input, priced as input: 32 + 4610; the URLs fetched
+        # follow the answer as a citations block
         "tool_use_prompt_tokens": Scenario(
             g.TOOL_USE_PROMPT,
             answer(text_rows(0, "The page says hi.")),
+            content=[
+                TextContent(text="The page says hi."),
+                server_tool(
+                    "google-generative-ai",
+                    "url_context_metadata",
+                    {"urlContextMetadata": g.URL_CONTEXT_METADATA},
+                    "https://example.com/hello URL_RETRIEVAL_STATUS_SUCCESS",
+                ),
+            ],
             counts=(4642, 62, 0, 0, 4704),
+        ),
+        # Gemini 3's own Google Search: the signed toolCall part and the toolResponse part
+        # kept whole, then the answer and its grounding (the sources it cites)
+        "google_search": Scenario(
+            g.GOOGLE_SEARCH,
+            answer(text_rows(2, "It is 4 C in Oslo.")),
+            content=[
+                server_tool(
+                    "google-generative-ai",
+                    "tool_call",
+                    g.SEARCH_CALL_PART,
+                    'GOOGLE_SEARCH_WEB({"queries":["Oslo weather"]})',
+                ),
+                server_tool(
+                    "google-generative-ai",
+                    "tool_response",
+                    g.SEARCH_RESPONSE_PART,
+                    '{"results":[{"title":"Oslo forecast","url":"https://weather.example/oslo"}]}',
+                ),
+                TextContent(text="It is 4 C in Oslo."),
+                server_tool(
+                    "google-generative-ai",
+                    "grounding_metadata",
+                    {"groundingMetadata": g.GROUNDING_METADATA},
+                    "Oslo weather\nOslo forecast https://weather.example/oslo",
+                ),
+            ],
+            counts=(40, 12, 0, 0, 52),
         ),
         "length": Scenario(
             g.MAX_TOKENS, answer(text_rows(0, "It was a dark"), reason="length"), counts=(8, 4, 0, 0, 12)

@@ -96,10 +96,16 @@ class ImageContent(_Value):
 
 
 class ToolCall(_Value):
+    """A call of one of the caller's tools. ``thought_signature`` is the vendor's opaque
+    signature of the call (Gemini's ``thoughtSignature`` on a ``functionCall`` part), kept as
+    the vendor sent it and sent back only to a model of the same ``api``: Gemini 3 rejects a
+    function call sent back without its signature. Other vendors ignore it."""
+
     type: Literal["toolCall"] = "toolCall"
     id: str
     name: str
     arguments: dict[str, Any] = Field(default_factory=dict)
+    thought_signature: str | None = None
 
 
 class ServerToolContent(_Value):

@@ -15,16 +15,25 @@ RESPONSE_ID = "tTCwacuEBMvnitYP06qsgQY"
 THOUGHT_SIGNATURE = base64.b64encode(b"thought-signature-bytes").decode()
 TEXT_SIGNATURE = base64.b64encode(b"text-signature-bytes").decode()
 CALL_SIGNATURE = base64.b64encode(b"call-signature-bytes").decode()
+#: Signatures whose base64 uses ``+`` and ``/``: kept in Gemini's standard alphabet, not the
+#: URL-safe one the SDK renders bytes in.
+CODE_SIGNATURE = base64.b64encode(b"\xfb\xef\xbe code-signature \xff\xfe").decode()
+SEARCH_SIGNATURE = base64.b64encode(b"\xfb\xff search-signature \xfe\xbf").decode()
 
 
 def frame(payload: dict) -> bytes:
     return b"data: " + json.dumps(payload, separators=(",", ":")).encode() + b"\r\n\r\n"
 
 
-def chunk(*parts: dict, finish: str | None = None, usage: dict | None = None) -> bytes:
+def chunk(
+    *parts: dict, finish: str | None = None, usage: dict | None = None, metadata: dict | None = None
+) -> bytes:
+    """One response chunk; ``metadata`` adds candidate fields after ``finishReason``
+    (``groundingMetadata``, ``urlContextMetadata``)."""
     candidate: dict = {"content": {"parts": list(parts), "role": "model"}, "index": 0}
     if finish:
         candidate["finishReason"] = finish
+    candidate.update(metadata or {})
     payload: dict = {"candidates": [candidate]}
     if usage is not None:
         payload["usageMetadata"] = usage
@@ -121,10 +130,16 @@ AGENT_TEXT_TURN = [
 
 CODE_EXECUTION = [
     chunk({"text": "Let me compute."}),
-    chunk({"executableCode": {"language": "PYTHON", "code": "print(2 + 2)\n"}}),
+    chunk({"executableCode": {"language": "PYTHON", "code": "print(2 + 2)\n"}, "thoughtSignature": CODE_SIGNATURE}),
     chunk({"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "4\n"}}),
     chunk({"text": "It is 4."}, finish="STOP", usage=usage(40, 30)),
 ]
+
+URL_CONTEXT_METADATA = {
+    "urlMetadata": [
+        {"retrievedUrl": "https://example.com/hello", "urlRetrievalStatus": "URL_RETRIEVAL_STATUS_SUCCESS"}
+    ]
+}
 
 #: A URL-context (web fetch) answer: the fetched page's tokens are toolUsePromptTokenCount.
 TOOL_USE_PROMPT = [
@@ -138,7 +153,71 @@ TOOL_USE_PROMPT = [
             "toolUsePromptTokenCount": 4610,
             "totalTokenCount": 4704,
         },
+        metadata={"urlContextMetadata": URL_CONTEXT_METADATA},
     ),
+]
+
+# --------------------------------------------------------------------------- Gemini 3
+# Written from the google-genai types (Part.tool_call / Part.tool_response, ToolType,
+# GroundingMetadata): Gemini 3 shows its own Google Search as a signed toolCall part and the
+# search's toolResponse part, then the answer, with the grounding on the last chunk.
+
+GEMINI_3_ID = "gemini-3-pro-preview"
+
+SEARCH_CALL_PART = {
+    "toolCall": {"id": "srch_1", "toolType": "GOOGLE_SEARCH_WEB", "args": {"queries": ["Oslo weather"]}},
+    "thoughtSignature": SEARCH_SIGNATURE,
+}
+SEARCH_RESPONSE_PART = {
+    "toolResponse": {
+        "id": "srch_1",
+        "toolType": "GOOGLE_SEARCH_WEB",
+        "response": {"results": [{"title": "Oslo forecast", "url": "https://weather.example/oslo"}]},
+    }
+}
+GROUNDING_METADATA = {
+    "webSearchQueries": ["Oslo weather"],
+    "searchEntryPoint": {"renderedContent": "<div>Oslo weather</div>"},
+    "groundingChunks": [{"web": {"uri": "https://weather.example/oslo", "title": "Oslo forecast"}}],
+    "groundingSupports": [
+        {"segment": {"endIndex": 18, "text": "It is 4 C in Oslo."}, "groundingChunkIndices": [0]}
+    ],
+}
+GOOGLE_SEARCH = [
+    chunk(SEARCH_CALL_PART),
+    chunk(SEARCH_RESPONSE_PART),
+    chunk({"text": "It is 4 C in Oslo."}),
+    chunk(
+        {"text": ""},
+        finish="STOP",
+        usage=usage(40, 12),
+        metadata={"groundingMetadata": GROUNDING_METADATA},
+    ),
+]
+
+#: Gemini 3 signs its function calls: each call of this turn has its own signature.
+ECHO_SIGNATURES = (
+    base64.b64encode(b"\xfa echo-hi signature \xfb").decode(),
+    base64.b64encode(b"\xfc echo-ho signature \xfd").decode(),
+)
+AGENT_SIGNED_TOOL_TURN = [
+    chunk(
+        call("echo", {"value": "hi"}, thoughtSignature=ECHO_SIGNATURES[0]),
+        call("echo", {"value": "ho"}, thoughtSignature=ECHO_SIGNATURES[1]),
+        finish="STOP",
+        usage=usage(50, 9),
+    )
+]
+AGENT_SIGNED_TEXT_TURN = [chunk({"text": "Both echoed."}, finish="STOP", usage=usage(90, 4))]
+
+#: Parallel calls as Gemini signs them: only the first carries a signature.
+PARALLEL_FIRST_SIGNED = [
+    chunk(
+        call("get_weather", {"city": "Paris"}, thoughtSignature=CALL_SIGNATURE),
+        call("get_weather", {"city": "Rome"}),
+        finish="STOP",
+        usage=usage(60, 10),
+    )
 ]
 
 #: maxOutputTokens reached.

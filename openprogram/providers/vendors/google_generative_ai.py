@@ -8,15 +8,18 @@ own request shape (``model``, ``contents``, ``config`` as plain dicts), which is
 text as parts that continue the current block, and sends each function call whole, so tool
 arguments are set at once rather than parsed from deltas.
 
-Thought signatures are opaque bytes (base64 on the wire). A signature on a thought part is kept
-as ``thinking_signature``, one on a text part as ``text_signature``, and both are sent back on
-the same kind of part. Our ``ToolCall`` has no signature field, so a signature that Gemini puts
-on a function call part is not kept; for Gemini 3 models, which reject a function call without
-one, the documented placeholder signature is sent instead.
+Thought signatures are opaque bytes (base64 on the wire), kept as the base64 text Gemini sends:
+on a thought part as ``thinking_signature``, on a text part as ``text_signature``, on a function
+call part as the call's ``thought_signature``; each goes back on the same kind of part. Gemini 3
+rejects a function call sent back without its signature, so a call that never had one (from
+another vendor or an older model) gets the documented placeholder instead.
 
-Code execution parts (``executable_code``, ``code_execution_result``) are kept as
-:class:`ServerToolContent` blocks and sent back as the same parts; prompt tokens spent on
-server-side tools (``toolUsePromptTokenCount``) are input tokens, billed as such.
+Parts of tools Gemini runs itself (code execution's ``executableCode`` / ``codeExecutionResult``,
+Gemini 3's server-side ``toolCall`` / ``toolResponse``) are kept whole, signature included, as
+:class:`ServerToolContent` blocks and sent back as the same parts. Grounding metadata (Google
+Search, URL context: Gemini's citations) is kept too but never sent back, as Gemini takes no
+such part. Prompt tokens spent on server-side tools (``toolUsePromptTokenCount``) are input
+tokens, billed as such. See docs/vendors.md.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ import binascii
 import copy
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from ..assembly import AssistantEvent, AssistantStreamAssembler
 from ..base import AssembledProvider
@@ -53,6 +58,7 @@ from .common import (
     request_headers,
     text_of,
     thinking_budget,
+    update_block,
 )
 
 if TYPE_CHECKING:
@@ -68,13 +74,25 @@ LABEL = "google"
 DEFAULT_MAX_RETRIES = 2
 RETRY_STATUS_CODES = (408, 429, 500, 502, 503, 504)
 
-#: Accepted by Gemini in place of a thought signature it requires but we could not keep.
+#: Accepted by Gemini 3 in place of the signature of a function call that never had one.
 PLACEHOLDER_THOUGHT_SIGNATURE = "skip_thought_signature_validator"
 
 _STOP_REASONS = {"STOP": "stop", "MAX_TOKENS": "length"}
 
-#: Parts of tools Gemini runs itself, kept as server tool blocks under these kinds.
-SERVER_PART_KINDS = ("executable_code", "code_execution_result")
+#: Parts of tools Gemini runs itself, kept whole as server tool blocks: the kind (the SDK's
+#: field name) and the part's field on the wire.
+SERVER_PARTS = {
+    "executable_code": "executableCode",
+    "code_execution_result": "codeExecutionResult",
+    "tool_call": "toolCall",
+    "tool_response": "toolResponse",
+}
+#: Candidate metadata holding Gemini's citations, kept as server tool blocks (kind -> wire
+#: field) and never sent back: a request's content has no place for it.
+CITATION_KINDS = {
+    "grounding_metadata": "groundingMetadata",
+    "url_context_metadata": "urlContextMetadata",
+}
 _PRO_LEVELS = {"minimal": "LOW", "low": "LOW", "medium": "HIGH", "high": "HIGH", "xhigh": "HIGH"}
 _FLASH_LEVELS = {"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH", "xhigh": "HIGH"}
 
@@ -166,13 +184,16 @@ class GoogleGenerativeAIProvider(AssembledProvider):
 
 
 def _signature_bytes(signature: str | None) -> bytes | None:
-    """Signatures are stored as the base64 text Gemini sends; the SDK wants the bytes."""
+    """Signatures are stored as the base64 text Gemini sends; the SDK wants the bytes. The
+    URL-safe alphabet (the SDK's own rendering) is read too."""
     if not signature:
         return None
-    try:
-        return base64.b64decode(signature, validate=True)
-    except (binascii.Error, ValueError):
-        return None
+    for altchars in (None, b"-_"):
+        try:
+            return base64.b64decode(signature, altchars=altchars, validate=True)
+        except (binascii.Error, ValueError):
+            continue
+    return None
 
 
 def _image_part(image: ImageContent) -> dict[str, Any]:
@@ -195,6 +216,9 @@ def _user_parts(content: str | list[Any], model: Model) -> list[dict[str, Any]]:
 def _model_parts(message: AssistantMessage, model: Model) -> list[dict[str, Any]]:
     parts: list[dict[str, Any]] = []
     is_gemini_3 = "gemini-3" in model.id.lower()
+    own_api = message.api == GOOGLE_API
+    # Gemini signs only the first of parallel calls: a signed turn goes back as it came.
+    signed = own_api and any(isinstance(b, ToolCall) and b.thought_signature for b in message.content)
     for block in message.content:
         if isinstance(block, TextContent):
             if not block.text.strip():
@@ -213,15 +237,36 @@ def _model_parts(message: AssistantMessage, model: Model) -> list[dict[str, Any]
                 part["thought_signature"] = signature
             parts.append(part)
         elif isinstance(block, ServerToolContent):
-            if block.api == GOOGLE_API and block.kind in SERVER_PART_KINDS:
-                parts.append({block.kind: dict(block.payload)})
+            server_part = _server_part(block) if block.api == GOOGLE_API else None
+            if server_part is not None:
+                parts.append(server_part)
         elif isinstance(block, ToolCall):
             part = {"function_call": {"name": block.name, "args": block.arguments}}
-            if is_gemini_3:
+            signature = _signature_bytes(block.thought_signature) if own_api else None
+            if signature:
+                part["thought_signature"] = signature
+            elif is_gemini_3 and not signed:
                 # The placeholder is base64 text (URL-safe alphabet); Gemini compares the bytes.
                 part["thought_signature"] = base64.urlsafe_b64decode(PLACEHOLDER_THOUGHT_SIGNATURE)
             parts.append(part)
     return parts
+
+
+def _server_part(block: ServerToolContent) -> dict[str, Any] | None:
+    """The part a server tool block came as (its payload, in the wire's field names, which the
+    SDK accepts), or None for what Gemini takes no part for (grounding metadata)."""
+    field = SERVER_PARTS.get(block.kind)
+    if field is None:
+        return None
+    payload = dict(block.payload)
+    if field not in payload:
+        # Recorded when only the part's inner object was kept.
+        return {block.kind: payload}
+    part = {key: value for key, value in payload.items() if key != "thoughtSignature"}
+    signature = _signature_bytes(payload.get("thoughtSignature"))
+    if signature:
+        part["thought_signature"] = signature
+    return part
 
 
 def _function_response_part(result: ToolResultMessage) -> dict[str, Any]:
@@ -330,6 +375,17 @@ def _signature_text(signature: bytes | None) -> str | None:
     return base64.b64encode(signature).decode("ascii") if signature else None
 
 
+def _wire_form(value: Any) -> dict[str, Any]:
+    """An SDK object as Gemini's JSON: the wire's camelCase field names, unset fields left
+    out, and a part's signature in the standard base64 Gemini sends (the SDK would render it
+    URL-safe), so the kept form is the vendor's own."""
+    wire: dict[str, Any] = value.model_dump(mode="json", by_alias=True, exclude_none=True)
+    signature = _signature_text(getattr(value, "thought_signature", None))
+    if signature:
+        wire["thoughtSignature"] = signature
+    return wire
+
+
 class StreamTranslator:
     """Turns ``GenerateContentResponse`` chunks into assembler calls. Text and thought parts
     continue the open block of their kind; any other part closes it."""
@@ -342,6 +398,9 @@ class StreamTranslator:
         self.finish_message: str | None = None
         self.response_id: str | None = None
         self.calls = 0
+        # The latest grounding metadata of the candidate, by kind: Gemini sends it with the
+        # last chunks, and a later chunk's is the whole of it.
+        self.citations: dict[str, Any] = {}
 
     def handle(self, chunk: Any) -> list[AssistantEvent]:
         events: list[AssistantEvent] = []
@@ -351,6 +410,10 @@ class StreamTranslator:
             parts = candidate.content.parts if candidate.content and candidate.content.parts else []
             for part in parts:
                 events.extend(self._part(part))
+            for kind in CITATION_KINDS:
+                metadata = getattr(candidate, kind, None)
+                if metadata is not None:
+                    self.citations[kind] = metadata
             if candidate.finish_reason is not None:
                 reason = candidate.finish_reason
                 self.finish_reason = str(getattr(reason, "value", reason))
@@ -361,11 +424,10 @@ class StreamTranslator:
 
     def _part(self, part: Any) -> list[AssistantEvent]:
         if part.function_call is not None:
-            return self._close() + self._function_call(part.function_call)
-        for kind in SERVER_PART_KINDS:
-            value = getattr(part, kind, None)
-            if value is not None:
-                return self._close() + self._server_part(kind, value)
+            return self._close() + self._function_call(part)
+        for kind in SERVER_PARTS:
+            if getattr(part, kind, None) is not None:
+                return self._close() + self._server_part(kind, part)
         if part.text is None:
             return []
         kind = "thinking" if part.thought else "text"
@@ -398,21 +460,37 @@ class StreamTranslator:
                 self.assembler.set_text_signature(index, signature)
         return events
 
-    def _function_call(self, call: Any) -> list[AssistantEvent]:
+    def _function_call(self, part: Any) -> list[AssistantEvent]:
+        call = part.function_call
         name = call.name or ""
         self.calls += 1
         call_id = call.id or normalize_tool_call_id(f"{name}_{self.response_id or 'call'}_{self.calls}")
         index, start = self.assembler.begin_tool_call(call_id, name)
         self.assembler.set_tool_arguments(index, dict(call.args or {}))
+        signature = _signature_text(part.thought_signature)
+        if signature:
+            update_block(self.assembler, index, ToolCall, thought_signature=signature)
         return [start, self.assembler.end_tool_call(index)]
 
-    def _server_part(self, kind: str, value: Any) -> list[AssistantEvent]:
-        payload = value.model_dump(mode="json", exclude_none=True)
-        text = payload.get("code") if kind == "executable_code" else payload.get("output")
-        self.assembler.add_server_tool(
-            ServerToolContent(vendor=LABEL, api=GOOGLE_API, kind=kind, payload=payload, text=text or None)
-        )
+    def _server_part(self, kind: str, part: Any) -> list[AssistantEvent]:
+        """The whole part is the payload: its signature must go back with it."""
+        payload = _wire_form(part)
+        inner = payload.get(SERVER_PARTS[kind])
+        self._add(kind, payload, _server_part_text(kind, inner if isinstance(inner, dict) else {}))
         return []
+
+    def _add(self, kind: str, payload: dict[str, Any], text: str | None) -> None:
+        self.assembler.add_server_tool(
+            ServerToolContent(vendor=LABEL, api=GOOGLE_API, kind=kind, payload=payload, text=text)
+        )
+
+    def _add_citations(self) -> None:
+        """Grounding metadata follows the answer it grounds, keyed by its wire name as the
+        other vendors' citations are."""
+        for kind, metadata in self.citations.items():
+            wire = _wire_form(metadata)
+            if wire:
+                self._add(kind, {CITATION_KINDS[kind]: wire}, _citations_text(wire))
 
     def _close(self) -> list[AssistantEvent]:
         index, kind = self.open_index, self.open_kind
@@ -445,10 +523,40 @@ class StreamTranslator:
         if reason is None:
             raise ConnectionError("the stream ended without a finish reason")
         events = self._close()
+        self._add_citations()
         if reason in _STOP_REASONS:
             return events + self.assembler.finish(_STOP_REASONS[reason])
         detail = f": {self.finish_message}" if self.finish_message else ""
         return events + [self.assembler.fail(f"{LABEL}: generation stopped with finish reason {reason}{detail}")]
+
+
+def _server_part_text(kind: str, inner: dict[str, Any]) -> str | None:
+    """A readable line for a server tool part: the code, its output, the tool Gemini called
+    with its arguments, or what the tool answered."""
+    if kind == "executable_code":
+        text = inner.get("code")
+    elif kind == "code_execution_result":
+        text = inner.get("output")
+    elif kind == "tool_call":
+        text = f"{inner.get('toolType') or 'tool'}({orjson.dumps(inner.get('args') or {}).decode()})"
+    else:
+        text = orjson.dumps(inner["response"]).decode() if "response" in inner else None
+    return text if isinstance(text, str) and text else None
+
+
+def _citations_text(metadata: dict[str, Any]) -> str | None:
+    """The queries searched, then one line per source (its title and address), or each URL
+    fetched with its status."""
+    lines = [str(query) for query in metadata.get("webSearchQueries") or []]
+    for chunk in metadata.get("groundingChunks") or []:
+        # A chunk holds one source under its kind (``web``, ``retrievedContext``, ``maps``).
+        for source in chunk.values() if isinstance(chunk, dict) else ():
+            if isinstance(source, dict):
+                lines.append(" ".join(str(source[k]) for k in ("title", "uri") if source.get(k)))
+    for entry in metadata.get("urlMetadata") or []:
+        if isinstance(entry, dict):
+            lines.append(" ".join(str(entry[k]) for k in ("retrievedUrl", "urlRetrievalStatus") if entry.get(k)))
+    return "\n".join(line for line in lines if line) or None
 
 
 __all__ = ["GOOGLE_API", "GoogleGenerativeAIProvider", "StreamTranslator", "build_request_body"]

@@ -16,7 +16,9 @@ RESP_ID = "resp_67c9fdcecf488190bdd9a0409de3a1ec07b8b0ad4e5eb654"
 ENCRYPTED = "gAAAAABoISJ1c2VkIHRvIGJlIGVuY3J5cHRlZA=="
 
 
-def response_body(status: str, usage: dict | None = None, error: dict | None = None) -> dict:
+def response_body(
+    status: str, usage: dict | None = None, error: dict | None = None, output: list | None = None
+) -> dict:
     return {
         "id": RESP_ID,
         "object": "response",
@@ -27,7 +29,7 @@ def response_body(status: str, usage: dict | None = None, error: dict | None = N
         "instructions": None,
         "max_output_tokens": None,
         "model": "gpt-5-mini-2025-08-07",
-        "output": [],
+        "output": output or [],
         "parallel_tool_calls": True,
         "previous_response_id": None,
         "reasoning": {"effort": "medium", "summary": "auto"},
@@ -181,8 +183,9 @@ class Transcript:
             item={**item, "status": "completed", "arguments": arguments},
         )
 
-    def completed(self, status: str = "completed", **usage_fields: int) -> list[bytes]:
-        self.add(f"response.{status}", response=response_body(status, usage(**usage_fields)))
+    def completed(self, status: str = "completed", output: list | None = None, **usage_fields: int) -> list[bytes]:
+        """The terminal event; ``output`` is the completed response's list of items."""
+        self.add(f"response.{status}", response=response_body(status, usage(**usage_fields), output=output))
         return self.frames()
 
 
@@ -341,3 +344,136 @@ def parallel_tool_calls() -> list[bytes]:
 
 
 PARALLEL_TOOL_CALLS = parallel_tool_calls()
+
+
+# --------------------------------------------------------------------------- round two
+# Written from the openai SDK's types (openai/types/responses/): McpListTools,
+# ResponseToolSearchCall / ResponseToolSearchOutputItem (``execution``), ResponseCompactionItem,
+# ResponseCompactionCompactingEvent, and Response.output in response.completed.
+
+
+def mcp_list(item_id: str, label: str, *tools: str) -> dict:
+    schema = {"type": "object", "properties": {}}
+    return {
+        "id": item_id,
+        "type": "mcp_list_tools",
+        "server_label": label,
+        "tools": [{"name": name, "input_schema": schema} for name in tools],
+    }
+
+
+def added(transcript: Transcript, item: dict) -> Transcript:
+    transcript.output_index += 1
+    return transcript.add("response.output_item.added", output_index=transcript.output_index, item=item)
+
+
+def listing(transcript: Transcript, item_id: str) -> Transcript:
+    """The list-tools progress events of the item most recently added."""
+    at = {"output_index": transcript.output_index, "item_id": item_id}
+    transcript.add("response.mcp_list_tools.in_progress", **at)
+    return transcript.add("response.mcp_list_tools.completed", **at)
+
+
+DICE_LISTED = mcp_list("mcpl_01", "dice", "roll")
+DICE_FINAL = mcp_list("mcpl_01", "dice", "roll", "flip")  # its form changed after output_item.done
+CLOCK_FINAL = mcp_list("mcpl_02", "clock", "now")
+MAPS_FINAL = mcp_list("mcpl_03", "maps", "route", "geocode")
+
+
+def mcp_list_tools_completed_late() -> list[bytes]:
+    """Three MCP servers listed: only the first item gets output_item.done (and its final
+    form differs again in the completed response); the other two complete only there."""
+    transcript = Transcript()
+    added(transcript, mcp_list("mcpl_01", "dice"))
+    listing(transcript, "mcpl_01")
+    transcript.add("response.output_item.done", output_index=0, item=DICE_LISTED)
+    for item in (CLOCK_FINAL, MAPS_FINAL):
+        added(transcript, {**item, "tools": []})
+        listing(transcript, item["id"])
+    transcript.message("msg_01", "Ready.")
+    message = transcript.events[-1]["item"]
+    return transcript.completed(
+        output=[DICE_FINAL, CLOCK_FINAL, MAPS_FINAL, message], input_tokens=60, output_tokens=5
+    )
+
+
+MCP_LIST_TOOLS_LATE = mcp_list_tools_completed_late()
+
+WEATHER_TOOL = {
+    "type": "function",
+    "name": "get_weather",
+    "description": "Current weather for a city",
+    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    "strict": True,
+}
+SEARCH_CALL = {
+    "id": "tsc_01",
+    "type": "tool_search_call",
+    "execution": "server",
+    "call_id": None,
+    "status": "completed",
+    "arguments": {"query": "weather"},
+}
+SEARCH_OUTPUT = {
+    "id": "tso_01",
+    "type": "tool_search_output",
+    "execution": "server",
+    "call_id": None,
+    "status": "completed",
+    "tools": [WEATHER_TOOL],
+}
+
+
+def tool_search_items(transcript: Transcript, *items: dict) -> Transcript:
+    for item in items:
+        added(transcript, {**item, "status": "in_progress"})
+        transcript.add("response.output_item.done", output_index=transcript.output_index, item=item)
+    return transcript
+
+
+#: The hosted tool search loads a deferred tool, which the model then calls.
+TOOL_SEARCH_SERVER = (
+    tool_search_items(Transcript(), SEARCH_CALL, SEARCH_OUTPUT)
+    .function_call("fc_01", "call_weather", "get_weather", '{"city":"Oslo"}')
+    .completed(input_tokens=70, output_tokens=12)
+)
+
+#: A tool search the client was meant to run.
+CLIENT_SEARCH_CALL = {**SEARCH_CALL, "id": "tsc_02", "execution": "client", "call_id": "call_search"}
+TOOL_SEARCH_CLIENT = tool_search_items(Transcript(), CLIENT_SEARCH_CALL).completed(
+    input_tokens=40, output_tokens=6
+)
+
+COMPACTED = "gAAAAABpCompactedConversation+/=="
+COMPACTION_ITEM = {"id": "cmp_01", "type": "compaction", "encrypted_content": COMPACTED}
+
+
+def compaction() -> list[bytes]:
+    transcript = added(Transcript(), {**COMPACTION_ITEM, "encrypted_content": ""})
+    transcript.add("response.compaction.compacting", output_index=0, item_id="cmp_01")
+    transcript.add("response.output_item.done", output_index=0, item=COMPACTION_ITEM)
+    return transcript.message("msg_01", "Go on.").completed(input_tokens=900, output_tokens=4)
+
+
+COMPACTION = compaction()
+
+
+def message_and_call_completed_late() -> list[bytes]:
+    """A message whose last delta and output_item.done never came, and a function call that
+    appears only in the completed response."""
+    transcript = Transcript().message("msg_01", "Hi", " there")
+    done = transcript.events.pop()  # no output_item.done
+    transcript.events[-2:] = []  # nor the text and part done events
+    final = {**done["item"], "content": [{**done["item"]["content"][0], "text": "Hi there!"}]}
+    call = {
+        "id": "fc_01",
+        "type": "function_call",
+        "status": "completed",
+        "arguments": '{"city":"Oslo"}',
+        "call_id": "call_late",
+        "name": "get_weather",
+    }
+    return transcript.completed(output=[final, call], input_tokens=20, output_tokens=9)
+
+
+COMPLETED_LATE = message_and_call_completed_late()

@@ -11,9 +11,17 @@ conversation itself:
 - an assistant text block keeps its message item id in ``text_signature``.
 
 Items of tools OpenAI runs itself (``web_search_call``, ``file_search_call``,
-``code_interpreter_call``, ``mcp_call`` ...) are kept whole as :class:`ServerToolContent` and go
-back as input items; the annotations (citations) of a message follow its text block and go back
-on that message.
+``code_interpreter_call``, ``mcp_call`` ..., and every item marked ``"execution": "server"``,
+such as the hosted ``tool_search_call`` / ``tool_search_output``) are kept whole as
+:class:`ServerToolContent` and go back as input items; so is a ``compaction`` item (the
+conversation so far, encrypted), which goes back to its own model only. The annotations
+(citations) of a message follow its text block and go back on that message. An item the
+client is asked to execute that we cannot map (a client-side ``tool_search_call``) ends the
+stream with an error instead of an answer that silently lacks it.
+
+``response.completed`` lists every item in its final form: an item whose
+``response.output_item.done`` never came is finished from there, and a server-side item whose
+form changed since takes the completed form.
 
 Vendor-private parts (reasoning items, item ids) are sent back only to the model that produced
 them; :func:`~openprogram.providers.vendors.common.prepare_messages` has already turned another
@@ -41,7 +49,14 @@ from ..types import (
     ToolResultMessage,
     UserMessage,
 )
-from .common import images_of, merge_extra_body, normalize_tool_call_id, prepare_messages, text_of
+from .common import (
+    images_of,
+    merge_extra_body,
+    normalize_tool_call_id,
+    prepare_messages,
+    text_of,
+    update_block,
+)
 from .openai_common import (
     OpenAIProviderBase,
     OpenAIStreamError,
@@ -62,7 +77,9 @@ MAX_ID_LENGTH = 64
 
 _STOP_REASONS = {"completed": "stop", "incomplete": "length"}
 
-#: Output items of tools the vendor runs itself, kept as server tool blocks.
+#: Output items of tools the vendor runs itself, kept as server tool blocks; so is every item
+#: marked ``"execution": "server"`` (``tool_search_call``, ``tool_search_output`` ...).
+#: ``compaction`` holds the conversation so far, encrypted, for the next stateless turn.
 SERVER_ITEM_TYPES = frozenset(
     {
         "web_search_call",
@@ -72,8 +89,14 @@ SERVER_ITEM_TYPES = frozenset(
         "mcp_call",
         "mcp_list_tools",
         "mcp_approval_request",
+        "compaction",
     }
 )
+#: Server items whose encrypted content only the model that wrote it can read: like reasoning
+#: items, they go back to that model alone (another model still gets the whole conversation).
+MODEL_BOUND_ITEM_TYPES = frozenset({"compaction"})
+#: Items marked ``"execution": "client"`` that map onto something the agent acts on.
+CLIENT_ITEM_TYPES = frozenset({"function_call"})
 #: The kind of the block that holds a message's annotations.
 ANNOTATIONS = "annotations"
 
@@ -140,7 +163,8 @@ def _assistant_items(message: AssistantMessage, model: Model) -> list[dict[str, 
                 item["id"] = item_id
             items.append(item)
         elif isinstance(block, ServerToolContent) and block.api == API:
-            _add_server_item(items, block)
+            if own or block.kind not in MODEL_BOUND_ITEM_TYPES:
+                _add_server_item(items, block)
     return items
 
 
@@ -238,6 +262,7 @@ class StreamTranslator:
         self.assembler = assembler
         self.blocks: dict[str, int] = {}  # output item id -> content index
         self.arguments: dict[str, str] = {}  # function call item id -> arguments text so far
+        self.server_items: dict[str, dict[str, Any]] = {}  # server item id -> latest form kept
 
     def handle(self, event: Any) -> Iterator[AssistantEvent]:
         kind = getattr(event, "type", None)
@@ -248,7 +273,15 @@ class StreamTranslator:
     # ------------------------------------------------------------------ items
 
     def _on_response_output_item_added(self, event: Any) -> Iterator[AssistantEvent]:
-        item = event.item
+        yield from self._begin_item(event.item)
+
+    def _on_response_output_item_done(self, event: Any) -> Iterator[AssistantEvent]:
+        yield from self._finish_item(event.item)
+
+    def _begin_item(self, item: Any) -> Iterator[AssistantEvent]:
+        """An item opens: a block of its kind begins. A server-side item takes its place in
+        the content at once, in its in-progress form, so the content keeps the order of the
+        output even when its final form only comes with ``response.completed``."""
         started: AssistantEvent
         if item.type == "reasoning":
             index, started = self.assembler.begin_thinking()
@@ -258,30 +291,45 @@ class StreamTranslator:
             index, started = self.assembler.begin_tool_call(f"{item.call_id}|{item.id}", item.name)
             self.arguments[item.id] = ""
         else:
+            self._keep_server_item(as_plain_dict(item))
             return
         self.blocks[item.id] = index
         yield started
         if item.type == "function_call" and item.arguments:
             yield from self._append_arguments(item.id, item.arguments)
 
-    def _on_response_output_item_done(self, event: Any) -> Iterator[AssistantEvent]:
-        item = event.item
-        if item.type in SERVER_ITEM_TYPES:
-            payload = as_plain_dict(item)
-            self._add(item.type, payload, _server_item_text(payload))
+    def _finish_item(self, item: Any) -> Iterator[AssistantEvent]:
+        """An item's final form (``output_item.done``, or its entry in the completed
+        response): the block closes with it. A block already closed keeps what its events
+        said, but what has no events (a server-side item, a reasoning item's opaque content)
+        takes the final form."""
+        payload = as_plain_dict(item)
+        if self._keep_server_item(payload):
             return
         index = self.blocks.get(item.id)
-        if index is None or not self.assembler.is_open(index):
+        if index is None:
+            return
+        if not self.assembler.is_open(index):
+            if item.type == "reasoning":
+                self.assembler.set_thinking_signature(index, orjson.dumps(payload).decode())
             return
         if item.type == "reasoning":
             summary = "\n\n".join(part.text for part in item.summary or [])
-            # A reasoning item's block was begun as thinking (see output_item_added).
+            # A reasoning item's block was begun as thinking (see _begin_item).
             block_text = cast(ThinkingContent, self.assembler.snapshot().content[index]).thinking
             if summary and not block_text:
                 yield self.assembler.append_thinking(index, summary)
-            self.assembler.set_thinking_signature(index, orjson.dumps(as_plain_dict(item)).decode())
+            self.assembler.set_thinking_signature(index, orjson.dumps(payload).decode())
             yield self.assembler.end_thinking(index)
         elif item.type == "message":
+            # Text the deltas did not bring (a message known only from the completed response).
+            final = "".join(
+                getattr(part, "text", None) or getattr(part, "refusal", None) or ""
+                for part in item.content or []
+            )
+            block_text = cast(TextContent, self.assembler.snapshot().content[index]).text
+            if final.startswith(block_text) and len(final) > len(block_text):
+                yield self.assembler.append_text(index, final[len(block_text) :])
             self.assembler.set_text_signature(index, item.id)
             yield self.assembler.end_text(index)
             annotations = [
@@ -295,8 +343,32 @@ class StreamTranslator:
                 self._replace_arguments(item.id, item.arguments)
             yield self.assembler.end_tool_call(index)
 
-    def _add(self, kind: str, payload: dict[str, Any], text: str | None) -> None:
-        self.assembler.add_server_tool(
+    def _keep_server_item(self, item: dict[str, Any]) -> bool:
+        """Keep (or bring up to date) a server-side item; False for any other item. An item
+        the client is asked to execute and that we cannot map ends the stream with an error,
+        not with an answer that silently lacks it."""
+        if item.get("execution") == "client" and item.get("type") not in CLIENT_ITEM_TYPES:
+            raise OpenAIStreamError(
+                f"the response asks the client to execute a {item.get('type')} item "
+                '(execution "client"), which openprogram does not support; use the tool with '
+                '"execution": "server"'
+            )
+        if not is_server_item(item):
+            return False
+        item_id = str(item.get("id"))
+        if self.server_items.get(item_id) == item:
+            return True
+        self.server_items[item_id] = item
+        kind, text = str(item.get("type")), _server_item_text(item)
+        index = self.blocks.get(item_id)
+        if index is None:
+            self.blocks[item_id] = self._add(kind, item, text)
+        else:
+            update_block(self.assembler, index, ServerToolContent, payload=item, text=text)
+        return True
+
+    def _add(self, kind: str, payload: dict[str, Any], text: str | None) -> int:
+        return self.assembler.add_server_tool(
             ServerToolContent(
                 vendor=self.assembler.model.provider, api=API, kind=kind, payload=payload, text=text
             )
@@ -352,6 +424,14 @@ class StreamTranslator:
 
     def _on_response_completed(self, event: Any) -> Iterator[AssistantEvent]:
         response = event.response
+        # The completed response holds every item's final form: items whose output_item.done
+        # never came (or whose form changed since) end as it says.
+        for item in getattr(response, "output", None) or []:
+            if getattr(item, "id", None) is None:
+                continue
+            if item.id not in self.blocks and not is_server_item(as_plain_dict(item)):
+                yield from self._begin_item(item)
+            yield from self._finish_item(item)
         usage = getattr(response, "usage", None)
         if usage is not None:
             self.assembler.set_usage(
@@ -373,17 +453,32 @@ class StreamTranslator:
         raise OpenAIStreamError(_failure_message(event, "the stream reported an error"))
 
 
+def is_server_item(item: dict[str, Any]) -> bool:
+    """Whether an output item is activity of a tool the vendor ran itself."""
+    return item.get("type") in SERVER_ITEM_TYPES or item.get("execution") == "server"
+
+
 def _server_item_text(item: dict[str, Any]) -> str | None:
     """A readable line for a server tool item: what it searched or ran, and what came back."""
+    kind = item.get("type")
+    if kind == "compaction":
+        return "the conversation so far, compacted (encrypted)"
     raw_action = item.get("action")
     action = raw_action if isinstance(raw_action, dict) else {}
+    arguments = item.get("arguments")
     pieces = [
         action.get("query"),
         ", ".join(str(q) for q in item.get("queries") or []),
         item.get("code"),
-        f"{item.get('name')}({item.get('arguments', '')})" if item.get("name") else None,
+        f"{item.get('name')}({arguments or ''})" if item.get("name") else None,
+        f"tool_search({orjson.dumps(arguments).decode()})" if kind == "tool_search_call" else None,
         item.get("output") if isinstance(item.get("output"), str) else None,
     ]
+    tools = [t for t in item.get("tools") or [] if isinstance(t, dict)]
+    if tools:  # mcp_list_tools, tool_search_output: the tools now available
+        names = ", ".join(str(t.get("name") or t.get("server_label") or t.get("type")) for t in tools)
+        label = item.get("server_label")
+        pieces.append(f"{label}: {names}" if label else names)
     for output in item.get("outputs") or []:
         if isinstance(output, dict):
             pieces.append(output.get("logs") or output.get("url"))

@@ -20,6 +20,7 @@ from openprogram.providers.types import (
     Model,
     ServerToolContent,
     StreamOptions,
+    TextContent,
     ToolCall,
     ToolResultMessage,
     UserMessage,
@@ -208,6 +209,26 @@ async def test_other_vendors_skip_gemini_signatures_and_parts(server, case, chun
         assert field not in sent
     # the calls themselves still go, in the other vendor's own shape
     assert ("get_weather" in sent) == (chunks is g.PARALLEL_FIRST_SIGNED)
+
+
+async def test_gemini_sends_no_other_vendor_s_signatures(server):
+    """A Responses turn: its message id (``text_signature``, which reads as URL-safe base64)
+    and a signature on its call are not Gemini's, so no part carries them."""
+    foreign = AssistantMessage(
+        api=RESPONSES.api,
+        provider="openai",
+        model="gpt-5-mini",
+        stop_reason="toolUse",
+        content=[
+            TextContent(text="Checking.", text_signature="msg_abcd"),
+            ToolCall(id="call_1|fc_1", name="get_weather", arguments={"city": "Oslo"}, thought_signature="c2ln"),
+        ],
+    )
+    parts = model_turn(await follow_up(server, GOOGLE, GOOGLE.model(server.url), foreign))
+    assert parts == [
+        {"text": "Checking."},
+        {"functionCall": {"args": {"city": "Oslo"}, "name": "get_weather"}},
+    ]
 
 
 # --------------------------------------------------------------------------- agent loop

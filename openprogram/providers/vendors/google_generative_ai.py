@@ -224,7 +224,8 @@ def _model_parts(message: AssistantMessage, model: Model) -> list[dict[str, Any]
             if not block.text.strip():
                 continue
             part: dict[str, Any] = {"text": block.text}
-            signature = _signature_bytes(block.text_signature)
+            # Another vendor's text signature (a Responses message id) means nothing here.
+            signature = _signature_bytes(block.text_signature) if own_api else None
             if signature:
                 part["thought_signature"] = signature
             parts.append(part)

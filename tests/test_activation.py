@@ -51,8 +51,8 @@ PROBLEMS = [
     pytest.param(_settings("replay", "missing-one"), None, "missing_file", "missing-one.jsonl: does not exist", id="missing-file"),
     pytest.param(_settings("replay", "corrupt"), CORRUPT, "interrupted_file", "corrupt.jsonl at line 2", id="torn-last-line"),
     pytest.param(_settings("replay", "corrupt"), CORRUPT.replace("call_", "call_\n"), "corrupt_file", "corrupt.jsonl at line 2", id="corrupt-file"),
-    pytest.param(_settings("replay", "future"), FUTURE, "wrong_version", "format_version 2 is not supported", id="wrong-version"),
-    pytest.param(_settings("record", "future"), FUTURE, "wrong_version", "future.jsonl at line 1: has format_version 2", id="record-into-wrong-version"),
+    pytest.param(_settings("replay", "future"), FUTURE, "wrong_version", "format_version 3 is newer than this openprogram reads (1 and 2); a newer openprogram is needed", id="wrong-version"),
+    pytest.param(_settings("record", "future"), FUTURE, "wrong_version", "future.jsonl at line 1: format_version 3 is newer", id="record-into-wrong-version"),
     pytest.param(_settings("record", "garbage"), "not a header\n", "corrupt_file", "does not start with a recording header", id="record-into-garbage"),
 ]
 
@@ -137,7 +137,7 @@ def test_managed_ids_resolve_in_the_given_profile(isolated_home):
 
 
 def test_recording_file_errors_carry_their_kind_across_pickling():
-    error = RecordingFileError("/x.jsonl", "format_version 2 is not supported", 1, None, "wrong_version")
+    error = RecordingFileError("/x.jsonl", "format_version 3 is newer than this openprogram reads (1 and 2); a newer openprogram is needed", 1, None, "wrong_version")
     copy = pickle.loads(pickle.dumps(error))
     assert (copy.kind, str(copy)) == ("wrong_version", str(error))
     assert RecordingFileError("/x.jsonl", "bad").kind == "corrupt"

@@ -206,7 +206,7 @@ def test_corrupt_and_wrong_version_replay_files_block(isolated_home):
     folder = isolated_home / "recordings"
     folder.mkdir(mode=0o700)
     (folder / "corrupt.jsonl").write_text('{"type": "header", "format_version": 1}\n{"type": "request", "call_')
-    (folder / "future.jsonl").write_text('{"type": "header", "format_version": 2}\n')
+    (folder / "future.jsonl").write_text('{"type": "header", "format_version": 3}\n')
     corrupt = run_probe(isolated_home, BLOCKED_PROBE, {"record_replay": {"mode": "replay", "file": "corrupt"}})
     assert corrupt["mode"] == "blocked" and "corrupt.jsonl at line 2" in corrupt["diagnosis"]
     future = run_probe(isolated_home, BLOCKED_PROBE, {"record_replay": {"mode": "replay", "file": "future"}})

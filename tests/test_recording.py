@@ -43,7 +43,7 @@ def test_reexported_redaction_names():
     assert PLACEHOLDER == "[secret removed]"
     assert SECRET_FIELD_NAMES is redaction.SECRET_FIELD_NAMES
     assert remove_secret_values is redaction.remove_secret_values
-    assert RECORDING_FORMAT_VERSION == 1
+    assert RECORDING_FORMAT_VERSION == 2
 
 
 # ----------------------------------------------------------------------------- the sink
@@ -53,7 +53,7 @@ def test_a_new_file_gets_a_header_owner_only_modes_and_private_parents(tmp_path)
     path = tmp_path / "new" / "deeper" / "rec.jsonl"
     RecordingSink(path).close()
     (header,) = rows_of(path)
-    assert header["type"] == "header" and header["format_version"] == 1
+    assert header["type"] == "header" and header["format_version"] == 2
     assert header["redaction_version"] == REDACTION_VERSION
     assert len(header["recording_id"]) == 32 and header["created_at"].endswith("Z")
     from openprogram import __version__
@@ -92,7 +92,7 @@ async def test_appending_checks_the_header_and_continues_the_call_index(tmp_path
     "content, reason",
     [
         (b'{"type":"request","call_index":0}\n', "header"),
-        (b'{"type":"header","format_version":2}\n', "format_version"),
+        (b'{"type":"header","format_version":3}\n', "format_version"),
         (b'{"type":"header","format_version":true}\n', "format_version"),
         (b"not json\n", "header"),
         (b'{"type":"header","format_version":1', "incomplete"),

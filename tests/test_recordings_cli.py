@@ -85,7 +85,7 @@ def make_recording(path: Path, prompts=(PROMPT_MARKER,), *, error: str | None = 
 
 
 CORRUPT = '{"type": "header", "format_version": 1}\n{"type": "request", "call_'
-FUTURE = '{"type": "header", "format_version": 2}\n'
+FUTURE = '{"type": "header", "format_version": 3}\n'
 
 
 @contextmanager
@@ -121,12 +121,12 @@ ACTIVATION_FAILURES = [
     pytest.param({"mode": "replay", "file": "missing-one"}, None, "missing_file", "missing-one.jsonl: does not exist", id="missing-file"),
     pytest.param({"mode": "replay", "file": "corrupt"}, CORRUPT, "interrupted_file", "corrupt.jsonl at line 2", id="torn-last-line"),
     pytest.param({"mode": "replay", "file": "corrupt"}, CORRUPT.replace("call_", "call_\n"), "corrupt_file", "corrupt.jsonl at line 2", id="corrupt-file"),
-    pytest.param({"mode": "replay", "file": "future"}, FUTURE, "wrong_version", "format_version 2 is not supported", id="wrong-version"),
+    pytest.param({"mode": "replay", "file": "future"}, FUTURE, "wrong_version", "format_version 3 is newer than this openprogram reads (1 and 2); a newer openprogram is needed", id="wrong-version"),
     pytest.param({"mode": "rewind", "file": "x"}, None, "unknown_mode", "unknown record_replay.mode 'rewind'", id="unknown-mode"),
     pytest.param({"mode": "replay", "file": ""}, None, "empty_selector", "record_replay.file is empty", id="empty-selector"),
     pytest.param({"mode": "record"}, None, "empty_selector", "record_replay.file is empty", id="record-without-selector"),
     pytest.param({"mode": "record", "file": "/tmp/x.jsonl"}, None, "path_selector_in_record_mode", "record mode needs a managed recording ID, not a path ('/tmp/x.jsonl')", id="record-path-selector"),
-    pytest.param({"mode": "record", "file": "future"}, FUTURE, "wrong_version", "future.jsonl at line 1: has format_version 2", id="record-into-wrong-version"),
+    pytest.param({"mode": "record", "file": "future"}, FUTURE, "wrong_version", "future.jsonl at line 1: format_version 3 is newer", id="record-into-wrong-version"),
 ]
 
 
@@ -212,7 +212,7 @@ def test_record_creates_a_header_only_private_file_and_the_configuration(isolate
     lines = path.read_text().splitlines()
     assert len(lines) == 1
     header = json.loads(lines[0])
-    assert header["type"] == "header" and header["format_version"] == 1
+    assert header["type"] == "header" and header["format_version"] == 2
     assert read_config(isolated_home)["record_replay"] == {"mode": "record", "file": "demo"}
     assert recordings(isolated_home, "status").returncode == 0
 

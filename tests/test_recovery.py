@@ -77,7 +77,7 @@ def test_a_sound_file_needs_nothing_and_is_left_alone(tmp_path):
     ("content", "line", "reason"),
     [
         ('{"type":"header","format_version":1}\nnot json\n{"type":"header"}\n', 2, "not valid JSON"),
-        ('{"type":"header","format_version":2}\n', 1, "format_version"),
+        ('{"type":"header","format_version":3}\n', 1, "format_version"),
         ('{"type":"header","format_version":1}\n{"type":"event","call_index":0,"event_index":0,"event":{}}\n', 2, "no request"),
     ],
 )

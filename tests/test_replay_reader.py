@@ -87,7 +87,7 @@ def test_the_valid_file_is_accepted(tmp_path, valid_lines):
     path.write_bytes(_join(valid_lines))
     recording = read_recording_file(path)
     assert [call.call_index for call in recording.calls] == [0, 1]
-    assert recording.header["format_version"] == 1
+    assert recording.header["format_version"] == 2
     assert recording.calls[1].request_line == _line_of(valid_lines, "request", 1)
     assert recording.calls[0].end_line == _line_of(valid_lines, "call_end", 0)
     assert recording.calls[0].event_count == len(list(recording.calls[0].event_dumps()))
@@ -158,8 +158,8 @@ def test_invalid_json_and_utf8(tmp_path, valid_lines):
     _expect(tmp_path, _join([*valid_lines[:2], b"{nope", *valid_lines[2:]]), "not valid JSON", 3)
 
 
-@pytest.mark.parametrize("value", [True, 2, "1", 1.0, None])
-def test_the_format_version_must_be_the_int_1(tmp_path, valid_lines, value):
+@pytest.mark.parametrize("value", [True, 3, 0, "1", 1.0, None])
+def test_the_format_version_must_be_an_int_this_program_reads(tmp_path, valid_lines, value):
     lines = _edit(valid_lines, 1, lambda r: r.update(format_version=value))
     _expect(tmp_path, _join(lines), "format_version", 1)
 

@@ -224,7 +224,7 @@ def test_view_failures_name_the_problem_and_write_nothing(isolated_home, tmp_pat
     missing = recordings(isolated_home, "view", "nope")
     assert missing.returncode == 1 and "nope.jsonl" in missing.stderr and "recordings list" in missing.stderr
     assert recordings(isolated_home, "view", "-bad-").returncode == 2
-    (folder / "broken.jsonl").write_text('{"type": "header", "format_version": 2}\n')
+    (folder / "broken.jsonl").write_text('{"type": "header", "format_version": 3}\n')
     broken = recordings(isolated_home, "view", "broken")
     assert broken.returncode == 1 and "broken.jsonl" in broken.stderr
     make_recording(folder / "ok.jsonl")

@@ -452,8 +452,7 @@ def _resolve_for_reading(selector: str) -> Path:
 def _redacted_rows(path: Path) -> Iterator[Any]:
     """The file's lines, redacted again on the way out: the file was redacted when written,
     but a file copied in from elsewhere may not have been."""
-    import orjson
-
+    from openprogram.recordings.file.format import RecordingFileError, iter_rows
     from openprogram.recordings.file.reader import MAX_RECORDING_BYTES
     from openprogram.recordings.redaction import remove_secret_values
     from openprogram.state import FileRefusal, open_regular_file
@@ -463,9 +462,11 @@ def _redacted_rows(path: Path) -> Iterator[Any]:
     except (FileRefusal, OSError) as error:  # replaced since it was read
         raise CliError(f"recording file {path}: {error}") from None
     with os.fdopen(fd, "rb") as handle:
-        for line in handle:
-            if line.strip():
-                yield remove_secret_values(orjson.loads(line))
+        try:
+            for _number, row in iter_rows(path, handle):
+                yield remove_secret_values(row)
+        except RecordingFileError as error:  # replaced since it was read
+            raise CliError(str(error)) from None
 
 
 # ============================================================================ view

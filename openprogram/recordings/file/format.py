@@ -1,14 +1,17 @@
-"""Vocabulary of the recording file shared by the writer (:mod:`.sink`, :mod:`.recorder`) and
-the one strict reader (:mod:`.reader`): the version, the line types, the error, line encoding,
-and what "the request" of a call is (:func:`request_payloads`), as recorded and as compared on
-replay. The format itself is described in ``docs/file-format.md``.
-
-Keeping these in one module means the writer and the reader cannot drift apart on what a line
-looks like.
+"""The recording file's one owner: the version rules, every line shape (built and read), the
+error, and what "the request" of a call is (:func:`request_payloads`), as recorded and as
+compared on replay. The writer (:mod:`.sink`, the recorder, update's rewrite, recovery) builds
+lines only through the functions here, and every reader (the strict :mod:`.reader`, and
+:func:`iter_rows` for recovery, update and ``show --content``) reads them through it. The
+format itself is described in ``docs/file-format.md``.
 """
 
 from __future__ import annotations
 
+import uuid
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard, cast
 
@@ -16,12 +19,18 @@ import orjson
 
 # Re-exported: the reader and the replayer take it from here.
 from ...providers.types import EVENT_CLASSES as EVENT_CLASSES
+from .patches import PatchError, apply_patch, growth_only_patch, strictly_equal
 
 if TYPE_CHECKING:
     from ...providers.types import Context, Model, StreamOptions
     from ..redaction import Redactor
 
-RECORDING_FORMAT_VERSION = 1
+#: The version new files are written in. Readers read every version in
+#: :data:`READABLE_FORMAT_VERSIONS`; appending to a file keeps the file's own version.
+RECORDING_FORMAT_VERSION = 2
+READABLE_FORMAT_VERSIONS = (1, 2)
+#: The first version whose request lines may carry ``context_patch``.
+CONTEXT_PATCH_VERSION = 2
 
 LINE_TYPES = frozenset({"header", "request", "event", "call_end"})
 OUTCOMES = frozenset({"complete", "error", "cancelled", "abandoned"})
@@ -114,3 +123,199 @@ def request_payloads(
 
         redactor = current_redactor()
     return cast("dict[str, Any]", redactor.remove_secret_values(payloads))  # the redaction of a dict is a dict
+
+
+# ============================================================================ versions
+
+
+def version_problem(version: Any) -> str | None:
+    """Why a file whose header says ``format_version: version`` cannot be read, or None."""
+    if not is_plain_int(version):
+        return f"format_version must be an integer, not {short_repr(version)}"
+    if version in READABLE_FORMAT_VERSIONS:
+        return None
+    readable = " and ".join(str(number) for number in READABLE_FORMAT_VERSIONS)
+    if version > RECORDING_FORMAT_VERSION:
+        return (
+            f"format_version {version} is newer than this openprogram reads ({readable}); "
+            "a newer openprogram is needed: upgrade it (pip install -U openprogram)"
+        )
+    return f"format_version {version} is not supported (this program reads {readable})"
+
+
+def short_repr(value: Any) -> str:
+    """A value for an error message, cut short: messages never quote a line's content."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+# ============================================================================ building lines
+
+
+def header_row(version: int = RECORDING_FORMAT_VERSION) -> dict[str, Any]:
+    """A new file's header."""
+    from ... import __version__
+    from ..redaction import REDACTION_VERSION
+
+    return {
+        "type": "header",
+        "format_version": version,
+        "recording_id": uuid.uuid4().hex,
+        "created_at": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        "redaction_version": REDACTION_VERSION,
+        "openprogram_version": __version__,
+    }
+
+
+#: How every request line this program writes starts; the sink reads a file's last call_index
+#: from a line of this form without parsing it (see :func:`request_line_index`).
+REQUEST_LINE_PREFIX = b'{"type":"request","call_index":'
+
+
+def request_line(call_index: int, body: bytes) -> bytes:
+    """The request line of call ``call_index`` from :meth:`ContextBases.request_body`'s body:
+    the index is spliced in last, so the sink encodes a large context before taking its locks."""
+    return b"%s%d,%s\n" % (REQUEST_LINE_PREFIX, call_index, body[1:])
+
+
+def request_line_index(line: bytes) -> int | None:
+    """The ``call_index`` of a request line of :func:`request_line`'s form, else None."""
+    if not line.startswith(REQUEST_LINE_PREFIX):
+        return None
+    start = len(REQUEST_LINE_PREFIX)
+    digits = line[start : line.find(b",", start)]
+    return int(digits) if digits.isdigit() else None
+
+
+def event_line_head(call_index: int) -> bytes:
+    """The start of every event line of call ``call_index``, to fill in with ``%`` and the event
+    index and ``t`` (ms); the encoder appends the event's JSON and ``}\\n``."""
+    return b'{"type":"event","call_index":%d,"event_index":%%d,"t":%%d,"event":' % call_index
+
+
+def call_end_row(
+    call_index: int, event_count: int, outcome: str = "complete", redactions: list[dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """A call's ``call_end`` (``outcome`` written only when it is not ``complete``)."""
+    if outcome not in OUTCOMES:
+        raise ValueError(f"unknown outcome {outcome!r}")
+    row: dict[str, Any] = {"type": "call_end", "call_index": call_index, "event_count": event_count}
+    if outcome != "complete":
+        row["outcome"] = outcome
+    if redactions:
+        row["redactions"] = redactions
+    return row
+
+
+class ContextBases:
+    """What a writer needs to write a request's context as its growth from an earlier call
+    (``context_patch``, format version 2): the last context it wrote in each lane.
+
+    The base of a call is the previous call the same writer made in the same lane (an agent's
+    next turn); a patch is used only when the context only grew from it and applying the patch
+    to the base gives the context exactly (checked on the redacted values, the ones written);
+    otherwise the context is written whole. A writer of a version 1 file writes every context
+    whole. Only the most recent :data:`MAX_BASES` lanes are remembered, so a writer's memory
+    does not grow with the number of lanes it has seen.
+    """
+
+    MAX_BASES = 64
+
+    def __init__(self, version: int) -> None:
+        self.patches = version >= CONTEXT_PATCH_VERSION
+        self._last: OrderedDict[Any, tuple[int, Any]] = OrderedDict()
+
+    def request_fields(self, key: Any, payloads: dict[str, Any]) -> dict[str, Any]:
+        """``payloads`` (``model``, ``context``, ``options``) as a request line stores them:
+        ``context`` replaced by ``context_patch`` when the base of ``key`` allows."""
+        base = self._last.get(key) if self.patches else None
+        if base is None:
+            return payloads
+        base_index, base_context = base
+        context = payloads["context"]
+        ops = growth_only_patch(base_context, context)
+        if ops is None or not strictly_equal(apply_patch(base_context, ops), context):
+            return payloads
+        fields = {name: value for name, value in payloads.items() if name != "context"}
+        fields["context_patch"] = {"from": base_index, "ops": ops}
+        return fields
+
+    def request_body(self, key: Any, payloads: dict[str, Any], where: dict[str, Any]) -> bytes:
+        """The JSON object of a request line but for ``type`` and ``call_index`` (see
+        :func:`request_line`): ``where`` (``session``, ``lane``) first, then the payloads."""
+        return orjson.dumps({**where, **self.request_fields(key, payloads)})
+
+    def wrote(self, key: Any, call_index: int, context: Any) -> None:
+        """Call ``call_index`` of lane ``key`` is in the file with ``context``: the next call of
+        the lane may be written as its growth."""
+        if not self.patches:
+            return
+        last = self._last
+        last[key] = (call_index, context)
+        last.move_to_end(key)
+        if len(last) > self.MAX_BASES:
+            last.popitem(last=False)
+
+
+def rewrite_rows(
+    header: dict[str, Any], calls: Iterable[tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]]
+) -> bytes:
+    """A whole file from ``header`` and each call's request row, resolved context and other rows
+    (events, call_end), renumbered from 0 in the order given: update's rewrite. Contexts are
+    patched again against the new numbering (or written whole in a version 1 file)."""
+    bases = ContextBases(header["format_version"])
+    lines = [encode_line(header)]
+    for number, (request, context, rows) in enumerate(calls):
+        where: dict[str, Any] = {name: request[name] for name in ("session", "lane") if name in request}
+        payloads = {"model": request["model"], "context": context, "options": request.get("options")}
+        key = (where.get("session"), where.get("lane", ""))
+        lines.append(request_line(number, bases.request_body(key, payloads, where)))
+        bases.wrote(key, number, context)
+        lines.extend(encode_line({**row, "call_index": number}) for row in rows)
+    return b"".join(lines)
+
+
+# ============================================================================ reading lines
+
+
+def resolve_context(row: dict[str, Any], contexts: Mapping[int, Any], version: int, call_index: int) -> Any:
+    """The context of a request row: ``context`` as it stands, or ``context_patch`` applied to
+    the context of the earlier call it names (``contexts``: call_index -> resolved context).
+    Raises ``ValueError`` with the reason when neither is valid."""
+    patch = row.get("context_patch")
+    if patch is None:
+        if "context" not in row:
+            raise ValueError("the request has neither context nor context_patch")
+        return row["context"]
+    if "context" in row:
+        raise ValueError("the request carries both context and context_patch")
+    if version < CONTEXT_PATCH_VERSION:
+        raise ValueError(f"context_patch needs format_version {CONTEXT_PATCH_VERSION}, the file is version {version}")
+    if type(patch) is not dict or set(patch) != {"from", "ops"}:
+        raise ValueError('context_patch must be {"from": CALL_INDEX, "ops": [...]}')
+    base_index = patch["from"]
+    if not is_plain_int(base_index) or not 0 <= base_index < call_index or base_index not in contexts:
+        raise ValueError(
+            f"context_patch from {short_repr(base_index)} does not name an earlier call of the file"
+        )
+    try:
+        return apply_patch(contexts[base_index], patch["ops"])
+    except PatchError as error:
+        raise ValueError(f"the context_patch does not apply to call {base_index}'s context: {error}") from None
+
+
+def iter_rows(path: str | Path, lines: Iterable[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, row)`` of each non-blank line, for the lenient readers (recovery,
+    update's rewrite, ``show --content``) that need the rows as they stand, not a validated
+    file; a line that is not a JSON object raises :class:`RecordingFileError` naming it."""
+    loads = orjson.loads
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            row = loads(line)
+        except orjson.JSONDecodeError:
+            raise RecordingFileError(path, "is not valid JSON", number) from None
+        if type(row) is not dict:
+            raise RecordingFileError(path, "a line must be a JSON object", number)
+        yield number, row

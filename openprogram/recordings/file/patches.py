@@ -1,4 +1,5 @@
-"""``partial_patch``: the operations that keep a recording linear in the length of an answer.
+"""``partial_patch`` and ``context_patch``: the operations that keep a recording linear in the
+length of an answer and of a conversation.
 
 Every streamed event carries the whole assistant message so far, so literal dumps grow with the
 square of the number of deltas. The recorder writes, instead of the full ``partial``, the list
@@ -57,6 +58,35 @@ def growth_patch(previous: Any, current: Any, path: list[Any]) -> Patch | None:
     if not _diff(previous, current, list(path), ops, True):
         return None
     return ops
+
+
+def growth_only_patch(previous: Any, current: Any) -> Patch | None:
+    """:func:`compute_patch` when ``current`` only adds to ``previous`` (strings appended to,
+    lists pushed to, keys added), else None.
+
+    A conversation context is patched only when it grew: a context that shrank or changed in
+    the middle (a compacted history, an edited system prompt) is written whole, so a line that
+    carries a patch always means "the earlier context, and then this".
+    """
+    ops = compute_patch(previous, current)
+    if ops is None:
+        return None
+    for op in ops:
+        if op[0] == "set" and _holds(previous, op[1]):
+            return None  # a value replaced, not added
+    return ops
+
+
+def _holds(value: Any, path: list[Any]) -> bool:
+    """Whether ``path`` names a value inside ``value``."""
+    for step in path:
+        if type(value) is dict and step in value:
+            value = value[step]
+        elif type(value) is list and type(step) is int and 0 <= step < len(value):
+            value = value[step]
+        else:
+            return False
+    return True
 
 
 def _same_leaf(a: Any, b: Any) -> bool:
@@ -123,7 +153,7 @@ def _diff_list(previous: list[Any], current: list[Any], path: list[Any], ops: Pa
 def apply_patch(value: Any, patch: Any) -> Any:
     """``value`` with ``patch`` applied; raises :class:`PatchError` if it does not apply."""
     if type(patch) is not list:
-        raise PatchError("partial_patch is not a list")
+        raise PatchError("the patch is not a list of operations")
     for position, op in enumerate(patch):
         patched = _append_to_block(value, op)
         if patched is not None:
@@ -132,7 +162,7 @@ def apply_patch(value: Any, patch: Any) -> Any:
         try:
             value = _apply_op(value, op)
         except PatchError as error:
-            raise PatchError(f"partial_patch operation {position}: {error}") from None
+            raise PatchError(f"operation {position}: {error}") from None
     return value
 
 

@@ -35,9 +35,10 @@ from .format import (
     LINE_TYPES,
     OUTCOMES,
     PARTIAL_EVENT_TYPES,
-    RECORDING_FORMAT_VERSION,
     RecordingFileError,
     is_plain_int,
+    resolve_context,
+    version_problem,
 )
 from .patches import PatchError, apply_patch
 from .reader_fast import Append, Snapshots, collector_paused, kept_for_later, served_event
@@ -253,7 +254,10 @@ class _Reader:
         self.summary_only = summary_only
         self.header: dict[str, Any] | None = None
         self.header_line = 0
+        self.version = 0  # the header's format_version, once read
         self.calls: dict[int, _CallState] = {}
+        #: Every call's resolved context, for the ``context_patch`` of a later call to name.
+        self.contexts: dict[int, Any] = {}
         #: The fields set the events kept for later share, the latest one per event class.
         self.fields_sets: dict[type, frozenset[str]] = {}
         #: Lane names and session ids as today's rules store them (the same few repeat).
@@ -332,38 +336,23 @@ class _Reader:
         if type(row) is not dict:
             raise self.fail("a line must be a JSON object", number)
         kind = row.get("type")
-        if kind not in LINE_TYPES:
+        read_row = _ROW_READERS.get(kind) if type(kind) is str else None
+        if read_row is None:
             raise self.fail(f"unknown line type {_short(kind)}", number)
-        if kind == "header":
-            self.header_row(number, row)
-            return
-        if self.header is None:
+        if self.header is None and kind != "header":
             raise self.fail("the first line must be the header", number)
-        if kind == "request":
-            self.request_row(number, row)
-        elif kind == "event":
-            self.event_row(number, row)
-        else:
-            self.call_end_row(number, row)
+        read_row(self, number, row)
 
     def header_row(self, number: int, row: dict[str, Any]) -> None:
         if self.header is not None:
             raise self.fail(f"a second header (the first is at line {self.header_line})", number)
         if self.calls:
             raise self.fail("the first line must be the header", number)
-        version = row.get("format_version")
-        if not is_plain_int(version):
-            raise self.fail(
-                f"format_version must be an integer, not {_short(version)}", number, kind="wrong_version"
-            )
-        if version != RECORDING_FORMAT_VERSION:
-            raise self.fail(
-                f"format_version {version} is not supported (this program reads "
-                f"{RECORDING_FORMAT_VERSION})",
-                number,
-                kind="wrong_version",
-            )
+        problem = version_problem(row.get("format_version"))
+        if problem is not None:
+            raise self.fail(problem, number, kind="wrong_version")
         self.header, self.header_line = row, number
+        self.version = row["format_version"]
 
     def call_index_of(self, number: int, row: dict[str, Any]) -> int:
         index = row.get("call_index")
@@ -391,9 +380,14 @@ class _Reader:
                 number,
                 index,
             )
-        for name in ("model", "context"):
-            if type(row.get(name)) is not dict:
-                raise self.fail(f"the request's {name} must be a JSON object", number, index)
+        if type(row.get("model")) is not dict:
+            raise self.fail("the request's model must be a JSON object", number, index)
+        try:
+            context = resolve_context(row, self.contexts, self.version, index)
+        except ValueError as error:
+            raise self.fail(str(error), number, index) from None
+        if type(context) is not dict:
+            raise self.fail("the request's context must be a JSON object", number, index)
         options = row.get("options")
         if options is not None and type(options) is not dict:
             raise self.fail("the request's options must be a JSON object or null", number, index)
@@ -402,7 +396,8 @@ class _Reader:
             raise self.fail("the request's lane must be a path like \"a/b\" (no empty segment)", number, index)
         if session is not None and type(session) is not str:
             raise self.fail("the request's session must be a string", number, index)
-        request = {"model": row["model"], "context": row["context"], "options": options}
+        request = {"model": row["model"], "context": context, "options": options}
+        self.contexts[index] = context
         if lane or session:  # what a file written under older rules holds is shown redacted
             lane, session = self.redacted_name(lane), self.redacted_name(session)
         call = RecordedCall(index, request, number, lane=lane, session=session)
@@ -582,3 +577,14 @@ def _validation_reason(error: ValidationError) -> str:
     first = error.errors(include_input=False, include_url=False)[0]
     where = ".".join(str(step) for step in first.get("loc", ())) or "<root>"
     return f"{where}: {first.get('msg', 'invalid')}"
+
+
+#: How the strict reader reads each line type: a type not in this table is refused, never
+#: taken for another.
+_ROW_READERS: dict[str, Any] = {
+    "header": _Reader.header_row,
+    "request": _Reader.request_row,
+    "event": _Reader.event_row,
+    "call_end": _Reader.call_end_row,
+}
+assert set(_ROW_READERS) == LINE_TYPES, "every line type of the format has its reader"

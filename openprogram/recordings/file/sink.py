@@ -27,14 +27,21 @@ import os
 import stat
 import threading
 import uuid
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from ..redaction import REDACTION_VERSION
-from .format import RECORDING_FORMAT_VERSION, RecordingFileError, encode_line, is_plain_int
+from .format import (
+    ContextBases,
+    RecordingFileError,
+    encode_line,
+    header_row,
+    is_plain_int,
+    request_line,
+    request_line_index,
+    version_problem,
+)
 from .writer_lock import hold_writer_lock, is_being_recorded, release_writer_lock
 
 __all__ = ["RecordingSink"]
@@ -42,8 +49,6 @@ __all__ = ["RecordingSink"]
 _READ_CHUNK = 1 << 20
 #: Reading backwards for the last request line goes this many bytes at a time.
 _TAIL_CHUNK = 1 << 16
-#: How the sink starts every request line (see :meth:`RecordingSink.begin_call`).
-_REQUEST_PREFIX = b'{"type":"request","call_index":'
 #: A header line is a few hundred bytes; a "header" longer than this is not one.
 _MAX_HEADER_BYTES = 1 << 20
 
@@ -82,6 +87,9 @@ class RecordingSink:
         #: This sink's session: every request line it writes carries it, so a replay can tell
         #: the calls of one command (one test run) from those of another in the same file.
         self._session = uuid.uuid4().hex[:16]
+        #: The last context this sink wrote per lane, for ``context_patch`` (set by ``_open``
+        #: from the file's version: a version 1 file gets whole contexts).
+        self._bases = ContextBases(1)
         self._open()
 
     # ---------------------------------------------------------------- public
@@ -116,19 +124,21 @@ class RecordingSink:
 
     def begin_call(self, payloads: dict[str, Any], lane: str = "") -> int:
         """Write the request line of a new call made in ``lane`` and return its
-        ``call_index``.
+        ``call_index``. ``payloads`` are redacted: the context is written as its growth from
+        this sink's previous call in the lane when it only grew (``docs/file-format.md``).
 
         The payload is encoded before the locks are taken; only the index is spliced in
         inside them, so a large context does not lengthen the critical section.
         """
         where = {"session": self._session, "lane": lane} if lane else {"session": self._session}
-        body = orjson.dumps(where)[:-1] + b"," + orjson.dumps(payloads)[1:]  # b'{"session":...,"model":...}'
+        bases = self._bases
+        body = bases.request_body(lane, payloads, where)
         fd = self._acquire()
         try:
             size = self._sync()
             index = self._next_index
-            line = b'{"type":"request","call_index":%d,%s\n' % (index, body[1:])
-            self._append(line, size, consumes_index=True)
+            self._append(request_line(index, body), size, consumes_index=True)
+            bases.wrote(lane, index, payloads["context"])
             return index
         finally:
             self._release(fd)
@@ -215,9 +225,11 @@ class RecordingSink:
             try:
                 size = os.fstat(fd).st_size
                 if size == 0:
-                    self._append(encode_line(new_header()), 0, consumes_index=False)
+                    header = header_row()
+                    self._append(encode_line(header), 0, consumes_index=False)
+                    self._bases = ContextBases(header["format_version"])
                 else:
-                    self._check_header()
+                    self._bases = ContextBases(self._check_header())
                     self._resume_from_tail(size, others_live)
             finally:
                 fcntl.flock(fd, fcntl.LOCK_UN)
@@ -226,8 +238,9 @@ class RecordingSink:
             self._fd = -1
             raise
 
-    def _check_header(self) -> None:
-        """Refuse to append to anything but a version-1 recording."""
+    def _check_header(self) -> int:
+        """The file's format version; refuse to append to anything but a recording this
+        program reads (appending keeps the file's version)."""
         first = b""
         offset = 0
         wanted = 4096  # a header is a few hundred bytes: read no more of a large file
@@ -248,14 +261,11 @@ class RecordingSink:
                 self._path, "does not start with a recording header; refusing to append", 1
             )
         version = header.get("format_version")
-        if not is_plain_int(version) or version != RECORDING_FORMAT_VERSION:
-            raise RecordingFileError(
-                self._path,
-                f"has format_version {version!r}, this program writes "
-                f"{RECORDING_FORMAT_VERSION}; refusing to append",
-                1,
-                kind="wrong_version",
-            )
+        problem = version_problem(version)
+        if problem is not None:
+            raise RecordingFileError(self._path, f"{problem}; refusing to append", 1, kind="wrong_version")
+        assert is_plain_int(version)  # version_problem refuses anything else
+        return version
 
     def _resume_from_tail(self, size: int, others_live: bool) -> None:
         """Continue ``call_index`` after the last request line, read backwards from the end;
@@ -307,7 +317,7 @@ class RecordingSink:
                 line = chunk[newline + 1 : cut] + b"".join(reversed(pieces))
                 pieces.clear()
                 if b'"request"' in line:
-                    return _request_index(line)
+                    return request_line_index(line)
                 cut = newline
                 newline = chunk.rfind(b"\n", 0, cut)
             pieces.append(chunk[:cut])
@@ -443,14 +453,6 @@ class RecordingSink:
                 self._next_index = index + 1
 
 
-def _request_index(line: bytes) -> int | None:
-    """The ``call_index`` of a request line in the sink's own form, else None."""
-    if not line.startswith(_REQUEST_PREFIX):
-        return None
-    digits = line[len(_REQUEST_PREFIX) : line.find(b",", len(_REQUEST_PREFIX))]
-    return int(digits) if digits.isdigit() else None
-
-
 def _open_regular_for_append(path: Path) -> int:
     """Open ``path`` for appending, never through a symbolic link, and check the descriptor
     itself: something swapped in after the ``lstat`` (a FIFO, a device) is refused, and
@@ -487,18 +489,3 @@ def _make_private_parents(folder: Path) -> None:
                 directory, f"cannot create the folder: {error.strerror}"
             ) from None
         os.chmod(directory, 0o700)
-
-
-def new_header() -> dict[str, Any]:
-    from ... import __version__
-
-    return {
-        "type": "header",
-        "format_version": RECORDING_FORMAT_VERSION,
-        "recording_id": uuid.uuid4().hex,
-        "created_at": datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-        "redaction_version": REDACTION_VERSION,
-        "openprogram_version": __version__,
-    }
-
-

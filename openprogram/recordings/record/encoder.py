@@ -23,6 +23,7 @@ from typing import Any, NamedTuple
 
 import orjson
 
+from ..file.format import event_line_head
 from ..file.patches import compute_patch, growth_patch
 
 __all__ = ["ArgumentsGrowth", "EventEncoder", "Record", "TextGrowth", "Whole"]
@@ -63,7 +64,7 @@ class EventEncoder:
     """Turns one call's records into whole ``event`` lines (newline included)."""
 
     def __init__(self, call_index: int = 0) -> None:
-        self._head = b'{"type":"event","call_index":%d,"event_index":%%d,"t":%%d,"event":' % call_index
+        self._head = event_line_head(call_index)
         #: The previous snapshot as written (None: none yet), and the text appended to its
         #: blocks since, in pieces: (index, field) -> pieces.
         self._partial: dict[str, Any] | None = None

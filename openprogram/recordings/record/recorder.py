@@ -38,7 +38,7 @@ from ...providers.types import (
     SimpleStreamOptions,
     StreamOptions,
 )
-from ..file.format import RecordingFileError, request_payloads
+from ..file.format import RecordingFileError, call_end_row, request_payloads
 from ..file.sink import RecordingSink
 from ..redaction import PLACEHOLDER, Redactor, current_redactor, logger
 from .encoder import EventEncoder, Record
@@ -85,18 +85,11 @@ class _CallRecorder:
         if self.ended:
             return
         self.ended = True
-        row: dict[str, Any] = {
-            "type": "call_end",
-            "call_index": self.call_index,
-            "event_count": self.event_count,
-        }
-        if outcome != "complete":
-            row["outcome"] = outcome
         marks = self.redaction.marks
-        if marks:
-            row["redactions"] = [{"path": path, "rules": sorted(rules)} for path, rules in sorted(marks.items())]
-            _warn_redacted(self.sink.path, self.call_index, row["redactions"])
-        self.sink.write_row(row)
+        redactions = [{"path": path, "rules": sorted(rules)} for path, rules in sorted(marks.items())]
+        if redactions:
+            _warn_redacted(self.sink.path, self.call_index, redactions)
+        self.sink.write_row(call_end_row(self.call_index, self.event_count, outcome, redactions))
 
     def end_quietly(self, outcome: str) -> None:
         """End on a failure path: the original exception must reach the caller unchanged, so

@@ -24,10 +24,8 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
-
 from ..file.atomic import replace_atomically
-from ..file.format import RecordingFileError, encode_line, is_plain_int
+from ..file.format import RecordingFileError, call_end_row, encode_line, is_plain_int, iter_rows
 
 __all__ = ["RecoveryPlan", "apply_recovery", "plan_recovery"]
 
@@ -68,16 +66,14 @@ def plan_recovery(path: str | os.PathLike[str]) -> RecoveryPlan:
     requests: set[int] = set()
     ended: set[int] = set()
     events: dict[int, int] = {}
-    for number, line in enumerate(complete, 1):
-        if not line.strip():
-            continue
-        try:
-            row = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            raise RecordingFileError(
-                path, "is not valid JSON; only a torn last line can be recovered", number
-            ) from None
-        if not isinstance(row, dict) or not is_plain_int(row.get("call_index")):
+    try:
+        rows = list(iter_rows(path, complete))
+    except RecordingFileError as error:
+        raise RecordingFileError(
+            path, f"{error.reason}; only a torn last line can be recovered", error.line_number
+        ) from None
+    for _number, row in rows:
+        if not is_plain_int(row.get("call_index")):
             continue  # the header, or a defect the strict reader will name below
         index = row["call_index"]
         kind = row.get("type")
@@ -90,9 +86,7 @@ def plan_recovery(path: str | os.PathLike[str]) -> RecoveryPlan:
     plan.abandoned = {index: events.get(index, 0) for index in sorted(requests - ended)}
     repaired = b"".join(line + b"\n" for line in complete)
     for index, count in plan.abandoned.items():
-        repaired += encode_line(
-            {"type": "call_end", "call_index": index, "event_count": count, "outcome": "abandoned"}
-        )
+        repaired += encode_line(call_end_row(index, count, "abandoned"))
     plan.repaired = repaired
     _check_strictly(plan)
     return plan

@@ -25,11 +25,9 @@ from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from ...providers.types import AssistantMessageEvent, Context, Model, StreamOptions
 from ..file.atomic import replace_atomically
-from ..file.format import encode_line
+from ..file.format import header_row, iter_rows, rewrite_rows
 from ..file.reader import RecordedCall
 from ..replay.differences import ReplayMismatch
 
@@ -180,14 +178,25 @@ class UpdateSession:
         ]
 
     def _write_updated(self, kept_indexes: list[int]) -> None:
+        """The recording, replaced by its kept calls and then the new ones, renumbered; each
+        context is written again against the new numbering (``format.rewrite_rows``), in the
+        version of the file being updated."""
         header, kept = _calls_of(self.path, set(kept_indexes)) if self.replay else (None, {})
         new_header, new_calls = _calls_of(self._new_path, None) if self._new_path is not None else (None, {})
-        rows = [header or new_header or _fresh_header()]
-        renumbered = [kept[index] for index in kept_indexes] + [new_calls[index] for index in sorted(new_calls)]
-        for number, call_rows in enumerate(renumbered):
-            rows.extend({**row, "call_index": number} for row in call_rows)
+        assert self.replay is None or header is not None  # the strict reader accepted the file
+        calls = self.replay.recording.calls if self.replay is not None else []
+        renumbered = [(kept[index], calls[index].context) for index in kept_indexes]
+        if self._new_path is not None and new_calls:
+            from ..file.reader import read_recording_file
+
+            new_recording = read_recording_file(self._new_path)
+            renumbered += [(new_calls[index], new_recording.calls[index].context) for index in sorted(new_calls)]
         mode = stat.S_IMODE(os.stat(self.path).st_mode) if self.replay is not None else 0o600
-        replace_atomically(self.path, b"".join(encode_line(row) for row in rows), mode)
+        written = rewrite_rows(
+            header or new_header or header_row(),
+            ((rows[0], context, rows[1:]) for rows, context in renumbered),
+        )
+        replace_atomically(self.path, written, mode)
 
 
 class _UpdatingProvider:
@@ -224,10 +233,7 @@ def _calls_of(path: Path, wanted: set[int] | None) -> tuple[dict[str, Any] | Non
     header = None
     calls: dict[int, list[dict[str, Any]]] = {}
     with open(path, "rb") as handle:
-        for line in handle:
-            if not line.strip():
-                continue
-            row = orjson.loads(line)
+        for _number, row in iter_rows(path, handle):
             if row.get("type") == "header":
                 header = row
                 continue
@@ -236,8 +242,3 @@ def _calls_of(path: Path, wanted: set[int] | None) -> tuple[dict[str, Any] | Non
                 calls.setdefault(index, []).append(row)
     return header, calls
 
-
-def _fresh_header() -> dict[str, Any]:
-    from ..file.sink import new_header
-
-    return new_header()

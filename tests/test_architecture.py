@@ -262,3 +262,51 @@ def test_only_the_redactor_defines_redaction_rules():
             continue
         spelled = [marker for text in _string_constants(path) for marker in RULE_MARKERS if marker in text]
         assert not spelled, f"{path.relative_to(PACKAGE)} spells out redaction rules: {sorted(set(spelled))}"
+
+
+# ============================================================================ the file format's one owner
+
+LINE_TYPE_NAMES = {"header", "request", "event", "call_end"}
+#: The modules that make and read line shapes; every other one goes through them.
+FORMAT_OWNERS = {PACKAGE / "recordings" / "file" / "format.py", PACKAGE / "recordings" / "file" / "reader.py"}
+
+
+def _line_shapes_spelled_out(path: Path) -> list[str]:
+    """Where ``path`` builds a line dict (``{"type": "request", ...}``), tells a line's type by
+    its string (``row.get("type") == "header"``) or spells a line's bytes (``b'"request"'``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values, strict=True):
+                if (
+                    isinstance(key, ast.Constant) and key.value == "type"
+                    and isinstance(value, ast.Constant) and value.value in LINE_TYPE_NAMES
+                ):
+                    found.append(f"line {node.lineno}: builds a {value.value} line")
+        elif isinstance(node, ast.Compare):
+            for side in (node.left, *node.comparators):
+                if isinstance(side, ast.Constant) and side.value in LINE_TYPE_NAMES:
+                    found.append(f"line {node.lineno}: compares with {side.value!r}")
+        elif isinstance(node, ast.Constant) and isinstance(node.value, bytes):
+            if any(f'"{name}"'.encode() in node.value for name in LINE_TYPE_NAMES):
+                found.append(f"line {node.lineno}: spells a line's bytes")
+    return found
+
+
+def test_only_the_format_builds_or_reads_line_shapes():
+    offenders = {
+        str(path.relative_to(PACKAGE)): spelled
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path not in FORMAT_OWNERS and (spelled := _line_shapes_spelled_out(path))
+    }
+    assert offenders == {}
+
+
+def test_the_shape_check_sees_a_line_built_by_hand(tmp_path):
+    hand_made = tmp_path / "hand_made.py"
+    hand_made.write_text(
+        'row = {"type": "call_end", "call_index": 0}\n'
+        'if row.get("type") == "request":\n    pass\n'
+        'ok = b\'"event"\' in b""\n'
+    )
+    assert len(_line_shapes_spelled_out(hand_made)) == 3

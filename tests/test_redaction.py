@@ -574,6 +574,37 @@ def test_a_redactor_redacts_a_long_string_met_again_once(monkeypatch):
     assert redactor.remove_secret_values(value) == {"u": expected, "v": [expected], "w": {"x": expected}}
     assert passes == [long_value]
     assert redactor.remove_secret_values([other, long_value]) == [expected_other, expected]
-    assert passes == [long_value, other, long_value]  # only the last long value is kept
-    # Only a redactor keeps a long value (for its call), never the shared known values.
+    # A request's long strings are kept with their redaction (an agent resends them every turn).
+    assert passes == [long_value, other]
+    assert redaction.current_redactor().remove_secret_values({"again": long_value}) == {"again": expected}
+    assert passes == [long_value, other]
     assert redaction._known_values().last_long is None
+
+
+def test_the_memo_of_long_request_strings_is_bounded(monkeypatch):
+    monkeypatch.setattr(redaction, "_LONG_MEMO_MAX_CHARACTERS", 1_000)
+    known = redaction._known_values()
+    known.long_memo.clear()
+    known.long_memo_size[0] = 0
+    values = [f"value {n} " + "x" * 300 for n in range(10)]
+    redactor = redaction.current_redactor()
+    assert redactor.remove_secret_values(values) == values
+    assert sum(map(len, known.long_memo)) <= 1_000
+    assert known.long_memo_size[0] == sum(map(len, known.long_memo))
+
+
+def test_a_resent_message_is_redacted_once_and_shared(monkeypatch):
+    """Recording an agent: the conversation's messages come back every turn; each is redacted
+    once and the same redacted object is stored again, so the writer's patch finds it at once."""
+    redactor = redaction.current_redactor()
+    key = "sk-proj-" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2"
+    message = {"role": "user", "content": f"use {key} please", "timestamp": 1}
+    first = redactor.remove_from_request({"model": {}, "context": {"messages": [message]}, "options": None})
+    again = redactor.remove_from_request(
+        {"model": {}, "context": {"messages": [dict(message), {"role": "user", "content": "next"}]}, "options": None}
+    )
+    assert first["context"]["messages"][0]["content"] == f"use {PLACEHOLDER} please"
+    assert again["context"]["messages"][0] is first["context"]["messages"][0]
+    # Equal in ==, not in JSON: another message, redacted on its own.
+    other = redactor.remove_from_request({"model": {}, "context": {"messages": [{**message, "timestamp": True}]}, "options": None})
+    assert other["context"]["messages"][0]["timestamp"] is True

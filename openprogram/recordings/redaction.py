@@ -42,7 +42,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from functools import cache, lru_cache, partial
 from itertools import repeat
-from typing import Any, NamedTuple, Protocol
+from typing import Any, NamedTuple, Protocol, cast
+
+import orjson
 
 from ..providers import credentials as _credentials
 
@@ -297,6 +299,10 @@ _SHORTEST_SECRET_TEXT = 5
 # Short strings (field values such as "assistant", "toolCall", model ids) repeat in every
 # event; their redaction is memoised per set of known values, up to this many entries.
 _MEMO_MAX_LENGTH = 64
+#: The long strings of requests kept with their redaction, in characters (about 32 MB).
+_LONG_MEMO_MAX_CHARACTERS = 8_000_000
+#: The context messages kept with their redaction, in bytes of their JSON.
+_MESSAGE_MEMO_MAX_BYTES = 32_000_000
 _MEMO_MAX_ENTRIES = 16384
 
 # Characters at which ``safe_cut`` may cut. No shape pattern and no known value (else
@@ -400,7 +406,7 @@ class _KnownValues:
 
     __slots__ = (
         "values", "secrets", "pattern", "replacements", "run_names", "escape", "contains_whitespace",
-        "memo", "trigger", "shortest", "last_long",
+        "memo", "trigger", "shortest", "last_long", "long_memo", "long_memo_size", "message_memo", "message_memo_size",
     )
 
     def __init__(self, values: frozenset[str], run_values: tuple[tuple[str, str], ...] = ()) -> None:
@@ -427,6 +433,14 @@ class _KnownValues:
         self.pattern = re.compile("|".join(alternatives)) if alternatives else None
         self.contains_whitespace = any(ch in value for value in self.values for ch in _CUT_WHITESPACE)
         self.memo: dict[str, str] = {}
+        #: Long strings of requests and their redaction (see :func:`_redact_request_string`),
+        #: up to :data:`_LONG_MEMO_MAX_CHARACTERS` in all.
+        self.long_memo: dict[str, str] = {}
+        self.long_memo_size = [0]  # a list: the scoped copies share it, with the memo
+        #: Context messages (their exact JSON) and their redaction, up to
+        #: :data:`_MESSAGE_MEMO_MAX_BYTES` in all (see :meth:`Redactor.remove_from_request`).
+        self.message_memo: dict[bytes, Any] = {}
+        self.message_memo_size = [0]
         self.trigger = _trigger_for(self.values, bool(self.run_names))
         #: No rule can act on a shorter text.
         self.shortest = min([_SHORTEST_SECRET_TEXT, *(len(value) for value in self.values)])
@@ -495,6 +509,31 @@ class Redactor:
     def remove_secret_values(self, value: Any) -> Any:
         """What the caller built (a request, options, headers): every field-name form."""
         return _remove(value, self._known, is_secret_field_name)
+
+    def remove_from_request(self, payloads: dict[str, Any]) -> dict[str, Any]:
+        """:meth:`remove_secret_values` of a request's payloads, each message of its context
+        redacted once: an agent resends its whole conversation on every turn, and redacting
+        it again every time would cost time quadratic in the turns. A message is looked up
+        by its exact JSON (equal bytes, equal message), and the redacted message is the same
+        object turn after turn, so the writer sees at once what a turn shares with the last."""
+        known = self._known
+        context = payloads.get("context")
+        messages = context.get("messages") if type(context) is dict else None
+        if type(messages) is not list:
+            return cast("dict[str, Any]", _remove(payloads, known, is_secret_field_name))
+        result: dict[str, Any] = {}
+        for name, value in payloads.items():
+            if name != "context":
+                result[name] = _remove(value, known, is_secret_field_name)
+                continue
+            redacted: dict[str, Any] = {}
+            for key, item in value.items():
+                if key == "messages":
+                    redacted[_redact_request_string(key, known)] = [_redact_message(message, known) for message in item]
+                else:
+                    redacted.update(_remove({key: item}, known, is_secret_field_name))
+            result[name] = redacted
+        return result
 
     def remove_from_output(self, value: Any) -> Any:
         """What the model produced (tool-call arguments): exact secret names only."""
@@ -734,6 +773,27 @@ def _redact_memoised(text: str, known: _KnownValues) -> str:
     return result
 
 
+def _redact_request_string(text: str, known: _KnownValues) -> str:
+    """:func:`_redact_memoised` for the strings of a request, whose long ones also come from
+    :attr:`_KnownValues.long_memo`: an agent resends its whole conversation on every turn, so
+    without it every tool result would be redacted again at every turn, a cost quadratic in
+    the turns. The memo holds strings the caller holds anyway (the conversation), is bounded,
+    and is dropped with the known values when they change."""
+    if len(text) <= _MEMO_MAX_LENGTH:
+        return _redact_memoised(text, known)
+    long_memo = known.long_memo
+    result = long_memo.get(text)  # the same str object turn after turn: its hash is cached
+    if result is None:
+        result = _redact(known, text)
+        size = known.long_memo_size
+        if size[0] + len(text) > _LONG_MEMO_MAX_CHARACTERS:
+            long_memo.clear()
+            size[0] = 0
+        long_memo[text] = result
+        size[0] += len(text)
+    return result
+
+
 def current_redactor() -> Redactor:
     """A redactor bound to the known secret values as they are now."""
     return Redactor(_known_values())
@@ -922,10 +982,30 @@ _OPAQUE_MESSAGE_FIELDS = frozenset({"tool_call_id"})
 SecretName = Callable[[str], bool]
 
 
+def _redact_message(message: Any, known: _KnownValues) -> Any:
+    """A context message redacted as the caller's (see :meth:`Redactor.remove_from_request`),
+    from :attr:`_KnownValues.message_memo` when the same message was redacted before."""
+    try:
+        encoded = orjson.dumps(message)
+    except (orjson.JSONEncodeError, TypeError):
+        return _remove(message, known, is_secret_field_name)
+    memo = known.message_memo
+    redacted = memo.get(encoded)
+    if redacted is None:
+        redacted = _remove(message, known, is_secret_field_name)
+        size = known.message_memo_size
+        if size[0] + len(encoded) > _MESSAGE_MEMO_MAX_BYTES:
+            memo.clear()
+            size[0] = 0
+        memo[encoded] = redacted
+        size[0] += len(encoded)
+    return redacted
+
+
 def _remove(value: Any, known: _KnownValues, secret_name: SecretName) -> Any:
     kind = type(value)
     if kind is str:
-        return _redact_memoised(value, known)
+        return _redact_request_string(value, known)
     if kind is int or kind is float or kind is bool or value is None:
         return value
     if isinstance(value, dict):
@@ -951,7 +1031,7 @@ def _remove_from_dict(value: dict[Any, Any], known: _KnownValues, secret_name: S
                 key = str(key)
             redacted_key = memo.get(key)
             if redacted_key is None:
-                redacted_key = _redact_memoised(key, known)
+                redacted_key = _redact_request_string(key, known)
             if secret_name(key):
                 result[redacted_key] = PLACEHOLDER
                 continue
@@ -962,7 +1042,7 @@ def _remove_from_dict(value: dict[Any, Any], known: _KnownValues, secret_name: S
         kind = type(item)
         if kind is str:
             redacted = memo.get(item)
-            result[key] = _redact_memoised(item, known) if redacted is None else redacted
+            result[key] = _redact_request_string(item, known) if redacted is None else redacted
         elif kind is int or kind is float or kind is bool or item is None:
             result[key] = item
         else:

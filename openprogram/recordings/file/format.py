@@ -32,7 +32,9 @@ READABLE_FORMAT_VERSIONS = (1, 2)
 #: The first version whose request lines may carry ``context_patch``.
 CONTEXT_PATCH_VERSION = 2
 
-LINE_TYPES = frozenset({"header", "request", "event", "call_end"})
+#: The line types, by name: other modules use these, never the strings.
+HEADER, REQUEST, EVENT, CALL_END = "header", "request", "event", "call_end"
+LINE_TYPES = frozenset({HEADER, REQUEST, EVENT, CALL_END})
 OUTCOMES = frozenset({"complete", "error", "cancelled", "abandoned"})
 
 #: Event types that carry a ``partial`` snapshot (and may therefore carry ``partial_patch``).
@@ -125,6 +127,15 @@ def request_payloads(
     return cast("dict[str, Any]", redactor.remove_secret_values(payloads))  # the redaction of a dict is a dict
 
 
+def recorded_request_payloads(
+    model: Model, context: Context, options: StreamOptions | None, redactor: Redactor
+) -> dict[str, Any]:
+    """:func:`request_payloads` as the recorder writes them: each context message redacted
+    once per process (``Redactor.remove_from_request``), so a message the agent resends is the
+    same (read-only) object at every turn. Nothing may change what this returns."""
+    return redactor.remove_from_request(raw_request_payloads(model, context, options))
+
+
 # ============================================================================ versions
 
 
@@ -176,6 +187,27 @@ def request_line(call_index: int, body: bytes) -> bytes:
     """The request line of call ``call_index`` from :meth:`ContextBases.request_body`'s body:
     the index is spliced in last, so the sink encodes a large context before taking its locks."""
     return b"%s%d,%s\n" % (REQUEST_LINE_PREFIX, call_index, body[1:])
+
+
+#: In every request line: a line without it is no request (a fast test on raw bytes).
+REQUEST_MARKER = b'"request"'
+
+
+def header_of_line(line: bytes) -> dict[str, Any] | None:
+    """The header row a file's first line holds, or None when it is not a header."""
+    try:
+        row = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    return row if type(row) is dict and row.get("type") == HEADER else None
+
+
+def request_index_of_row(row: Any) -> int | None:
+    """The ``call_index`` of a request row, or None for any other row (or a bad index)."""
+    if type(row) is not dict or row.get("type") != REQUEST:
+        return None
+    index = row.get("call_index")
+    return index if is_plain_int(index) else None
 
 
 def request_line_index(line: bytes) -> int | None:

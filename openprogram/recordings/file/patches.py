@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 PatchOp = list[Any]
 Patch = list[PatchOp]
 
@@ -103,8 +105,12 @@ def _diff(previous: Any, current: Any, path: list[Any], ops: Patch, grown: bool)
         ops.append(["set", list(path), current])
         return True
     if previous_type is dict:
+        if _encoded_equal(previous, current):
+            return True
         return _diff_dict(previous, current, path, ops, grown)
     if previous_type is list:
+        if _encoded_equal(previous, current):
+            return True
         return _diff_list(previous, current, path, ops, grown)
     if grown and previous_type is str and path and len(current) > len(previous):
         ops.append(["append", list(path), current[len(previous):]])
@@ -254,8 +260,24 @@ def _replace_in(container: Any, path: list[Any], depth: int, name: str, argument
     return copy
 
 
+def _encoded_equal(a: Any, b: Any) -> bool:
+    """True only when two containers are certainly equal, found at C speed: ``==`` first (false
+    at the first difference), then their JSON bytes, which tell ``true``, ``1`` and ``1.0``
+    apart. False means "compare them member by member" (a difference, or keys in another
+    order): an agent's next context shares all but its new messages with the last one, and
+    walking the shared part in Python at every turn would cost time quadratic in the turns."""
+    if a != b:
+        return False
+    try:
+        return orjson.dumps(a) == orjson.dumps(b)
+    except (orjson.JSONEncodeError, TypeError):
+        return False
+
+
 def strictly_equal(a: Any, b: Any) -> bool:
-    """JSON equality that tells ``True`` from ``1`` and ``1`` from ``1.0``."""
+    """JSON equality that tells ``True`` from ``1`` and ``1`` from ``1.0``; members that are
+    the same object are equal without a look (two contexts of one conversation share every
+    message but the new ones)."""
     if a is b:
         return True
     kind = type(a)

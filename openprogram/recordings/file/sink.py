@@ -33,11 +33,14 @@ from typing import Any
 import orjson
 
 from .format import (
+    REQUEST_MARKER,
     ContextBases,
     RecordingFileError,
     encode_line,
+    header_of_line,
     header_row,
     is_plain_int,
+    request_index_of_row,
     request_line,
     request_line_index,
     version_problem,
@@ -251,12 +254,8 @@ class RecordingSink:
             first += chunk
             offset += len(chunk)
             wanted = min(wanted * 2, _READ_CHUNK)
-        line = first.split(b"\n", 1)[0]
-        try:
-            header = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            header = None
-        if not isinstance(header, dict) or header.get("type") != "header":
+        header = header_of_line(first.split(b"\n", 1)[0])
+        if header is None:
             raise RecordingFileError(
                 self._path, "does not start with a recording header; refusing to append", 1
             )
@@ -316,7 +315,7 @@ class RecordingSink:
             while newline >= 0:
                 line = chunk[newline + 1 : cut] + b"".join(reversed(pieces))
                 pieces.clear()
-                if b'"request"' in line:
+                if REQUEST_MARKER in line:
                     return request_line_index(line)
                 cut = newline
                 newline = chunk.rfind(b"\n", 0, cut)
@@ -441,16 +440,15 @@ class RecordingSink:
         self._known_size = offset - len(pending)
 
     def _note_line(self, line: bytes) -> None:
-        if b'"request"' not in line:
+        if REQUEST_MARKER not in line:
             return
         try:
             row = orjson.loads(line)
         except orjson.JSONDecodeError:
             self._fail(f"line {self._lines_total()} is not valid JSON")
-        if isinstance(row, dict) and row.get("type") == "request":
-            index = row.get("call_index")
-            if is_plain_int(index) and index >= self._next_index:
-                self._next_index = index + 1
+        index = request_index_of_row(row)
+        if index is not None and index >= self._next_index:
+            self._next_index = index + 1
 
 
 def _open_regular_for_append(path: Path) -> int:

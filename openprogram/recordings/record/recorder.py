@@ -38,7 +38,7 @@ from ...providers.types import (
     SimpleStreamOptions,
     StreamOptions,
 )
-from ..file.format import RecordingFileError, call_end_row, request_payloads
+from ..file.format import RecordingFileError, call_end_row, recorded_request_payloads
 from ..file.sink import RecordingSink
 from ..redaction import PLACEHOLDER, Redactor, current_redactor, logger
 from .encoder import EventEncoder, Record
@@ -149,7 +149,7 @@ class RecordingProvider:
         # One snapshot of the known secret values serves the whole call: looking them up
         # reads the environment, which costs more than redacting an event.
         redactor = current_redactor()
-        payloads = request_payloads(model, context, options, redactor)
+        payloads = recorded_request_payloads(model, context, options, redactor)
         # The lane name is the caller's text like any other: redacted (replay looks it up redacted).
         call = _CallRecorder(self._sink, self._sink.begin_call(payloads, redactor.redact_text(current_lane())), redactor)
         try:

@@ -25,7 +25,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..file.atomic import replace_atomically
-from ..file.format import RecordingFileError, call_end_row, encode_line, is_plain_int, iter_rows
+from ..file.format import (
+    CALL_END,
+    EVENT,
+    REQUEST,
+    RecordingFileError,
+    call_end_row,
+    encode_line,
+    is_plain_int,
+    iter_rows,
+)
 
 __all__ = ["RecoveryPlan", "apply_recovery", "plan_recovery"]
 
@@ -77,11 +86,11 @@ def plan_recovery(path: str | os.PathLike[str]) -> RecoveryPlan:
             continue  # the header, or a defect the strict reader will name below
         index = row["call_index"]
         kind = row.get("type")
-        if kind == "request":
+        if kind == REQUEST:
             requests.add(index)
-        elif kind == "call_end":
+        elif kind == CALL_END:
             ended.add(index)
-        elif kind == "event":
+        elif kind == EVENT:
             events[index] = events.get(index, 0) + 1
     plan.abandoned = {index: events.get(index, 0) for index in sorted(requests - ended)}
     repaired = b"".join(line + b"\n" for line in complete)

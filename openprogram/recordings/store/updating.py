@@ -27,7 +27,7 @@ from typing import Any
 
 from ...providers.types import AssistantMessageEvent, Context, Model, StreamOptions
 from ..file.atomic import replace_atomically
-from ..file.format import header_row, iter_rows, rewrite_rows
+from ..file.format import HEADER, header_row, iter_rows, rewrite_rows
 from ..file.reader import RecordedCall
 from ..replay.differences import ReplayMismatch
 
@@ -234,7 +234,7 @@ def _calls_of(path: Path, wanted: set[int] | None) -> tuple[dict[str, Any] | Non
     calls: dict[int, list[dict[str, Any]]] = {}
     with open(path, "rb") as handle:
         for _number, row in iter_rows(path, handle):
-            if row.get("type") == "header":
+            if row.get("type") == HEADER:
                 header = row
                 continue
             index = row["call_index"]

@@ -30,8 +30,9 @@ from pathlib import Path
 import orjson
 
 from bench.common import Row, paired_best, ratio_row
-from openprogram.providers.assembly import AssistantStreamAssembler
+from openprogram.providers.base import AssembledProvider
 from openprogram.providers.faux import FauxProvider, faux_text
+from openprogram.providers.guard import describe_plain_error
 from openprogram.providers.recording import RecordingProvider, RecordingSink
 from openprogram.providers.replay import ReplayProvider, read_recording_file
 from openprogram.providers.types import Context, Model, UserMessage
@@ -355,20 +356,21 @@ def _allocation(folder: Path) -> Row:
     )
 
 
-class _FixedDeltas:
+class _FixedDeltas(AssembledProvider):
     """A provider that streams one block in fixed-size deltas (the faux provider chunks text
-    by words, so whitespace-free text would come as one delta)."""
+    by words, so whitespace-free text would come as one delta), built on the shared assembler
+    as every vendor provider is."""
 
     requires_credentials = False
 
     def __init__(self, kind: str, body: str, size: int) -> None:
         self.kind, self.body, self.size = kind, body, size
+        self.timestamp = 1
 
-    def stream(self, model, context, options=None):
-        return self._events()
+    def describe_error(self, model):
+        return describe_plain_error("bench")
 
-    async def _events(self):
-        assembler = AssistantStreamAssembler(MODEL, timestamp=1)
+    async def produce(self, assembler, model, context, options):
         yield assembler.start()
         body, size = self.body, self.size
         if self.kind == "tool":

@@ -158,6 +158,11 @@ class AssistantStreamAssembler:
         changes = {"id": tool_call_id, "name": name}
         self._replace(index, block, **{key: value for key, value in changes.items() if value})
 
+    def set_tool_call_signature(self, index: int, signature: str | None) -> None:
+        """The vendor's opaque signature of a tool call (Gemini's ``thoughtSignature``), kept
+        as sent so that it can go back to the same api."""
+        self._replace(index, self._block(index, ToolCall), thought_signature=signature)
+
     def append_tool_arguments(self, index: int, delta: str) -> EventToolCallDelta:
         """Parsing is incremental (see ``partial_json``): linear in the arguments' length."""
         block = self._block(index, ToolCall)
@@ -190,6 +195,12 @@ class AssistantStreamAssembler:
         (the event protocol has none for it) and shows in the next snapshot."""
         self._message.content.append(block)
         return len(self._message.content) - 1
+
+    def replace_server_tool(self, index: int, *, payload: dict[str, Any], text: str | None) -> None:
+        """A server tool block's final form, arrived after the block was added (a Responses
+        item completed only in ``response.completed``). Snapshots already handed out keep
+        the block they had: blocks are immutable values."""
+        self._replace(index, self._block(index, ServerToolContent), payload=payload, text=text)
 
     # ------------------------------------------------------------------ terminal
 

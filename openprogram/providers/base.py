@@ -58,3 +58,17 @@ class AssembledProvider:
         produce = self.produce(assembler, model, context, options)
         async for event in guarded_stream(assembler, produce, signal=signal, describe_error=describe):
             yield event
+
+
+def streams_assembled_snapshots(provider: object) -> bool:
+    """Whether every snapshot ``provider`` streams is made by the shared assembler (it is an
+    :class:`AssembledProvider` that keeps the base's ``stream`` and ``stream_simple``): a tool
+    call's snapshot arguments are then, by construction, the partial-JSON parse of its deltas,
+    which the recorder need not check."""
+    kind = type(provider)
+    return (
+        isinstance(provider, AssembledProvider)
+        and kind.stream is AssembledProvider.stream
+        and kind.stream_simple is AssembledProvider.stream_simple
+        and kind._guarded is AssembledProvider._guarded
+    )

@@ -10,9 +10,8 @@ from __future__ import annotations
 import copy
 import hashlib
 import re
-from typing import Any, TypeVar
+from typing import Any
 
-from ..assembly import AssistantStreamAssembler
 from ..credentials import key_required, missing_key_message
 from ..guard import ErrorDescriber
 from ..types import (
@@ -85,20 +84,6 @@ def _merged(base: dict[str, Any], extra: dict[str, Any]) -> dict[str, Any]:
             # A copy: a payload hook that edits the body must not edit the recorded options.
             merged[key] = copy.deepcopy(value)
     return merged
-
-
-_Block = TypeVar("_Block", ToolCall, ServerToolContent)
-
-
-def update_block(
-    assembler: AssistantStreamAssembler, index: int, kind: type[_Block], **changes: Any
-) -> None:
-    """Put a changed copy of content block ``index`` in its place, for the changes the
-    assembler has no setter of its own for: a tool call's vendor signature, and a server tool
-    block whose final form arrived after it was added. Blocks are immutable values, so
-    snapshots already handed out keep the block they had. Uses the assembler's own
-    replacement step, the one its public setters go through."""
-    assembler._replace(index, assembler._block(index, kind), **changes)
 
 
 def describe_provider_error(label: str) -> ErrorDescriber:

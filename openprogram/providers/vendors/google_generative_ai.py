@@ -58,7 +58,6 @@ from .common import (
     request_headers,
     text_of,
     thinking_budget,
-    update_block,
 )
 
 if TYPE_CHECKING:
@@ -470,7 +469,7 @@ class StreamTranslator:
         self.assembler.set_tool_arguments(index, dict(call.args or {}))
         signature = _signature_text(part.thought_signature)
         if signature:
-            update_block(self.assembler, index, ToolCall, thought_signature=signature)
+            self.assembler.set_tool_call_signature(index, signature)
         return [start, self.assembler.end_tool_call(index)]
 
     def _server_part(self, kind: str, part: Any) -> list[AssistantEvent]:

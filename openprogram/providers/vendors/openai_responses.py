@@ -55,7 +55,6 @@ from .common import (
     normalize_tool_call_id,
     prepare_messages,
     text_of,
-    update_block,
 )
 from .openai_common import (
     OpenAIProviderBase,
@@ -364,7 +363,7 @@ class StreamTranslator:
         if index is None:
             self.blocks[item_id] = self._add(kind, item, text)
         else:
-            update_block(self.assembler, index, ServerToolContent, payload=item, text=text)
+            self.assembler.replace_server_tool(index, payload=item, text=text)
         return True
 
     def _add(self, kind: str, payload: dict[str, Any], text: str | None) -> int:

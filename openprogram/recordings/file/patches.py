@@ -62,6 +62,14 @@ def growth_patch(previous: Any, current: Any, path: list[Any]) -> Patch | None:
     return ops
 
 
+def patch_at(previous: Any, current: Any, path: list[Any]) -> Patch | None:
+    """:func:`compute_patch` of a value at ``path``, compared whole (nothing vouched for)."""
+    ops: Patch = []
+    if not _diff(previous, current, list(path), ops, False):
+        return None
+    return ops
+
+
 def growth_only_patch(previous: Any, current: Any) -> Patch | None:
     """:func:`compute_patch` when ``current`` only adds to ``previous`` (strings appended to,
     lists pushed to, keys added), else None.

@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 import orjson
 
 from ..file.format import event_line_head
-from ..file.patches import compute_patch, growth_patch
+from ..file.patches import compute_patch, growth_patch, patch_at
 
 __all__ = ["ArgumentsGrowth", "EventEncoder", "Record", "TextGrowth", "Whole"]
 
@@ -107,8 +107,13 @@ class EventEncoder:
     def _arguments_line(self, record: ArgumentsGrowth, event_index: int, t: int) -> bytes:
         index = record.content_index
         event: dict[str, Any] = {"type": "toolcall_delta", "content_index": index, "delta": record.delta}
-        patch = growth_patch(record.before, record.after, ["content", index, "arguments"])
         partial = self._snapshot()
+        path = ["content", index, "arguments"]
+        previous = partial["content"][index].get("arguments") if partial is not None else None
+        if partial is None or previous is record.before:
+            patch = growth_patch(record.before, record.after, path)
+        else:  # the snapshot before holds the provider's own arguments (written whole)
+            patch = patch_at(previous, record.after, path)
         if partial is None or patch is None:  # nothing to patch, or a member went away
             if partial is None:
                 return self._head % (event_index, t) + orjson.dumps(event) + b"}\n"

@@ -28,6 +28,7 @@ from pathlib import Path
 from time import monotonic_ns
 from typing import Any
 
+from ...providers.base import streams_assembled_snapshots
 from ...providers.credentials import note_secret_value
 from ...providers.lanes import current_lane
 from ...providers.types import (
@@ -54,12 +55,12 @@ class _CallRecorder:
     """Writes the event and call_end lines of one call through the record pipeline: the stream
     stage redacts and holds back, the encoder writes lines, the sink appends them."""
 
-    def __init__(self, sink: RecordingSink, call_index: int, redactor: Redactor) -> None:
+    def __init__(self, sink: RecordingSink, call_index: int, redactor: Redactor, *, check_arguments: bool = False) -> None:
         self.sink = sink
         self.call_index = call_index
         self.event_count = 0
         self.ended = False
-        self.redaction = StreamRedaction(redactor)
+        self.redaction = StreamRedaction(redactor, check_arguments=check_arguments)
         #: ``stored(event)``: the records that may be written now.
         self.stored = self.redaction.feed
         #: ``line_of(record, event_index, t)``: the record's whole line.
@@ -114,6 +115,9 @@ class RecordingProvider:
             self._sink = recording_path_or_sink
         else:
             self._sink = RecordingSink(recording_path_or_sink)
+        #: A provider not built on the shared assembler may stream tool-call snapshots that
+        #: are not the parse of their deltas: the stream stage then keeps them as streamed.
+        self._check_arguments = not streams_assembled_snapshots(provider)
 
     @property
     def recording_path(self) -> Path:
@@ -151,7 +155,12 @@ class RecordingProvider:
         redactor = current_redactor()
         payloads = recorded_request_payloads(model, context, options, redactor)
         # The lane name is the caller's text like any other: redacted (replay looks it up redacted).
-        call = _CallRecorder(self._sink, self._sink.begin_call(payloads, redactor.redact_text(current_lane())), redactor)
+        call = _CallRecorder(
+            self._sink,
+            self._sink.begin_call(payloads, redactor.redact_text(current_lane())),
+            redactor,
+            check_arguments=self._check_arguments,
+        )
         try:
             inner = getattr(self._provider, method)(model, context, options)
             iterator = inner.__aiter__()

@@ -50,6 +50,7 @@ import orjson
 
 from ...providers.partial_json import StreamingJsonObject, parse_streaming_json
 from ...providers.types import TERMINAL_EVENT_TYPES, AssistantMessage
+from ..file.patches import strictly_equal
 from ..redaction import PLACEHOLDER, Redactor, is_exact_secret_name
 from .encoder import ArgumentsGrowth, Record, TextGrowth, Whole
 from .text_diff import common_prefix_length
@@ -149,7 +150,7 @@ class _Block:
     __slots__ = (
         "index", "field", "length", "settled", "pending", "tail", "triggered", "waiting",
         "released", "emitted", "joined", "joined_count", "closed", "parse", "value",
-        "final_raw", "final_stored",
+        "final_raw", "final_stored", "rewritten", "raw_parse",
     )
 
     def __init__(self, index: int, field: str) -> None:
@@ -170,6 +171,9 @@ class _Block:
         #: Tool calls, once closed: the arguments the raw text gives, and their stored form.
         self.final_raw: Any = None
         self.final_stored: Any = None
+        self.rewritten = False  # redaction changed the tool call's arguments
+        #: Tool calls of a provider whose snapshots are checked: the parse of the raw deltas.
+        self.raw_parse: StreamingJsonObject | None = None
 
     def stored_text(self) -> str:
         if self.joined_count != len(self.released):
@@ -181,7 +185,7 @@ class _Block:
 class _Entry:
     """One event waiting to be handed on; a delta also waits for its stored form."""
 
-    __slots__ = ("type", "block", "delta", "start", "end", "stored", "parts", "event")
+    __slots__ = ("type", "block", "delta", "start", "end", "stored", "parts", "event", "own")
 
     def __init__(
         self, kind: str, block: _Block | None, delta: str, start: int, end: int, event: Any = None
@@ -193,6 +197,9 @@ class _Entry:
         #: The event itself, for one written whole (None: a verified delta, written from its
         #: stored delta alone).
         self.event = event
+        #: A tool-call delta whose snapshot is not the parse of the deltas so far: written with
+        #: the provider's own arguments (unless redaction rewrote them).
+        self.own = False
 
 
 class StreamRedaction:
@@ -201,8 +208,13 @@ class StreamRedaction:
     closed early). Every event fed is handed on exactly once, in the order fed: the recorder
     relies on that to give each line the time its event arrived."""
 
-    def __init__(self, redactor: Redactor) -> None:
+    def __init__(self, redactor: Redactor, *, check_arguments: bool = False) -> None:
         self._redactor = redactor
+        #: Whether a tool call's snapshots are compared with the parse of its deltas: for a
+        #: provider that is not built on the shared assembler (whose snapshots are that parse
+        #: by construction), so that a replay serves the snapshots it streamed even when its
+        #: parser lags a delta. It costs a comparison of the arguments at every delta.
+        self._check_arguments = check_arguments
         self._redact = redactor.str_redactor()
         self._search, self._reach = redactor.trigger()
         self._cuts = redactor.cuts_anywhere()
@@ -384,9 +396,24 @@ class StreamRedaction:
         start = block.length
         block.length += len(delta)
         entry = _Entry("toolcall_delta", block, delta, start, block.length, None if grows else event)
+        if self._check_arguments and not self._snapshot_is_parse(block, fields, index, delta):
+            entry.event, entry.own = event, True
         self._held.append(entry)
         block.waiting.append(entry)
         return []
+
+    def _snapshot_is_parse(self, block: _Block, fields: dict[str, Any], index: int, delta: str) -> bool:
+        """Whether the delta's snapshot holds, for its tool call, the parse of the raw deltas
+        so far (what a replay rebuilds from them)."""
+        if block.raw_parse is None:
+            block.raw_parse = StreamingJsonObject()
+        parsed = block.raw_parse.feed(delta)
+        partial = fields.get("partial")
+        content = getattr(partial, "content", None)
+        if type(content) is not list or not 0 <= index < len(content):
+            return True  # no snapshot of the block: nothing to keep
+        arguments = getattr(content[index], "arguments", None)
+        return strictly_equal(arguments, parsed)
 
     def _settle_arguments(self, block: _Block, *, cut_short: bool) -> None:
         """Store a tool call's deltas as the growth of its redacted arguments: unchanged when
@@ -411,6 +438,7 @@ class StreamRedaction:
             block.final_raw, block.final_stored = _arguments_of(raw), _arguments_of(target)
             if target != raw:  # what the text gives may still hold a secret under another name
                 block.final_stored = self._redactor.remove_from_output(block.final_stored)
+        block.rewritten = target != raw
         if target != raw:
             self._mark(f"content[{block.index}].arguments", raw, target, cut_short, names=_names_secret(parsed, raw))
             if pieces:
@@ -512,6 +540,9 @@ class StreamRedaction:
                     if entry.event is None:
                         records.append(_new_record(ArgumentsGrowth, (block.index, stored, before, block.value)))
                         continue
+                    if entry.own and not block.rewritten:
+                        records.append(self._whole(entry.event, stored, own_block=block.index))
+                        continue
                 elif entry.event is None:
                     records.append(_new_record(TextGrowth, (entry.type, block.index, stored)))
                     continue
@@ -520,10 +551,11 @@ class StreamRedaction:
                 records.append(self._whole(entry.event))
         return records
 
-    def _whole(self, event: Any, stored_delta: str | None = None) -> Whole:
+    def _whole(self, event: Any, stored_delta: str | None = None, own_block: int | None = None) -> Whole:
         """The event dumped and redacted, with the stored form of every streamed block in
         place of its raw text (a block the stream did not account for is redacted on its own,
-        and noted when that changes it)."""
+        and noted when that changes it). ``own_block``: a tool call whose snapshot arguments
+        are kept as the provider made them (redacted like any model output)."""
         dump = type(event).__pydantic_serializer__.to_python(event, mode="json")
         kept: list[tuple[tuple[Any, ...], Any]] = []  # (path in the dump, stored value)
         if stored_delta is not None and "delta" in dump:
@@ -545,7 +577,7 @@ class StreamRedaction:
                 blocks = self._blocks
                 for position, item in enumerate(content):
                     block = blocks.get(position)
-                    if block is not None and type(item) is dict:
+                    if block is not None and type(item) is dict and position != own_block:
                         self._keep_block(item, block, (name, "content", position), kept)
         redacted = self._redactor.remove_secret_values(dump)
         if redacted != dump:

@@ -65,10 +65,11 @@ def streams_assembled_snapshots(provider: object) -> bool:
     :class:`AssembledProvider` that keeps the base's ``stream`` and ``stream_simple``): a tool
     call's snapshot arguments are then, by construction, the partial-JSON parse of its deltas,
     which the recorder need not check."""
+    if not isinstance(provider, AssembledProvider):
+        return False
     kind = type(provider)
     return (
-        isinstance(provider, AssembledProvider)
-        and kind.stream is AssembledProvider.stream
+        kind.stream is AssembledProvider.stream
         and kind.stream_simple is AssembledProvider.stream_simple
         and kind._guarded is AssembledProvider._guarded
     )

@@ -4,6 +4,7 @@ The engine lives in :mod:`openprogram.recordings` (see ``docs/architecture.md``)
 is the stable face that application code imports.
 """
 
+from ..recordings.file.format import RecordingFileError
 from ..recordings.file.reader import RecordedCall, Recording, read_recording_file
 from ..recordings.replay.differences import (
     NON_DETERMINISTIC_FIELD_NAMES,
@@ -17,6 +18,7 @@ __all__ = [
     "RecordedCall",
     "RecordedCallInterrupted",
     "Recording",
+    "RecordingFileError",
     "ReplayMismatch",
     "ReplayProvider",
     "find_first_difference",

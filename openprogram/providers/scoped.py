@@ -3,6 +3,6 @@
 The engine lives in :mod:`openprogram.recordings` (see ``docs/architecture.md``).
 """
 
-from ..recordings.store.scoped import RecordingScope, use_recording
+from ..recordings.store.scoped import RecordingScope, ScopedMode, use_recording
 
-__all__ = ["RecordingScope", "use_recording"]
+__all__ = ["RecordingScope", "ScopedMode", "use_recording"]

@@ -390,3 +390,16 @@ def test_the_page_shows_time_to_first_event_and_duration(tmp_path):
     )
     call = read_recording_file(path).calls[0]
     assert _timings(call) == "first event 12 ms, duration 340 ms"
+
+
+def test_server_tool_blocks_show_their_kind_and_text_escaped():
+    """Grounding citations, searches and tool searches (docs/vendors.md) show on the page by
+    their kind and readable text; a block without text shows the vendor's item."""
+    from openprogram.recordings.views.view import render_message
+
+    cited = {"type": "serverTool", "vendor": "google", "kind": "grounding_metadata", "text": "[1] <b>Paris</b> - https://example.org", "payload": {}}
+    searched = {"type": "serverTool", "vendor": "openai", "kind": "tool_search_call", "text": None, "payload": {"query": "weather tools"}}
+    page = render_message({"role": "assistant", "content": [cited, searched], "stop_reason": "stop"})
+    assert "server tool google grounding_metadata" in page
+    assert "[1] &lt;b&gt;Paris&lt;/b&gt; - https://example.org" in page and "<b>" not in page
+    assert "server tool openai tool_search_call" in page and "weather tools" in page

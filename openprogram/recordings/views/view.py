@@ -137,12 +137,25 @@ def _assistant_blocks(message: dict[str, Any]) -> str:
                 f'<div class="toolcall">&#8594; <span class="name">{esc(block.get("name"))}</span>'
                 f'<pre class="arguments">{esc(_json_text(block.get("arguments") or {}))}</pre></div>'
             )
+        elif kind == "serverTool":
+            parts.append(_server_tool_block(block))
     if message.get("stop_reason") in ("error", "aborted"):
         parts.append(
             f'<div class="error-text">{esc(message.get("stop_reason"))}: '
             f"{esc(message.get('error_message'))}</div>"
         )
     return "".join(parts)
+
+
+def _server_tool_block(block: dict[str, Any]) -> str:
+    """A tool the vendor ran (search, code execution, citations; docs/vendors.md): its kind,
+    folded, with its readable text, or the vendor's item when it has none."""
+    text = block.get("text")
+    body = text if isinstance(text, str) and text else _json_text(block.get("payload") or {})
+    return (
+        f'<details class="servertool"><summary>server tool {esc(block.get("vendor"))} '
+        f'{esc(block.get("kind"))}</summary><pre>{esc(body)}</pre></details>'
+    )
 
 
 def render_message(message: dict[str, Any], *, drift: bool = False) -> str:

@@ -229,9 +229,9 @@ def test_each_job_of_recordings_uses_only_the_jobs_below_it(job):
 
 
 def test_recordings_is_grouped_by_job():
-    """Every module of ``recordings/`` is in a job's sub-package, but the shared rules."""
+    """Every module of ``recordings/`` is in a job's sub-package, but the shared rules and helper."""
     top = sorted(path.stem for path in (PACKAGE / "recordings").glob("*.py"))
-    assert top == ["__init__", "redaction"]
+    assert top == ["__init__", "redaction", "text_diff"]
     assert {path.name for path in (PACKAGE / "recordings").iterdir() if path.is_dir() and path.name != "__pycache__"} == set(JOBS)
 
 

@@ -60,7 +60,7 @@ from openprogram.providers.types import (
     UserMessage,
 )
 from openprogram.recordings import redaction
-from openprogram.recordings.record.text_diff import common_prefix_length
+from openprogram.recordings.text_diff import common_prefix_length
 
 from . import precision_corpus
 from .precision_corpus import BLOB_FAMILIES, FAMILIES

@@ -52,8 +52,8 @@ from ...providers.partial_json import StreamingJsonObject, parse_streaming_json
 from ...providers.types import TERMINAL_EVENT_TYPES, AssistantMessage
 from ..file.patches import strictly_equal
 from ..redaction import PLACEHOLDER, Redactor, is_exact_secret_name
+from ..text_diff import common_prefix_length
 from .encoder import ArgumentsGrowth, Record, TextGrowth, Whole
-from .text_diff import common_prefix_length
 
 __all__ = ["StreamRedaction", "spread"]
 

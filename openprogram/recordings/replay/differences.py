@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..text_diff import common_prefix_length
 from .differences_fast import fast_first_difference
 from .differences_plain import (
     NON_DETERMINISTIC_FIELD_NAMES,
@@ -57,6 +58,38 @@ def short_repr(value: Any, limit: int = REPR_LIMIT) -> str:
     return text[: limit - 3] + "..."
 
 
+#: Characters a window shows before the first difference of two long strings.
+WINDOW_CONTEXT = 60
+
+
+def windows_around_difference(recorded: Any, incoming: Any, limit: int = REPR_LIMIT) -> tuple[str, str, int] | None:
+    """Two strings whose first difference lies past what :func:`short_repr` shows, each as a
+    window of at most ``limit`` characters around that character (``...`` where cut), and the
+    difference's position; None for anything else (the plain form shows the difference). A 3
+    KB system prompt with one word changed would otherwise show two equal beginnings."""
+    if type(recorded) is not str or type(incoming) is not str:
+        return None
+    first = common_prefix_length(recorded, incoming)
+    if all(len(repr(text[: first + 1])) <= limit - 3 or len(repr(text)) <= limit for text in (recorded, incoming)):
+        return None  # the plain form already shows where they differ
+    start = max(0, first - WINDOW_CONTEXT)
+    return _window(recorded, start, limit), _window(incoming, start, limit), first
+
+
+def _window(text: str, start: int, limit: int) -> str:
+    """``repr`` of ``text`` from ``start``, as much as fits in ``limit`` characters with a
+    ``...`` on each side that is cut."""
+    lead = "..." if start else ""
+    length = limit
+    while True:
+        segment = text[start : start + length]
+        tail = "..." if start + length < len(text) else ""
+        shown = f"{lead}{segment!r}{tail}"
+        if len(shown) <= limit or length <= 1:
+            return shown
+        length -= max(1, len(shown) - limit)
+
+
 class ReplayMismatch(AssertionError):
     """A replayed call asked for something other than what was recorded.
 
@@ -90,9 +123,15 @@ class ReplayMismatch(AssertionError):
         #: What may explain the drift (an earlier answer that lost a value to redaction).
         self.note = note
         at = f"call {call_index} ({self.where})" if self.where else f"call {call_index}"
+        shown = windows_around_difference(self.recorded, self.incoming)
+        if shown is None:
+            recorded_text, incoming_text, position = short_repr(self.recorded), short_repr(self.incoming), ""
+        else:
+            recorded_text, incoming_text, first = shown
+            position = f" (first difference at character {first})"
         super().__init__(
-            f"replay mismatch at {at}, field {self.field_path}:\n"
-            f"recorded {short_repr(self.recorded)}, incoming {short_repr(self.incoming)}"
+            f"replay mismatch at {at}, field {self.field_path}:{position}\n"
+            f"recorded {recorded_text}, incoming {incoming_text}"
             + (f"\n{note}" if note else "")
         )
 

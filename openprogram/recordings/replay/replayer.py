@@ -80,13 +80,25 @@ def _default_options_dump() -> dict[str, Any]:
 #: The fields that say which model a request is for: a changed model is reported by the field
 #: that tells it (``model.id``), not by whichever of its numbers sorts first.
 MODEL_IDENTITY_FIELDS = ("id", "provider", "api")
+#: Catalog metadata of a model that never reaches the vendor: recorded, never compared, so a
+#: teammate whose local server listens on another port, or a release with new prices, replays
+#: the same recordings (docs/file-format.md, "What a replay compares"). ``max_tokens`` is
+#: compared: providers send it as the default output limit.
+CATALOG_ONLY_MODEL_FIELDS = frozenset({"name", "base_url", "cost", "context_window"})
+
+
+def _compared_model(model: Any) -> Any:
+    if type(model) is not dict or CATALOG_ONLY_MODEL_FIELDS.isdisjoint(model):
+        return model
+    return {key: value for key, value in model.items() if key not in CATALOG_ONLY_MODEL_FIELDS}
 
 
 def first_request_difference(
     recorded: dict[str, Any], incoming: dict[str, Any]
 ) -> tuple[str, Any, Any] | None:
     """The first difference between two requests' payloads: ``model`` (its identity fields
-    first, then the rest in sorted order), then ``context``, then ``options``."""
+    first, then the rest in sorted order, catalog metadata left out), then ``context``, then
+    ``options``."""
     recorded_model, incoming_model = recorded["model"], incoming["model"]
     if isinstance(recorded_model, dict) and isinstance(incoming_model, dict):
         for field in MODEL_IDENTITY_FIELDS:
@@ -95,7 +107,10 @@ def first_request_difference(
             )
             if difference is not None:
                 return difference
-    for name in ("model", "context", "options"):
+    difference = find_first_difference(_compared_model(recorded_model), _compared_model(incoming_model), "model")
+    if difference is not None:
+        return difference
+    for name in ("context", "options"):
         difference = find_first_difference(recorded[name], incoming[name], name)
         if difference is not None:
             return difference

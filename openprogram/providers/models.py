@@ -1,7 +1,9 @@
 """The built-in model catalog and ``get_model("provider/model-id")``.
 
 Prices are dollars per million tokens as published by each vendor; custom models (for a local
-server, say) come from the ``models`` list of the configuration.
+server, say) come from the project's ``[tool.openprogram]`` table (``pyproject.toml`` or
+``openprogram.toml``, committed with the code) and from the ``models`` list of the user's
+configuration, which overrides a project entry of the same provider and id.
 """
 
 from __future__ import annotations
@@ -94,10 +96,12 @@ def custom_model(entry: dict[str, Any]) -> Model:
 
 
 def configured_models() -> list[Model]:
-    """Custom models from the configuration of the current profile."""
+    """Custom models: the project's, then the user's configuration's (current profile), a
+    later entry of the same provider and id replacing an earlier one."""
+    from ..project import project_config
     from ..state import load_config
 
-    entries = load_config().get("models") or []
+    entries = [*project_config().models, *(load_config().get("models") or [])]
     return [custom_model(entry) for entry in entries if isinstance(entry, dict)]
 
 
@@ -119,10 +123,17 @@ def get_model(ref: str, *, include_configured: bool = True) -> Model:
     model = catalog.get((provider, model_id))
     if model is not None:
         return _fresh(model)
+    from ..project import find_project_file
+
     known = ", ".join(sorted(f"{p}/{m}" for p, m in catalog))
+    project = find_project_file()
+    where = (
+        f"the project's {project}" if project is not None else "a [tool.openprogram] table in the project's pyproject.toml"
+    )
     raise LookupError(
-        f"unknown model '{ref}'; known models: {known}. "
-        "Add a custom one to the 'models' list of the configuration."
+        f"unknown model '{ref}'; known models: {known}. A model is defined in {where} "
+        "(models = [{id, api, provider, base_url}], committed with the code, so a clone and CI "
+        "know it), or in your own configuration: openprogram config set models '[...]'"
     )
 
 
@@ -137,7 +148,7 @@ _ConfigStamp = tuple[str, int, int, int, int] | tuple[str, None]
 
 #: Built-in models by ``(provider, id)``, in catalog order.
 _BUILTIN: dict[tuple[str, str], Model] = {(m.provider, m.id): m for m in _CATALOG}
-_configured_cache: tuple[_ConfigStamp, dict[tuple[str, str], Model]] | None = None
+_configured_cache: tuple[tuple[_ConfigStamp, _ConfigStamp], dict[tuple[str, str], Model]] | None = None
 #: How many times the catalog with configured models was built (tests count rebuilds).
 catalog_builds = 0
 
@@ -162,12 +173,21 @@ def _catalog(include_configured: bool) -> dict[tuple[str, str], Model]:
     return catalog
 
 
-def _config_stamp() -> _ConfigStamp | None:
-    """What identifies the configuration file's content without reading it, or None when
-    it cannot be told (then the caller reads the file)."""
+def _config_stamp() -> tuple[_ConfigStamp, _ConfigStamp] | None:
+    """What identifies the content of the configuration file and of the project file without
+    reading them, or None when it cannot be told (then the caller reads them)."""
+    from ..project import find_project_file
     from ..state import config_path
 
-    path = str(config_path())
+    user = _file_stamp(str(config_path()))
+    project_file = find_project_file()
+    project = _file_stamp(str(project_file)) if project_file is not None else ("", None)
+    if user is None or project is None:
+        return None
+    return (user, project)
+
+
+def _file_stamp(path: str) -> _ConfigStamp | None:
     try:
         info = os.stat(path)
     except FileNotFoundError:

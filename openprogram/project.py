@@ -1,0 +1,218 @@
+"""Project configuration: what a project commits so that a clone replays its recorded tests
+with a fresh state folder and no command run first (docs/project.md).
+
+A ``[tool.openprogram]`` table in the nearest ``pyproject.toml``, or an ``openprogram.toml``
+in the same place (searched from the current directory upward, as pytest and ruff find theirs;
+a ``pyproject.toml`` without the table is passed by), holds:
+
+* ``models``: the same entries as the configuration's ``models`` (a local server, a gateway);
+  the user's configuration overrides an entry of the same provider and id (a local port, say);
+* ``record_replay``: ``ignore``, ``normalize`` and ``secret_env``, the rules a replay of the
+  project's recordings needs.
+
+Like :mod:`openprogram.state` this imports nothing of openprogram at import time, so every
+layer may read it. The lookup is a few ``stat`` calls per folder up to the root, and a file is
+parsed again only when it changes.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .state import ConfigError
+
+__all__ = ["PROJECT_FILE_NAMES", "ProjectConfig", "find_project_file", "project_config"]
+
+#: Where a project's table may live, in the order looked at in each folder.
+PROJECT_FILE_NAMES = ("openprogram.toml", "pyproject.toml")
+#: A project file is a handful of settings and a model list.
+MAX_PROJECT_BYTES = 1024 * 1024
+_RECORD_REPLAY_KEYS = ("ignore", "normalize", "secret_env")
+_TOP_KEYS = ("models", "record_replay")
+
+
+@dataclass(frozen=True)
+class ProjectConfig:
+    """The project's table: where it was found and what it holds (validated)."""
+
+    path: Path | None = None
+    #: How a key is named in messages: ``[tool.openprogram] models`` or ``models``.
+    table: str = ""
+    models: list[dict[str, Any]] = field(default_factory=list)
+    record_replay: dict[str, Any] = field(default_factory=dict)
+
+    def where(self, key: str) -> str:
+        """A key of this project as a message names it: the file and the key in it."""
+        prefix = "tool.openprogram." if self.table == "[tool.openprogram]" else ""
+        return f"{self.path}: {prefix}{key}"
+
+
+_NO_PROJECT = ProjectConfig()
+_cache: dict[tuple[Any, ...], ProjectConfig] = {}
+#: Whether a ``pyproject.toml`` (by its stat stamp) has the table: most never do.
+_tables: dict[tuple[Any, ...], bool] = {}
+
+
+def find_project_file(start: Path | None = None) -> Path | None:
+    """The nearest project file from ``start`` (the current directory) upward, or None."""
+    directory = os.path.abspath(start if start is not None else os.getcwd())
+    while True:
+        for name in PROJECT_FILE_NAMES:
+            candidate = os.path.join(directory, name)
+            try:
+                info = os.stat(candidate)
+            except OSError:
+                continue
+            if stat.S_ISREG(info.st_mode) and (name == "openprogram.toml" or _has_table(candidate, info)):
+                return Path(candidate)
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+
+
+def project_config(start: Path | None = None) -> ProjectConfig:
+    """The project configuration that applies in ``start`` (the current directory); an empty
+    one when there is no project file. Raises :class:`ConfigError` naming the file, the key
+    and the fix for a table that is not valid."""
+    path = find_project_file(start)
+    if path is None:
+        return _NO_PROJECT
+    try:
+        info = path.stat()
+    except OSError as error:
+        raise ConfigError(f"cannot read {path}: {error.strerror}") from None
+    stamp = (str(path), info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    cached = _cache.get(stamp)
+    if cached is None:
+        cached = _parse(path)
+        _cache.clear()  # one project at a time: the cache holds the current one
+        _cache[stamp] = cached
+    return cached
+
+
+# ============================================================================ reading
+
+
+def _has_table(path: str, info: os.stat_result) -> bool:
+    """Whether a ``pyproject.toml`` has a ``[tool.openprogram]`` table: a cheap text test
+    first, so most projects' files are never parsed; a file that fails to parse counts (the
+    error is then reported where the table is read)."""
+    if info.st_size > MAX_PROJECT_BYTES:
+        return False
+    stamp = (path, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    known = _tables.get(stamp)
+    if known is None:
+        known = _tables[stamp] = _read_has_table(path)
+    return known
+
+
+def _read_has_table(path: str) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            text = handle.read(MAX_PROJECT_BYTES + 1)
+    except OSError:
+        return False
+    if b"openprogram" not in text or b"tool" not in text:
+        return False
+    import tomllib
+
+    try:
+        document = tomllib.loads(text.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+        return True
+    tool = document.get("tool")
+    return isinstance(tool, dict) and "openprogram" in tool
+
+
+def _parse(path: Path) -> ProjectConfig:
+    import tomllib
+
+    try:
+        raw = path.read_bytes()
+    except OSError as error:
+        raise ConfigError(f"cannot read {path}: {error.strerror}") from None
+    if len(raw) > MAX_PROJECT_BYTES:
+        raise ConfigError(f"{path} is larger than {MAX_PROJECT_BYTES // 1024} KB; a project file is a few settings")
+    try:
+        document = tomllib.loads(raw.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path} is not valid TOML ({error}); fix it so openprogram can read its settings") from None
+    if path.name == "pyproject.toml":
+        table = document.get("tool", {}).get("openprogram")
+        label = "[tool.openprogram]"
+    else:
+        table, label = document, ""
+    if table is None:
+        return ProjectConfig(path=path, table=label)
+    project = ProjectConfig(path=path, table=label)
+    if not isinstance(table, dict):
+        raise ConfigError(f"{project.where('')[:-1]}openprogram must be a table")
+    unknown = sorted(set(table) - set(_TOP_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"{project.where(unknown[0])}: unknown key; a project file takes {', '.join(_TOP_KEYS)}"
+        )
+    models = _models(project, table.get("models", []))
+    record_replay = _record_replay(project, table.get("record_replay", {}))
+    return ProjectConfig(path=path, table=label, models=models, record_replay=record_replay)
+
+
+def _models(project: ProjectConfig, value: Any) -> list[dict[str, Any]]:
+    from .providers.types import Model
+
+    example = (
+        '[[tool.openprogram.models]]\nid = "smollm2"\napi = "openai-completions"\n'
+        'provider = "llamacpp"\nbase_url = "http://127.0.0.1:8080/v1"'
+    )
+    if not isinstance(value, list):
+        raise ConfigError(f"{project.where('models')} must be a list of tables, e.g.\n{example}")
+    for position, entry in enumerate(value):
+        try:
+            Model.model_validate(entry)
+        except Exception as error:  # pydantic.ValidationError, kept lazy
+            first: dict[str, Any] = getattr(error, "errors", lambda: [{}])()[0]
+            where = ".".join(str(step) for step in first.get("loc", ())) or "entry"
+            raise ConfigError(
+                f"{project.where(f'models[{position}]')}: {where}: {first.get('msg', str(error))} "
+                "(each model needs id, api and provider; a local server also base_url)"
+            ) from None
+    return [dict(entry) for entry in value]
+
+
+def _record_replay(project: ProjectConfig, value: Any) -> dict[str, Any]:
+    from .recordings.replay.volatile import RequestFilter
+    from .recordings.store.activation import secret_env_problem
+
+    if not isinstance(value, dict):
+        raise ConfigError(f"{project.where('record_replay')} must be a table of {', '.join(_RECORD_REPLAY_KEYS)}")
+    unknown = sorted(set(value) - set(_RECORD_REPLAY_KEYS))
+    if unknown:
+        raise ConfigError(
+            f"{project.where(f'record_replay.{unknown[0]}')}: not a project setting; a project sets "
+            f"{', '.join(_RECORD_REPLAY_KEYS)} (the mode and the file are each user's own: "
+            "openprogram config set record_replay.mode ...)"
+        )
+    shapes = {
+        "ignore": 'a list of field patterns, e.g. ignore = ["context.system_prompt", "options.metadata.*"]',
+        "normalize": 'a list of [regex, replacement] pairs, e.g. normalize = [["\\d{4}-\\d\\d-\\d\\d", "<date>"]]',
+    }
+    for key, shape in shapes.items():
+        if key not in value:
+            continue
+        rules = value[key]
+        if not isinstance(rules, list):
+            raise ConfigError(f"{project.where(f'record_replay.{key}')} must be {shape}")
+        try:
+            RequestFilter(ignore=rules) if key == "ignore" else RequestFilter(normalize=rules)
+        except (ValueError, TypeError) as error:
+            raise ConfigError(f"{project.where(f'record_replay.{key}')}: {error}") from None
+    if "secret_env" in value:
+        problem = secret_env_problem(value["secret_env"])
+        if problem is not None:
+            raise ConfigError(f"{project.where('record_replay.secret_env')}: {problem}")
+    return dict(value)

@@ -1,0 +1,109 @@
+"""Project configuration (docs/project.md): the models and record/replay rules a project
+commits, found from the current directory upward."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from openprogram.project import find_project_file, project_config
+from openprogram.providers.models import get_model
+from openprogram.state import ConfigError, config_path
+
+PYPROJECT = """\
+[project]
+name = "my-agent"
+
+[[tool.openprogram.models]]
+id = "smollm2"
+api = "openai-completions"
+provider = "llamacpp"
+base_url = "http://127.0.0.1:8765/v1"
+context_window = 2048
+
+[tool.openprogram.record_replay]
+ignore = ["options.metadata.*"]
+normalize = [["\\\\d{4}-\\\\d\\\\d-\\\\d\\\\d", "<date>"]]
+secret_env = ["INTERNAL_TOKEN"]
+"""
+
+
+@pytest.fixture
+def project(tmp_path, monkeypatch):
+    root = tmp_path / "my-agent"
+    (root / "tests" / "deep").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(PYPROJECT)
+    monkeypatch.chdir(root / "tests" / "deep")
+    return root
+
+
+def test_a_clone_finds_the_projects_models_from_any_folder_below_it(project):
+    assert find_project_file() == project / "pyproject.toml"
+    model = get_model("llamacpp/smollm2")
+    assert (model.api, model.base_url, model.context_window) == ("openai-completions", "http://127.0.0.1:8765/v1", 2048)
+    rules = project_config().record_replay
+    assert rules == {"ignore": ["options.metadata.*"], "normalize": [["\\d{4}-\\d\\d-\\d\\d", "<date>"]], "secret_env": ["INTERNAL_TOKEN"]}
+
+
+def test_the_users_configuration_overrides_a_project_model_of_the_same_provider_and_id(project, isolated_home):
+    config = config_path()
+    config.parent.mkdir(parents=True, exist_ok=True)
+    mine = {"id": "smollm2", "api": "openai-completions", "provider": "llamacpp", "base_url": "http://127.0.0.1:9999/v1"}
+    config.write_text(json.dumps({"models": [mine]}))
+    assert get_model("llamacpp/smollm2").base_url == "http://127.0.0.1:9999/v1"
+    config.write_text(json.dumps({"models": []}))
+    assert get_model("llamacpp/smollm2").base_url == "http://127.0.0.1:8765/v1"  # read again: it changed
+
+
+def test_an_openprogram_toml_works_and_a_pyproject_without_the_table_is_passed_by(tmp_path, monkeypatch):
+    (tmp_path / "openprogram.toml").write_text(
+        '[[models]]\nid = "qwen"\napi = "openai-completions"\nprovider = "ollama"\nbase_url = "http://127.0.0.1:11434/v1"\n'
+    )
+    inner = tmp_path / "service"
+    inner.mkdir()
+    (inner / "pyproject.toml").write_text('[project]\nname = "service"\n\n[tool.ruff]\nline-length = 100\n')
+    monkeypatch.chdir(inner)
+    assert find_project_file() == tmp_path / "openprogram.toml"
+    assert get_model("ollama/qwen").base_url == "http://127.0.0.1:11434/v1"
+
+
+def test_a_project_file_changed_is_read_again(project):
+    assert get_model("llamacpp/smollm2").context_window == 2048
+    (project / "pyproject.toml").write_text(PYPROJECT.replace("context_window = 2048", "context_window = 4096"))
+    assert get_model("llamacpp/smollm2").context_window == 4096
+
+
+@pytest.mark.parametrize(
+    ("table", "message"),
+    [
+        ('[[tool.openprogram.models]]\nid = "x"\napi = "openai-completions"\n', "pyproject.toml: tool.openprogram.models[0]: provider: Field required"),
+        ('[tool.openprogram]\nmodel = "faux/echo"\n', "pyproject.toml: tool.openprogram.model: unknown key; a project file takes models, record_replay"),
+        ('[tool.openprogram.record_replay]\nmode = "record"\n', "tool.openprogram.record_replay.mode: not a project setting"),
+        ('[tool.openprogram.record_replay]\nnormalize = [["(", "x"]]\n', "tool.openprogram.record_replay.normalize:"),
+        ('[tool.openprogram.record_replay]\nsecret_env = ["9LIVES"]\n', "tool.openprogram.record_replay.secret_env: '9LIVES' is not an environment variable name"),
+        ('[tool.openprogram\nmodels = 1\n', "pyproject.toml is not valid TOML"),
+    ],
+)
+def test_errors_name_the_file_the_key_and_the_fix(tmp_path, monkeypatch, table, message):
+    (tmp_path / "pyproject.toml").write_text(table)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ConfigError) as caught:
+        project_config()
+    assert message in str(caught.value)
+    assert str(tmp_path / "pyproject.toml") in str(caught.value)
+
+
+def test_an_unknown_model_names_both_places_a_model_can_be_defined(project):
+    with pytest.raises(LookupError) as caught:
+        get_model("llamacpp/missing")
+    message = str(caught.value)
+    assert f"the project's {project / 'pyproject.toml'}" in message
+    assert "openprogram config set models" in message
+    assert "llamacpp/smollm2" in message  # the project's model is among the known ones
+
+
+def test_without_a_project_the_error_says_where_one_would_go(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(LookupError, match=r"a \[tool.openprogram\] table in the project's pyproject.toml"):
+        get_model("llamacpp/smollm2")

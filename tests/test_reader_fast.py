@@ -137,8 +137,9 @@ def _live_and_served(path, words_per_chunk: int, monkeypatch, shortcut: bool) ->
     """The events a recording's provider streamed, and the reader's events of that file,
     each as the bytes of its JSON dump."""
     live = _record(path, words_per_chunk)
-    if not shortcut:
-        monkeypatch.setattr(reader_fast.Snapshots, "append_of", lambda self, patch: None)
+    if not shortcut:  # neither the line form's shortcut nor the patch's: dicts and validation
+        monkeypatch.setattr(reader, "_DELTA_LINE", lambda line: None)
+        monkeypatch.setattr(reader_fast.Snapshots, "append_to", lambda self, index, field, suffix: None)
     served = reader.read_recording_file(path).calls[0].events()
     return [orjson.dumps(event.model_dump(mode="json")) for event in live], [
         orjson.dumps(event.model_dump(mode="json")) for event in served
@@ -148,14 +149,14 @@ def _live_and_served(path, words_per_chunk: int, monkeypatch, shortcut: bool) ->
 @pytest.mark.parametrize("words_per_chunk", [1, 3])
 def test_the_reader_reads_the_same_events_without_the_shortcut(tmp_path, monkeypatch, words_per_chunk):
     taken = []
-    append_of = reader_fast.Snapshots.append_of
+    append_to = reader_fast.Snapshots.append_to
 
-    def counted(self, patch):
-        found = append_of(self, patch)
+    def counted(self, index, field, suffix):
+        found = append_to(self, index, field, suffix)
         taken.append(found is not None)
         return found
 
-    monkeypatch.setattr(reader_fast.Snapshots, "append_of", counted)
+    monkeypatch.setattr(reader_fast.Snapshots, "append_to", counted)
     live, fast = _live_and_served(tmp_path / "fast.jsonl", words_per_chunk, monkeypatch, shortcut=True)
     assert sum(taken) > 20  # the shortcut was taken for the text growth
     monkeypatch.undo()
@@ -174,6 +175,7 @@ def test_events_whose_check_took_the_shortcut_may_still_be_kept_as_stored(tmp_pa
         return None
 
     monkeypatch.setattr(reader, "kept_for_later", decline)
+    monkeypatch.setattr(reader, "_DELTA_LINE", lambda line: None)  # every delta through the general path
     live, served = _live_and_served(tmp_path / "r.jsonl", 1, monkeypatch, shortcut=True)
     assert len(declined) > 20
     assert served == live
@@ -243,3 +245,40 @@ def test_promotion_keeps_what_the_program_froze_frozen():
         assert 0 < gc.get_freeze_count() <= frozen
     finally:
         gc.unfreeze()
+
+
+def test_the_line_form_shortcut_reads_what_the_general_path_reads(tmp_path, monkeypatch):
+    """Deltas in the writer's line form are read by one regular expression, no dict and no
+    validation (``reader.delta_line``); the calls it builds serve the same events as the
+    general path, and it leaves every line not exactly in that form to the general path."""
+    path = tmp_path / "r.jsonl"
+    live = _record(path, 1)
+    taken = []
+    delta_line = reader._Reader.delta_line
+
+    def counted(self, number, line):
+        found = delta_line(self, number, line)
+        taken.append(found)
+        return found
+
+    monkeypatch.setattr(reader._Reader, "delta_line", counted)
+    fast = [event.model_dump(mode="json") for event in reader.read_recording_file(path).calls[0].events()]
+    assert sum(taken) > 20
+    monkeypatch.setattr(reader, "_DELTA_LINE", lambda line: None)
+    plain = [event.model_dump(mode="json") for event in reader.read_recording_file(path).calls[0].events()]
+    assert fast == plain == [event.model_dump(mode="json") for event in live]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        b'{"type":"event","call_index":0,"event_index":1,"t":0,"event":{"type":"text_delta","content_index":0,"delta":"ab","partial_patch":[["append",["content",0,"text"],"ac"]]}}\n',
+        b'{"type":"event","call_index":0,"event_index":1,"t":0,"event":{"type":"text_delta","content_index":0,"delta":"ab","partial_patch":[["append",["content",1,"text"],"ab"]]}}\n',
+        b'{"type":"event","call_index":0,"event_index":1,"t":01,"event":{"type":"text_delta","content_index":0,"delta":"ab","partial_patch":[["append",["content",0,"text"],"ab"]]}}\n',
+        b'{"type":"event","call_index":0,"event_index":1,"t":0,"event":{"type":"text_delta","content_index":0,"delta":"a\nb","partial_patch":[["append",["content",0,"text"],"a\nb"]]}}\n',
+        b'{"type":"event","call_index":0,"event_index":1,"t":0,"event":{"type":"text_delta","content_index":0,"delta":"ab","partial_patch":[["append",["content",0,"text"],"ab"]]}} \n',
+    ],
+    ids=["two-deltas", "two-indexes", "leading-zero", "raw-newline", "trailing-space"],
+)
+def test_the_line_form_matches_only_the_writers_exact_form(line):
+    assert reader._DELTA_LINE(line) is None

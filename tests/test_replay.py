@@ -338,8 +338,10 @@ async def test_snapshots_are_built_while_replaying_and_equal_the_recorded_ones(t
     live = await record(path, [faux_text("one two three"), faux_text("four five six")],
                         [(context_of("a"), None), (context_of("b"), None)])
     grown = []
-    original = reader_fast.Snapshots.grow
-    monkeypatch.setattr(reader_fast.Snapshots, "grow", lambda self, append: (grown.append(append), original(self, append)))
+    original = reader_fast.Snapshots.served  # grows the snapshot by the append, then builds the event
+    monkeypatch.setattr(
+        reader_fast.Snapshots, "served", lambda self, kept, append: (append and grown.append(append), original(self, kept, append))[1]
+    )
     provider = ReplayProvider(path)
     assert grown == []  # nothing built at open
     assert all(any(type(entry) is tuple for entry in call.entries) for call in provider.recording.calls)

@@ -93,3 +93,25 @@ def test_a_long_value_differing_early_keeps_the_plain_cut_form():
     message = str(ReplayMismatch(0, "x", recorded, incoming))
     assert "first difference" not in message
     assert message.splitlines()[1].startswith("recorded 'aaaa") and "..., incoming 'baaa" in message
+
+
+def test_a_replay_can_say_how_it_came_to_be_on_in_every_mismatch(tmp_path):
+    """A profile's replay mode outlives the command that set it: its errors end with how to
+    call models live again (the runtime passes the note)."""
+    from openprogram.providers.replay import ReplayProvider
+
+    path = tmp_path / "rec.jsonl"
+    _record(path)
+    note = "replay is on for this profile (record_replay.mode = replay); 'openprogram recordings off' calls models live again"
+    provider = ReplayProvider(path, replay_note=note)
+
+    async def ask(context):
+        return [event async for event in provider.stream(MODEL, context)]
+
+    with pytest.raises(ReplayMismatch) as drifted:
+        asyncio.run(ask(Context(messages=[UserMessage(content="other", timestamp=1)])))
+    assert str(drifted.value).endswith(note)
+    asyncio.run(ask(CONTEXT))
+    with pytest.raises(ReplayMismatch) as past_the_end:
+        asyncio.run(ask(CONTEXT))
+    assert str(past_the_end.value).endswith(note) and past_the_end.value.field_path == "call_index"

@@ -252,7 +252,12 @@ class ReplayProvider:
         ignore: Iterable[str] = (),
         normalize: Iterable[Sequence[str]] = (),
         values: Mapping[str, str] | None = None,
+        replay_note: str | None = None,
     ) -> None:
+        #: Said at the end of every mismatch this replay raises: how replay came to be on and
+        #: how to call models live again (a profile's replay mode outlives the command that
+        #: set it, and its errors must not read as the agent's own).
+        self._replay_note = replay_note
         self._filter = RequestFilter(ignore, normalize)  # first: a bad pattern reads no file
         self._values = check_run_values(values)
         self._filtered: dict[int, dict[str, Any]] = {}  # call_index -> filtered recorded request
@@ -303,6 +308,7 @@ class ReplayProvider:
                 "remaining_calls",
                 f"{total - used} more recorded call(s)",
                 f"{used} call(s) made",
+                note=self._replay_note,
             )
 
     def take(self, model: Model, context: Context, options: StreamOptions | None) -> RecordedCall:
@@ -365,7 +371,8 @@ class ReplayProvider:
     def _mismatch(
         self, call: RecordedCall, difference: tuple[str, Any, Any], session: _Session, lane: str
     ) -> ReplayMismatch:
-        note = self._redaction_note(call, session, lane)
+        notes = [self._redaction_note(call, session, lane), self._replay_note]
+        note = "\n".join(note for note in notes if note) or None
         return ReplayMismatch(call.call_index, *difference, where=self._where(session, lane), note=note)
 
     def _redaction_note(self, call: RecordedCall, session: _Session, lane: str) -> str | None:
@@ -397,13 +404,16 @@ class ReplayProvider:
             recorded = (
                 f"no recorded call in {_lane_name(lane)}" if calls else "no recorded calls"
             )
-            return ReplayMismatch(self._call_count, "call_index", recorded, f"a call in {_lane_name(lane)}")
+            return ReplayMismatch(
+                self._call_count, "call_index", recorded, f"a call in {_lane_name(lane)}", note=self._replay_note
+            )
         if lane == ROOT_LANE and len(self._sessions) == 1 and set(self._sessions[0].lanes) == {ROOT_LANE}:
             return ReplayMismatch(
                 self._call_count,
                 "call_index",
                 f"{len(calls)} recorded call(s), the last is call {len(calls) - 1}",
                 f"call {self._call_count}",
+                note=self._replay_note,
             )
         used = sum(len(s.lanes.get(lane, ())) for s in self._used)
         return ReplayMismatch(
@@ -412,6 +422,7 @@ class ReplayProvider:
             f"no recorded call left in {_lane_name(lane)} ({used} used)",
             f"call {used} of {_lane_name(lane)}",
             where=self._where(self._session, lane),
+            note=self._replay_note,
         )
 
     async def _replay(

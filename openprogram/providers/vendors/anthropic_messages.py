@@ -20,7 +20,7 @@ docs/vendors.md).
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -30,10 +30,12 @@ from ..guard import ErrorDescriber
 from ..partial_json import parse_streaming_json
 from ..types import (
     AssistantMessage,
+    AssistantMessageEvent,
     Context,
     ImageContent,
     Model,
     ServerToolContent,
+    SimpleStreamOptions,
     StreamOptions,
     TextContent,
     ThinkingContent,
@@ -41,8 +43,10 @@ from ..types import (
     ToolCall,
     ToolResultMessage,
     Usage,
+    UserContent,
     UserMessage,
 )
+from . import wire
 from .common import (
     api_key_for,
     apply_payload_hook,
@@ -549,10 +553,402 @@ def _end_block(assembler: AssistantStreamAssembler, index: int) -> AssistantEven
     return assembler.end_tool_call(index)
 
 
+# ----------------------------------------------------------------------------- inbound: a client's request
+#
+# The two directions ``openprogram proxy`` adds (docs/proxy.md): a Messages body read into our
+# request, and our events written back as Messages stream events or a message.
+
+#: The stop reason a client reads for ours.
+_WIRE_STOP_REASONS = {"stop": "end_turn", "length": "max_tokens", "toolUse": "tool_use"}
+
+#: Anthropic's error type for an HTTP status (its error shape names one).
+_ERROR_TYPES = {
+    400: "invalid_request_error",
+    401: "authentication_error",
+    403: "permission_error",
+    404: "not_found_error",
+    413: "request_too_large",
+    429: "rate_limit_error",
+    529: "overloaded_error",
+}
+
+#: Block types of an assistant turn that are ours to read; any other is a server tool block.
+_OWN_BLOCKS = frozenset({"text", "thinking", "redacted_thinking", "tool_use"})
+
+
+def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> wire.ParsedRequest:
+    """A Messages request body as ``(Model, Context, SimpleStreamOptions)``, such that
+    :func:`build_request_body` gives back every field of ``body`` (``thinking``,
+    ``stop_sequences`` and the like through ``extra_body``). Cache markers become
+    ``cache_retention`` ("long" for a one-hour TTL, "none" when there is none), and go back
+    where openprogram puts them: on the system prompt and the last user turn. Raises
+    :class:`~.wire.WireRequestError` for what ours cannot hold."""
+    name = model_id or wire.required(body, "model", str, "body")
+    messages = wire.required(body, "messages", list, "body")
+    model = Model(id=name, api=ANTHROPIC_API, provider=LABEL, input=["text", "image"])
+    context = Context(
+        system_prompt=_system_text(body.get("system")),
+        messages=_parse_messages(messages, model),
+        tools=_parse_tools(wire.field(body, "tools", list, "body")),
+    )
+    metadata = wire.field(body, "metadata", dict, "body")
+    user_id = metadata.get("user_id") if metadata else None
+    options = SimpleStreamOptions(
+        temperature=wire.field(body, "temperature", (int, float), "body"),
+        max_tokens=wire.field(body, "max_tokens", int, "body"),
+        tool_choice=wire.field(body, "tool_choice", dict, "body"),
+        metadata={"user_id": user_id} if isinstance(user_id, str) else None,
+        cache_retention=_cache_retention(body),
+    )
+    rebuilt = build_request_body(model, context, options)
+    extra = wire.carried_fields(body, rebuilt, typed=("messages", "system", "stream"))
+    return model, context, options.model_copy(update={"extra_body": extra})
+
+
+def _cache_retention(body: dict[str, Any]) -> Literal["none", "short", "long"]:
+    markers: list[Any] = []
+
+    def collect(value: Any) -> None:
+        if isinstance(value, dict):
+            if isinstance(value.get("cache_control"), dict):
+                markers.append(value["cache_control"])
+            for inner in value.values():
+                collect(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                collect(inner)
+
+    collect([body.get("system"), body.get("messages")])
+    if not markers:
+        return "none"
+    return "long" if any(marker.get("ttl") == "1h" for marker in markers) else "short"
+
+
+def _system_text(system: Any) -> str | None:
+    if system is None or isinstance(system, str):
+        return system or None
+    if not isinstance(system, list):
+        raise wire.WireRequestError("body.system must be a string or an array of text blocks")
+    texts = []
+    for position, block in enumerate(system):
+        if wire.field(block, "type", str, f"system[{position}]") != "text":
+            raise wire.unsupported(f"system block of type {block.get('type')!r}", f"system[{position}]")
+        texts.append(wire.required(block, "text", str, f"system[{position}]"))
+    return "\n\n".join(texts) or None
+
+
+def _image(block: dict[str, Any], where: str) -> ImageContent:
+    source = wire.required(block, "source", dict, where)
+    if source.get("type") != "base64":
+        raise wire.unsupported("image by URL or file id (send it as base64)", where)
+    return ImageContent(
+        data=wire.required(source, "data", str, f"{where}.source"),
+        mime_type=wire.required(source, "media_type", str, f"{where}.source"),
+    )
+
+
+def _user_blocks_of(content: Any, where: str) -> list[UserContent]:
+    if isinstance(content, str):
+        return [TextContent(text=content)]
+    if not isinstance(content, list):
+        raise wire.WireRequestError(f"{where} must be a string or an array of blocks")
+    blocks: list[UserContent] = []
+    for position, block in enumerate(content):
+        here = f"{where}[{position}]"
+        kind = wire.field(block, "type", str, here)
+        if kind == "text":
+            blocks.append(TextContent(text=wire.required(block, "text", str, here)))
+        elif kind == "image":
+            blocks.append(_image(block, here))
+        else:
+            raise wire.unsupported(f"{kind!r} block here", here)
+    return blocks
+
+
+def _parse_messages(messages: list[Any], model: Model) -> list[Any]:
+    parsed: list[Any] = []
+    names: dict[str, str] = {}  # tool_use id -> tool name, for the results
+    for position, message in enumerate(messages):
+        where = f"messages[{position}]"
+        role = wire.required(message, "role", str, where)
+        content = message.get("content")
+        if role == "assistant":
+            assistant = _parse_assistant(content, f"{where}.content", model)
+            names.update((b.id, b.name) for b in assistant.content if isinstance(b, ToolCall))
+            parsed.append(assistant)
+        elif role != "user":
+            raise wire.unsupported(f"message of role {role!r}", where)
+        elif isinstance(content, str):
+            parsed.append(UserMessage(content=content, timestamp=wire.WIRE_TIMESTAMP))
+        else:
+            parsed.extend(_parse_user_turn(content, f"{where}.content", names))
+    return parsed
+
+
+def _parse_user_turn(content: Any, where: str, names: dict[str, str]) -> list[Any]:
+    """A user turn: its tool results as result messages, and the rest as a user message."""
+    if not isinstance(content, list):
+        raise wire.WireRequestError(f"{where} must be a string or an array of blocks")
+    parsed: list[Any] = []
+    others: list[Any] = []
+    for position, block in enumerate(content):
+        here = f"{where}[{position}]"
+        if wire.field(block, "type", str, here) != "tool_result":
+            others.append(block)
+            continue
+        call_id = wire.required(block, "tool_use_id", str, here)
+        parsed.append(
+            ToolResultMessage(
+                tool_call_id=call_id,
+                tool_name=names.get(call_id, ""),
+                content=_user_blocks_of(block.get("content") or "", f"{here}.content"),
+                is_error=bool(block.get("is_error")),
+                timestamp=wire.WIRE_TIMESTAMP,
+            )
+        )
+    if others:
+        parsed.append(UserMessage(content=_user_blocks_of(others, where), timestamp=wire.WIRE_TIMESTAMP))
+    return parsed
+
+
+def _parse_assistant(content: Any, where: str, model: Model) -> AssistantMessage:
+    """An assistant turn as the same model's message, so its signatures and server tool
+    blocks go back as they came."""
+    blocks: list[Any] = []
+    for position, block in enumerate([{"type": "text", "text": content}] if isinstance(content, str) else content or []):
+        here = f"{where}[{position}]"
+        kind = wire.field(block, "type", str, here)
+        if kind == "text":
+            blocks.append(TextContent(text=wire.required(block, "text", str, here)))
+            citations = block.get("citations")
+            if citations:
+                blocks.append(_server(CITATIONS, {"citations": list(citations)}, _citations_text(citations)))
+        elif kind == "thinking":
+            blocks.append(
+                ThinkingContent(
+                    thinking=wire.required(block, "thinking", str, here),
+                    thinking_signature=wire.field(block, "signature", str, here),
+                )
+            )
+        elif kind == "redacted_thinking":
+            blocks.append(ThinkingContent(thinking="", thinking_signature=wire.required(block, "data", str, here), redacted=True))
+        elif kind == "tool_use":
+            blocks.append(
+                ToolCall(
+                    id=wire.required(block, "id", str, here),
+                    name=wire.required(block, "name", str, here),
+                    arguments=wire.field(block, "input", dict, here, {}),
+                )
+            )
+        else:
+            payload = {key: value for key, value in block.items() if key != "cache_control"}
+            blocks.append(_server(kind, payload, _server_block_text(payload)))
+    return AssistantMessage(
+        content=blocks, api=ANTHROPIC_API, provider=model.provider, model=model.id, timestamp=wire.WIRE_TIMESTAMP
+    )
+
+
+def _server(kind: str, payload: dict[str, Any], text: str | None) -> ServerToolContent:
+    return ServerToolContent(vendor=LABEL, api=ANTHROPIC_API, kind=kind, payload=payload, text=text)
+
+
+def _parse_tools(tools: list[Any] | None) -> list[Tool] | None:
+    parsed = [
+        Tool(
+            name=wire.required(tool, "name", str, f"tools[{position}]"),
+            description=wire.field(tool, "description", str, f"tools[{position}]", ""),
+            parameters=wire.field(tool, "input_schema", dict, f"tools[{position}]", {}),
+        )
+        for position, tool in enumerate(tools or [])
+        # a server tool (web search, code execution) is carried whole in extra_body
+        if isinstance(tool, dict) and tool.get("type") in (None, "custom") and "input_schema" in tool
+    ]
+    return parsed or None
+
+
+# ----------------------------------------------------------------------------- outbound: to a client
+
+
+def usage_body(usage: Usage) -> dict[str, int]:
+    """Our usage in Anthropic's counts (which keep cache reads and writes apart, as ours do)."""
+    return {
+        "input_tokens": usage.input,
+        "output_tokens": usage.output,
+        "cache_creation_input_tokens": usage.cache_write,
+        "cache_read_input_tokens": usage.cache_read,
+    }
+
+
+def _wire_stop_reason(message: AssistantMessage) -> str:
+    last = message.content[-1] if message.content else None
+    if isinstance(last, ServerToolContent) and last.kind == PAUSE_TURN:
+        return PAUSE_TURN
+    return _WIRE_STOP_REASONS.get(message.stop_reason, "end_turn")
+
+
+def _citations_after(message: AssistantMessage, index: int) -> list[Any]:
+    following = message.content[index + 1] if index + 1 < len(message.content) else None
+    if isinstance(following, ServerToolContent) and following.kind == CITATIONS:
+        return list(following.payload.get("citations") or [])
+    return []
+
+
+def _wire_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
+    """The content of ``message`` as Anthropic blocks: citations on their text block, the
+    pause marker left out (it is the stop reason)."""
+    blocks: list[dict[str, Any]] = []
+    for index, block in enumerate(message.content):
+        if isinstance(block, TextContent):
+            text: dict[str, Any] = {"type": "text", "text": block.text}
+            citations = _citations_after(message, index)
+            if citations:
+                text["citations"] = citations
+            blocks.append(text)
+        elif isinstance(block, ThinkingContent):
+            if block.redacted:
+                blocks.append({"type": "redacted_thinking", "data": block.thinking_signature or ""})
+            else:
+                blocks.append({"type": "thinking", "thinking": block.thinking, "signature": block.thinking_signature or ""})
+        elif isinstance(block, ToolCall):
+            blocks.append({"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments})
+        elif block.kind not in (CITATIONS, PAUSE_TURN) and block.api == ANTHROPIC_API:
+            blocks.append(dict(block.payload))
+    return blocks
+
+
+def _message_head(message: AssistantMessage) -> dict[str, Any]:
+    return {
+        "id": wire.wire_id("msg_", message),
+        "type": "message",
+        "role": "assistant",
+        "model": message.model,
+    }
+
+
+def response_body(message: AssistantMessage, request_body: dict[str, Any]) -> dict[str, Any]:
+    """The ``message`` a client that did not stream gets."""
+    return {
+        **_message_head(message),
+        "content": _wire_blocks(message),
+        "stop_reason": _wire_stop_reason(message),
+        "stop_sequence": None,
+        "usage": usage_body(message.usage),
+    }
+
+
+def error_body(status: int, message: str) -> dict[str, Any]:
+    """Anthropic's error shape, which the SDK raises with its type and message."""
+    kind = _ERROR_TYPES.get(status, "api_error" if status >= 500 else "invalid_request_error")
+    return {"type": "error", "error": {"type": kind, "message": message}}
+
+
+class StreamEncoder:
+    """Our events as Messages stream events: ``message_start`` (held until the next event, which
+    carries the input token counts), each block as ``content_block_start`` / deltas /
+    ``content_block_stop`` (a text block's stop waits one event for its citations), server tool
+    blocks when a snapshot first holds them, then ``message_delta`` with the stop reason and
+    the whole usage, and ``message_stop``."""
+
+    def __init__(self, request_body: dict[str, Any]) -> None:
+        self.started = False
+        self.indexes: dict[int, int] = {}  # our content index -> the wire's block index
+        self.arguments_sent: set[int] = set()
+        self.pending_text: int | None = None
+        self.server = wire.ServerBlockWatch()
+
+    def encode(self, event: AssistantMessageEvent) -> bytes:
+        message = event.message if event.type == "done" else event.error if event.type == "error" else event.partial
+        if event.type == "start":
+            return b""
+        frames = []
+        if not self.started:
+            self.started = True
+            start = {**_message_head(message), "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage_body(message.usage)}
+            frames.append(self._event("message_start", message=start))
+        if self.pending_text is not None:
+            frames.append(self._stop_text(message))
+        if event.type != "error":
+            frames.extend(self._server_blocks(message))
+        frames.append(self._encode(event, message))
+        return b"".join(frames)
+
+    def _event(self, kind: str, **fields: Any) -> bytes:
+        return wire.sse_frame({"type": kind, **fields}, event=kind)
+
+    def _start_block(self, index: int, block: dict[str, Any]) -> bytes:
+        self.indexes[index] = len(self.indexes)
+        return self._event("content_block_start", index=self.indexes[index], content_block=block)
+
+    def _delta(self, index: int, delta: dict[str, Any]) -> bytes:
+        return self._event("content_block_delta", index=self.indexes[index], delta=delta)
+
+    def _stop(self, index: int) -> bytes:
+        return self._event("content_block_stop", index=self.indexes[index])
+
+    def _encode(self, event: AssistantMessageEvent, message: AssistantMessage) -> bytes:
+        if event.type == "text_start":
+            return self._start_block(event.content_index, {"type": "text", "text": ""})
+        if event.type == "text_delta":
+            return self._delta(event.content_index, {"type": "text_delta", "text": event.delta})
+        if event.type == "text_end":
+            self.pending_text = event.content_index  # stopped at the next event: citations may follow
+            return b""
+        if event.type == "thinking_start":
+            block = message.content[event.content_index]
+            if isinstance(block, ThinkingContent) and block.redacted:
+                return self._start_block(event.content_index, {"type": "redacted_thinking", "data": block.thinking_signature or ""})
+            return self._start_block(event.content_index, {"type": "thinking", "thinking": "", "signature": ""})
+        if event.type == "thinking_delta":
+            return self._delta(event.content_index, {"type": "thinking_delta", "thinking": event.delta})
+        if event.type == "thinking_end":
+            block = message.content[event.content_index]
+            signature = b""
+            if isinstance(block, ThinkingContent) and not block.redacted and block.thinking_signature:
+                signature = self._delta(event.content_index, {"type": "signature_delta", "signature": block.thinking_signature})
+            return signature + self._stop(event.content_index)
+        if event.type == "toolcall_start":
+            call = message.content[event.content_index]
+            assert isinstance(call, ToolCall)
+            return self._start_block(event.content_index, {"type": "tool_use", "id": call.id, "name": call.name, "input": {}})
+        if event.type == "toolcall_delta":
+            self.arguments_sent.add(event.content_index)
+            return self._delta(event.content_index, {"type": "input_json_delta", "partial_json": event.delta})
+        if event.type == "toolcall_end":
+            frames = b""
+            if event.content_index not in self.arguments_sent and event.tool_call.arguments:
+                frames = self._delta(event.content_index, {"type": "input_json_delta", "partial_json": orjson.dumps(event.tool_call.arguments).decode()})
+            return frames + self._stop(event.content_index)
+        if event.type == "done":
+            delta = {"stop_reason": _wire_stop_reason(message), "stop_sequence": None}
+            return self._event("message_delta", delta=delta, usage=usage_body(message.usage)) + self._event("message_stop")
+        if event.type == "error":
+            return self._event("error", error={"type": "api_error", "message": message.error_message or "the call failed"})
+        return b""
+
+    def _stop_text(self, message: AssistantMessage) -> bytes:
+        index, self.pending_text = self.pending_text, None
+        assert index is not None
+        citations = [self._delta(index, {"type": "citations_delta", "citation": c}) for c in _citations_after(message, index)]
+        return b"".join(citations) + self._stop(index)
+
+    def _server_blocks(self, message: AssistantMessage) -> list[bytes]:
+        frames = []
+        for index, block in self.server.new_blocks(message):
+            if block.kind in (CITATIONS, PAUSE_TURN) or block.api != ANTHROPIC_API:
+                continue
+            frames.append(self._start_block(index, dict(block.payload)))
+            frames.append(self._stop(index))
+        return frames
+
+
 __all__ = [
     "ANTHROPIC_API",
     "AnthropicMessagesProvider",
+    "StreamEncoder",
     "StreamTranslator",
     "build_request_body",
     "describe_anthropic_error",
+    "error_body",
+    "parse_request_body",
+    "response_body",
 ]

@@ -37,18 +37,23 @@ from ..base import AssembledProvider
 from ..guard import ErrorDescriber
 from ..types import (
     AssistantMessage,
+    AssistantMessageEvent,
     Context,
     ImageContent,
     Model,
     ServerToolContent,
+    SimpleStreamOptions,
     StreamOptions,
     TextContent,
     ThinkingContent,
+    Tool,
     ToolCall,
     ToolResultMessage,
     Usage,
+    UserContent,
     UserMessage,
 )
+from . import wire
 from .common import (
     api_key_for,
     apply_payload_hook,
@@ -559,4 +564,323 @@ def _citations_text(metadata: dict[str, Any]) -> str | None:
     return "\n".join(line for line in lines if line) or None
 
 
-__all__ = ["GOOGLE_API", "GoogleGenerativeAIProvider", "StreamTranslator", "build_request_body"]
+# ----------------------------------------------------------------------------- inbound: a client's request
+#
+# The two directions ``openprogram proxy`` adds (docs/proxy.md): a ``generateContent`` body (the
+# wire's camelCase JSON) read into our request, and our events written back as
+# ``streamGenerateContent`` chunks or one response.
+
+#: Our stop reasons as Gemini's finish reasons (a tool call ends ``STOP`` on Gemini's wire).
+_FINISH_REASONS = {"stop": "STOP", "length": "MAX_TOKENS", "toolUse": "STOP"}
+#: Gemini's error status for an HTTP status (its error shape names one).
+_ERROR_STATUSES = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    404: "NOT_FOUND",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+}
+#: The ``generationConfig`` fields with a typed option; every other one is carried.
+_TYPED_GENERATION = {"temperature": "temperature", "maxOutputTokens": "max_tokens"}
+
+
+def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> wire.ParsedRequest:
+    """A ``generateContent`` body (the model comes from the path: ``model_id``) as ``(Model,
+    Context, SimpleStreamOptions)``. Fields with no typed option (``safetySettings``,
+    ``toolConfig``, the rest of ``generationConfig``, a tool list ours cannot rebuild) go to
+    ``extra_body`` in the wire's own names, which the SDK merges into the body it sends.
+    Function call ids are not sent back (Gemini pairs results with calls by name and order).
+    Raises :class:`~.wire.WireRequestError` for what ours cannot hold."""
+    if not model_id:
+        raise wire.WireRequestError("the model is named in the path: /v1beta/models/MODEL:generateContent")
+    name = model_id.removeprefix("models/")
+    model = Model(id=name, api=GOOGLE_API, provider=LABEL, input=["text", "image"])
+    tools = wire.field(body, "tools", list, "body")
+    context = Context(
+        system_prompt=_system_text(wire.field(body, "systemInstruction", (dict, str), "body")),
+        messages=_parse_contents(wire.required(body, "contents", list, "body"), model),
+        tools=_parse_tools(tools),
+    )
+    generation = dict(wire.field(body, "generationConfig", dict, "body", {}))
+    typed = {ours: generation.pop(theirs) for theirs, ours in _TYPED_GENERATION.items() if theirs in generation}
+    options = SimpleStreamOptions(
+        temperature=wire.field(typed, "temperature", (int, float), "generationConfig"),
+        max_tokens=wire.field(typed, "max_tokens", int, "generationConfig"),
+    )
+    extra = {key: value for key, value in body.items() if key not in ("contents", "systemInstruction", "tools", "generationConfig")}
+    if generation:
+        extra["generationConfig"] = generation
+    if tools and tools != _wire_tools(context.tools):
+        extra["tools"] = tools  # a tool list the typed tools do not give back goes whole
+    return model, context, options.model_copy(update={"extra_body": extra or None})
+
+
+def _system_text(instruction: dict[str, Any] | str | None) -> str | None:
+    if instruction is None or isinstance(instruction, str):
+        return instruction or None
+    texts = [
+        wire.required(part, "text", str, f"systemInstruction.parts[{position}]")
+        for position, part in enumerate(wire.field(instruction, "parts", list, "systemInstruction", []))
+    ]
+    return "\n\n".join(texts) or None
+
+
+def _wire_tools(tools: list[Tool] | None) -> list[dict[str, Any]] | None:
+    """The wire form of the tools :func:`build_request_body` declares, as the SDK sends them."""
+    if not tools:
+        return None
+    declarations = [
+        {"description": tool.description, "name": tool.name, "parametersJsonSchema": tool.parameters} for tool in tools
+    ]
+    return [{"functionDeclarations": declarations}]
+
+
+def _parse_tools(tools: list[Any] | None) -> list[Tool] | None:
+    parsed = []
+    for position, tool in enumerate(tools or []):
+        for number, declaration in enumerate(wire.field(tool, "functionDeclarations", list, f"tools[{position}]", [])):
+            where = f"tools[{position}].functionDeclarations[{number}]"
+            schema = declaration.get("parametersJsonSchema") if isinstance(declaration, dict) else None
+            if schema is None and isinstance(declaration, dict):
+                schema = declaration.get("parameters")  # an OpenAPI schema: the list is carried whole
+            parsed.append(
+                Tool(
+                    name=wire.required(declaration, "name", str, where),
+                    description=wire.field(declaration, "description", str, where, ""),
+                    parameters=schema if isinstance(schema, dict) else {},
+                )
+            )
+    return parsed or None
+
+
+def _inline_image(part: dict[str, Any], where: str) -> ImageContent:
+    data = wire.required(part, "inlineData", dict, where)
+    return ImageContent(
+        data=wire.required(data, "data", str, f"{where}.inlineData"),
+        mime_type=wire.required(data, "mimeType", str, f"{where}.inlineData"),
+    )
+
+
+def _parse_contents(contents: list[Any], model: Model) -> list[Any]:
+    parsed: list[Any] = []
+    pending: list[ToolCall] = []  # the last model turn's calls, answered by name and order
+    for position, content in enumerate(contents):
+        where = f"contents[{position}]"
+        parts = wire.required(content, "parts", list, where)
+        if wire.field(content, "role", str, where, "user") == "model":
+            message = _parse_model_turn(parts, f"{where}.parts", model, position)
+            pending = [block for block in message.content if isinstance(block, ToolCall)]
+            parsed.append(message)
+            continue
+        user: list[UserContent] = []
+        for number, part in enumerate(parts):
+            here = f"{where}.parts[{number}]"
+            if not isinstance(part, dict):
+                raise wire.WireRequestError(f"{here} must be a JSON object")
+            if "text" in part:
+                user.append(TextContent(text=wire.required(part, "text", str, here)))
+            elif "inlineData" in part:
+                user.append(_inline_image(part, here))
+            elif "functionResponse" in part:
+                parsed.append(_function_result(part["functionResponse"], f"{here}.functionResponse", pending))
+            else:
+                raise wire.unsupported(f"part with {', '.join(sorted(part)) or 'nothing'}", here)
+        if user:
+            parsed.append(UserMessage(content=user, timestamp=wire.WIRE_TIMESTAMP))
+    return parsed
+
+
+def _function_result(response: Any, where: str, pending: list[ToolCall]) -> ToolResultMessage:
+    """A ``functionResponse``: ``{"output": text}`` or ``{"error": text}`` as openprogram sends
+    them; any other response object is its JSON text (the vendor reads it as the same JSON)."""
+    name = wire.required(response, "name", str, where)
+    call = next((c for c in pending if c.name == name), None)
+    if call is not None:
+        pending.remove(call)
+    payload = wire.field(response, "response", dict, where, {})
+    is_error = set(payload) == {"error"} and isinstance(payload["error"], str)
+    if set(payload) == {"output"} and isinstance(payload["output"], str):
+        text = payload["output"]
+    else:
+        text = payload["error"] if is_error else orjson.dumps(payload).decode()
+    return ToolResultMessage(
+        tool_call_id=call.id if call is not None else name,
+        tool_name=name,
+        content=[TextContent(text=text)],
+        is_error=is_error,
+        timestamp=wire.WIRE_TIMESTAMP,
+    )
+
+
+def _parse_model_turn(parts: list[Any], where: str, model: Model, turn: int) -> AssistantMessage:
+    """A model turn as the same api's message, so its signatures and server parts go back as
+    they came."""
+    blocks: list[Any] = []
+    for number, part in enumerate(parts):
+        here = f"{where}[{number}]"
+        if not isinstance(part, dict):
+            raise wire.WireRequestError(f"{here} must be a JSON object")
+        signature = wire.field(part, "thoughtSignature", str, here)
+        server_kind = next((kind for kind, name in SERVER_PARTS.items() if name in part), None)
+        if "functionCall" in part:
+            call = wire.required(part, "functionCall", dict, here)
+            name = wire.required(call, "name", str, f"{here}.functionCall")
+            blocks.append(
+                ToolCall(
+                    id=normalize_tool_call_id(f"{name}_turn{turn}_{number}"),
+                    name=name,
+                    arguments=wire.field(call, "args", dict, f"{here}.functionCall", {}),
+                    thought_signature=signature,
+                )
+            )
+        elif server_kind is not None:
+            inner = part[SERVER_PARTS[server_kind]]
+            text = _server_part_text(server_kind, inner if isinstance(inner, dict) else {})
+            blocks.append(ServerToolContent(vendor=LABEL, api=GOOGLE_API, kind=server_kind, payload=dict(part), text=text))
+        elif "text" in part:
+            text = wire.required(part, "text", str, here)
+            if part.get("thought"):
+                blocks.append(ThinkingContent(thinking=text, thinking_signature=signature))
+            else:
+                blocks.append(TextContent(text=text, text_signature=signature))
+        else:
+            raise wire.unsupported(f"model part with {', '.join(sorted(part)) or 'nothing'}", here)
+    return AssistantMessage(content=blocks, api=GOOGLE_API, provider=model.provider, model=model.id, timestamp=wire.WIRE_TIMESTAMP)
+
+
+# ----------------------------------------------------------------------------- outbound: to a client
+
+
+def usage_body(usage: Usage) -> dict[str, int]:
+    """Our usage in Gemini's counts: cached tokens inside the prompt, thoughts in the output."""
+    body = {
+        "promptTokenCount": wire.prompt_tokens(usage),
+        "candidatesTokenCount": usage.output,
+        "totalTokenCount": usage.total_tokens,
+    }
+    if usage.cache_read:
+        body["cachedContentTokenCount"] = usage.cache_read
+    return body
+
+
+def _own_call_id(call: ToolCall) -> bool:
+    """Whether the call's id is one openprogram made up (Gemini sends none): it is not sent."""
+    head, _, number = call.id.rpartition("_")
+    return head.startswith(normalize_tool_call_id(call.name) + "_") and number.isdigit()
+
+
+def _call_part(call: ToolCall) -> dict[str, Any]:
+    function: dict[str, Any] = {"name": call.name, "args": call.arguments}
+    if not _own_call_id(call):
+        function["id"] = call.id
+    part: dict[str, Any] = {"functionCall": function}
+    if call.thought_signature:
+        part["thoughtSignature"] = call.thought_signature
+    return part
+
+
+def _block_part(block: Any) -> dict[str, Any] | None:
+    """A whole block as the one part Gemini would send for it."""
+    if isinstance(block, TextContent):
+        part: dict[str, Any] = {"text": block.text}
+        if block.text_signature:
+            part["thoughtSignature"] = block.text_signature
+        return part
+    if isinstance(block, ThinkingContent):
+        part = {"text": block.thinking, "thought": True}
+        if block.thinking_signature:
+            part["thoughtSignature"] = block.thinking_signature
+        return part
+    if isinstance(block, ToolCall):
+        return _call_part(block)
+    if isinstance(block, ServerToolContent) and block.api == GOOGLE_API and block.kind in SERVER_PARTS:
+        return dict(block.payload)
+    return None
+
+
+def _citations(message: AssistantMessage) -> dict[str, Any]:
+    """The candidate's grounding metadata, from its citation blocks."""
+    found: dict[str, Any] = {}
+    for block in message.content:
+        if isinstance(block, ServerToolContent) and block.api == GOOGLE_API and block.kind in CITATION_KINDS:
+            found.update(block.payload)
+    return found
+
+
+def _candidate(parts: list[dict[str, Any]], **fields: Any) -> dict[str, Any]:
+    return {"content": {"parts": parts, "role": "model"}, "index": 0, **fields}
+
+
+def response_body(message: AssistantMessage, request_body: dict[str, Any]) -> dict[str, Any]:
+    """The ``GenerateContentResponse`` a client of ``generateContent`` gets for ``message``."""
+    parts = [part for part in (_block_part(block) for block in message.content) if part is not None]
+    reason = _FINISH_REASONS.get(message.stop_reason, "STOP")
+    return {
+        "candidates": [_candidate(parts, finishReason=reason, **_citations(message))],
+        "usageMetadata": usage_body(message.usage),
+        "modelVersion": message.model,
+        "responseId": wire.wire_id("", message),
+    }
+
+
+def error_body(status: int, message: str) -> dict[str, Any]:
+    """Gemini's error shape, which the SDK raises with its code, status and message."""
+    name = _ERROR_STATUSES.get(status, "INTERNAL" if status >= 500 else "FAILED_PRECONDITION")
+    return {"error": {"code": status, "message": message, "status": name}}
+
+
+class StreamEncoder:
+    """Our events as ``streamGenerateContent`` chunks (``data: <GenerateContentResponse>``):
+    text and thought deltas as parts that continue each other (a block's signature on an empty
+    part of its kind before the next block), each function call and server part whole, then
+    a last chunk with the finish reason, the grounding metadata and the usage."""
+
+    def __init__(self, request_body: dict[str, Any]) -> None:
+        self.server = wire.ServerBlockWatch()
+
+    def encode(self, event: AssistantMessageEvent) -> bytes:
+        message = event.message if event.type == "done" else event.error if event.type == "error" else event.partial
+        if event.type == "error":
+            return wire.sse_frame(error_body(500, message.error_message or "the call failed"))
+        parts = [dict(block.payload) for _, block in self.server.new_blocks(message) if block.kind in SERVER_PARTS]
+        parts.extend(self._parts(event, message))
+        if event.type == "done":
+            candidate = _candidate(parts, finishReason=_FINISH_REASONS[event.reason], **_citations(message))
+            return self._chunk(message, candidate, usageMetadata=usage_body(message.usage))
+        return self._chunk(message, _candidate(parts)) if parts else b""
+
+    def _parts(self, event: AssistantMessageEvent, message: AssistantMessage) -> list[dict[str, Any]]:
+        if event.type == "text_delta":
+            return [{"text": event.delta}]
+        if event.type == "thinking_delta":
+            return [{"text": event.delta, "thought": True}]
+        if event.type in ("text_end", "thinking_end"):
+            block = message.content[event.content_index]
+            signature = block.text_signature if isinstance(block, TextContent) else getattr(block, "thinking_signature", None)
+            if not signature:
+                return []
+            part: dict[str, Any] = {"text": "", "thoughtSignature": signature}
+            if event.type == "thinking_end":
+                part["thought"] = True
+            return [part]
+        if event.type == "toolcall_end":
+            return [_call_part(event.tool_call)]
+        return []
+
+    def _chunk(self, message: AssistantMessage, candidate: dict[str, Any], **fields: Any) -> bytes:
+        body = {"candidates": [candidate], **fields, "modelVersion": message.model, "responseId": wire.wire_id("", message)}
+        return wire.sse_frame(body)
+
+
+__all__ = [
+    "GOOGLE_API",
+    "GoogleGenerativeAIProvider",
+    "StreamEncoder",
+    "StreamTranslator",
+    "build_request_body",
+    "error_body",
+    "parse_request_body",
+    "response_body",
+]

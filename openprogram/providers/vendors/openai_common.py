@@ -162,6 +162,13 @@ def sdk_arguments(body: dict[str, Any], required: tuple[str, ...]) -> dict[str, 
     return arguments
 
 
+def openai_error_body(status: int, message: str) -> dict[str, Any]:
+    """An error as both OpenAI APIs answer it, which the SDK raises with ``message``: the
+    error body of an HTTP failure, and the inner object of an error inside a stream."""
+    kind = "invalid_request_error" if 400 <= status < 500 else "server_error"
+    return {"error": {"message": message, "type": kind, "param": None, "code": None}}
+
+
 # --------------------------------------------------------------------------- the provider base
 
 
@@ -257,6 +264,7 @@ __all__ = [
     "data_url",
     "describe_openai_error",
     "is_same_model",
+    "openai_error_body",
     "reasoning_effort",
     "sdk_arguments",
     "split_usage",

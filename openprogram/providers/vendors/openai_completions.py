@@ -25,19 +25,24 @@ import orjson
 from ..assembly import AssistantEvent, AssistantStreamAssembler
 from ..types import (
     AssistantMessage,
+    AssistantMessageEvent,
     Context,
     ImageContent,
     Message,
     Model,
     ServerToolContent,
+    SimpleStreamOptions,
     StreamOptions,
     TextContent,
     ThinkingContent,
+    Tool,
     ToolCall,
     ToolResultMessage,
     Usage,
+    UserContent,
     UserMessage,
 )
+from . import wire
 from .common import images_of, merge_extra_body, normalize_tool_call_id, prepare_messages, text_of
 from .openai_common import (
     OpenAIProviderBase,
@@ -47,6 +52,7 @@ from .openai_common import (
     compat_flag,
     data_url,
     is_same_model,
+    openai_error_body,
     reasoning_effort,
     sdk_arguments,
     split_usage,
@@ -457,11 +463,336 @@ def _watch_done(stream: Any) -> Callable[[], bool]:
     return lambda: seen[0]
 
 
+# --------------------------------------------------------------------------- inbound: a client's request
+#
+# The two directions ``openprogram proxy`` adds (docs/proxy.md): a Chat Completions body read
+# into our request, and our events written back as Chat Completions chunks or a completion.
+
+_FINISH_REASONS = {"stop": "stop", "length": "length", "toolUse": "tool_calls"}
+
+
+def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> wire.ParsedRequest:
+    """A Chat Completions request body as ``(Model, Context, SimpleStreamOptions)``, such that
+    :func:`build_request_body` gives back every field of ``body`` (those with no typed option
+    through ``extra_body``). Raises :class:`~.wire.WireRequestError` for what ours cannot hold."""
+    messages = wire.required(body, "messages", list, "body")
+    name = model_id or wire.required(body, "model", str, "body")
+    max_field = "max_tokens" if "max_tokens" in body and "max_completion_tokens" not in body else "max_completion_tokens"
+    system, start = _leading_system(messages)
+    model = Model(
+        id=name,
+        api=API,
+        provider="openai",
+        input=["text", "image"],
+        compat={
+            "max_tokens_field": max_field,
+            "supports_developer_role": bool(messages) and isinstance(messages[0], dict) and messages[0].get("role") == "developer",
+        },
+    )
+    context = Context(
+        system_prompt=system,
+        messages=_parse_messages(messages, start, model),
+        tools=_parse_tools(wire.field(body, "tools", list, "body")),
+    )
+    options = SimpleStreamOptions(
+        temperature=wire.field(body, "temperature", (int, float), "body"),
+        max_tokens=wire.field(body, max_field, int, "body"),
+        tool_choice=wire.field(body, "tool_choice", (str, dict), "body"),
+    )
+    rebuilt = build_request_body(model, context, options)
+    extra = wire.carried_fields(body, rebuilt, typed=("messages", "stream", "stream_options"))
+    return model, context, options.model_copy(update={"extra_body": extra})
+
+
+def _text_parts(content: Any, where: str) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise wire.WireRequestError(f"{where} must be a string or an array of parts")
+    texts = []
+    for position, part in enumerate(content):
+        if wire.field(part, "type", str, f"{where}[{position}]") != "text":
+            raise wire.unsupported(f"{part.get('type')!r} part here", f"{where}[{position}]")
+        texts.append(wire.required(part, "text", str, f"{where}[{position}]"))
+    return "".join(texts)
+
+
+def _leading_system(messages: list[Any]) -> tuple[str | None, int]:
+    """The system (or developer) messages a conversation starts with, as one system prompt."""
+    texts: list[str] = []
+    for position, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in ("system", "developer"):
+            return ("\n\n".join(texts) if texts else None), position
+        texts.append(_text_parts(message.get("content"), f"messages[{position}].content"))
+    return ("\n\n".join(texts) if texts else None), len(messages)
+
+
+def _image_from_url(url: Any, where: str) -> ImageContent:
+    """An image sent as a ``data:`` URL; one sent by address is fetched by the vendor, which a
+    replay could not do, so it is refused."""
+    if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url:
+        raise wire.unsupported("image by URL (send it as a data: URL)", where)
+    head, data = url.split(",", 1)
+    return ImageContent(data=data, mime_type=head[len("data:") : -len(";base64")])
+
+
+def _user_content(content: Any, where: str) -> str | list[UserContent]:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise wire.WireRequestError(f"{where} must be a string or an array of parts")
+    blocks: list[UserContent] = []
+    for position, part in enumerate(content):
+        here = f"{where}[{position}]"
+        kind = wire.field(part, "type", str, here)
+        if kind == "text":
+            blocks.append(TextContent(text=wire.required(part, "text", str, here)))
+        elif kind == "image_url":
+            blocks.append(_image_from_url((part.get("image_url") or {}).get("url"), here))
+        else:
+            raise wire.unsupported(f"{kind!r} part", here)
+    return blocks
+
+
+def _parse_messages(messages: list[Any], start: int, model: Model) -> list[Message]:
+    parsed: list[Message] = []
+    names: dict[str, str] = {}  # tool call id -> tool name, for the results
+    for position in range(start, len(messages)):
+        message, where = messages[position], f"messages[{position}]"
+        role = wire.required(message, "role", str, where)
+        if role == "user":
+            parsed.append(UserMessage(content=_user_content(message.get("content"), f"{where}.content"), timestamp=wire.WIRE_TIMESTAMP))
+        elif role == "assistant":
+            assistant = _parse_assistant(message, where, model)
+            names.update((b.id, b.name) for b in assistant.content if isinstance(b, ToolCall))
+            parsed.append(assistant)
+        elif role == "tool":
+            call_id = wire.required(message, "tool_call_id", str, where)
+            text = _text_parts(message.get("content") or "", f"{where}.content")
+            parsed.append(
+                ToolResultMessage(
+                    tool_call_id=call_id,
+                    tool_name=names.get(call_id, ""),
+                    content=[TextContent(text=text)],
+                    timestamp=wire.WIRE_TIMESTAMP,
+                )
+            )
+        elif role in ("system", "developer"):
+            raise wire.unsupported("system message after the conversation started", where)
+        else:
+            raise wire.unsupported(f"message of role {role!r}", where)
+    return parsed
+
+
+def _parse_assistant(message: dict[str, Any], where: str, model: Model) -> AssistantMessage:
+    """An assistant turn as the same model's message, so its reasoning goes back in the field
+    it came in (see :func:`_assistant_message`)."""
+    content: list[Any] = []
+    details = wire.field(message, "reasoning_details", list, where)
+    if details:
+        text = "".join(
+            str(item.get("text") or "") for item in details if isinstance(item, dict) and item.get("type") == "reasoning.text"
+        )
+        content.append(ThinkingContent(thinking=text, thinking_signature=DETAILS_SIGNATURE + orjson.dumps(details).decode()))
+    for name in REASONING_FIELDS:
+        reasoning = wire.field(message, name, str, where)
+        if reasoning:
+            content.append(ThinkingContent(thinking=reasoning, thinking_signature=name))
+            break
+    text = _text_parts(message.get("content") or "", f"{where}.content")
+    if text:
+        content.append(TextContent(text=text))
+    for position, call in enumerate(wire.field(message, "tool_calls", list, where, [])):
+        here = f"{where}.tool_calls[{position}]"
+        function = wire.required(call, "function", dict, here)
+        content.append(
+            ToolCall(
+                id=wire.required(call, "id", str, here),
+                name=wire.required(function, "name", str, f"{here}.function"),
+                arguments=wire.json_arguments(function.get("arguments") or "", f"{here}.function.arguments"),
+            )
+        )
+    return AssistantMessage(
+        content=content, api=API, provider=model.provider, model=model.id, timestamp=wire.WIRE_TIMESTAMP
+    )
+
+
+def _parse_tools(tools: list[Any] | None) -> list[Tool] | None:
+    if not tools:
+        return None
+    parsed = []
+    for position, tool in enumerate(tools):
+        function = tool.get("function") if isinstance(tool, dict) and tool.get("type") == "function" else None
+        if not isinstance(function, dict):
+            continue  # carried whole in extra_body: the rebuilt tools differ from the client's
+        parsed.append(
+            Tool(
+                name=wire.required(function, "name", str, f"tools[{position}].function"),
+                description=wire.field(function, "description", str, f"tools[{position}].function", ""),
+                parameters=wire.field(function, "parameters", dict, f"tools[{position}].function", {}),
+            )
+        )
+    return parsed or None
+
+
+# --------------------------------------------------------------------------- outbound: to a client
+
+
+def usage_body(usage: Usage) -> dict[str, Any]:
+    """Our usage as Chat Completions counts it: cached tokens inside the prompt."""
+    details: dict[str, int] = {"cached_tokens": usage.cache_read}
+    if usage.cache_write:
+        details["cache_write_tokens"] = usage.cache_write
+    return {
+        "prompt_tokens": wire.prompt_tokens(usage),
+        "completion_tokens": usage.output,
+        "total_tokens": usage.total_tokens,
+        "prompt_tokens_details": details,
+    }
+
+
+def _reasoning_field(block: ThinkingContent) -> str:
+    signature = block.thinking_signature
+    return signature if signature in REASONING_FIELDS else REASONING_FIELDS[0]
+
+
+def _details_of(block: ThinkingContent) -> list[Any] | None:
+    signature = block.thinking_signature or ""
+    if not signature.startswith(DETAILS_SIGNATURE):
+        return None
+    try:
+        items = orjson.loads(signature[len(DETAILS_SIGNATURE) :])
+    except orjson.JSONDecodeError:
+        return None
+    return items if isinstance(items, list) else None
+
+
+def _server_items(message: AssistantMessage) -> dict[str, list[dict[str, Any]]]:
+    """The Groq ``executed_tools`` and the ``annotations`` of the answer, as they came."""
+    items: dict[str, list[dict[str, Any]]] = {}
+    for block in message.content:
+        if isinstance(block, ServerToolContent) and block.api == API:
+            items.setdefault(block.kind, []).append(dict(block.payload))
+    return items
+
+
+class StreamEncoder:
+    """Our events as ``chat.completion.chunk`` server-sent events, as OpenAI streams them: a
+    role chunk, content / reasoning / tool call deltas, the finish chunk, the usage chunk
+    (when the request asked for ``stream_options.include_usage``), then ``data: [DONE]``."""
+
+    def __init__(self, request_body: dict[str, Any]) -> None:
+        options = request_body.get("stream_options")
+        self.include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
+        self.head: dict[str, Any] | None = None
+        self.tools: dict[int, int] = {}  # content index -> tool call position
+        self.arguments_sent: set[int] = set()
+
+    def encode(self, event: AssistantMessageEvent) -> bytes:
+        message = event.message if event.type == "done" else event.error if event.type == "error" else event.partial
+        if self.head is None:
+            self.head = {
+                "id": wire.wire_id("chatcmpl-", message),
+                "object": "chat.completion.chunk",
+                "created": message.timestamp // 1000,
+                "model": message.model,
+            }
+        if event.type == "start":
+            return self._chunk({"role": "assistant", "content": ""})
+        if event.type == "text_delta":
+            return self._chunk({"content": event.delta})
+        if event.type == "thinking_delta":
+            block = event.partial.content[event.content_index]
+            if isinstance(block, ThinkingContent) and _details_of(block) is None:
+                return self._chunk({"content": None, _reasoning_field(block): event.delta})
+            return b""
+        if event.type == "thinking_end":
+            block = event.partial.content[event.content_index]
+            details = _details_of(block) if isinstance(block, ThinkingContent) else None
+            # reasoning_details go whole once known: their items hold more than the text
+            return self._chunk({"content": None, "reasoning_details": details}) if details else b""
+        if event.type == "toolcall_start":
+            call = event.partial.content[event.content_index]
+            assert isinstance(call, ToolCall)
+            position = self.tools[event.content_index] = len(self.tools)
+            return self._chunk(
+                {"tool_calls": [{"index": position, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}]}
+            )
+        if event.type == "toolcall_delta":
+            self.arguments_sent.add(event.content_index)
+            return self._tool_arguments(event.content_index, event.delta)
+        if event.type == "toolcall_end" and event.content_index not in self.arguments_sent and event.tool_call.arguments:
+            # arguments that came whole (no deltas) still reach the client
+            return self._tool_arguments(event.content_index, orjson.dumps(event.tool_call.arguments).decode())
+        if event.type == "done":
+            return self._finish(event.message, _FINISH_REASONS[event.reason])
+        if event.type == "error":
+            error = {"message": event.error.error_message or "the call failed", "type": "server_error", "param": None, "code": None}
+            return wire.sse_frame({"error": error})
+        return b""
+
+    def _tool_arguments(self, index: int, text: str) -> bytes:
+        return self._chunk({"tool_calls": [{"index": self.tools[index], "function": {"arguments": text}}]})
+
+    def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
+        choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
+        return wire.sse_frame({**(self.head or {}), "choices": [choice]})
+
+    def _finish(self, message: AssistantMessage, finish_reason: str) -> bytes:
+        frames = []
+        server = _server_items(message)
+        if server:
+            frames.append(self._chunk(dict(server)))
+        frames.append(self._chunk({}, finish_reason))
+        if self.include_usage:
+            frames.append(wire.sse_frame({**(self.head or {}), "choices": [], "usage": usage_body(message.usage)}))
+        frames.append(b"data: [DONE]\n\n")
+        return b"".join(frames)
+
+
+def response_body(message: AssistantMessage, request_body: dict[str, Any]) -> dict[str, Any]:
+    """The ``chat.completion`` a client that did not stream gets for ``message``."""
+    text = "".join(b.text for b in message.content if isinstance(b, TextContent))
+    wire_message: dict[str, Any] = {"role": "assistant", "content": text or None, "refusal": None}
+    for block in message.content:
+        if isinstance(block, ThinkingContent):
+            details = _details_of(block)
+            if details is not None:
+                wire_message["reasoning_details"] = details
+            else:
+                field_name = _reasoning_field(block)
+                wire_message[field_name] = wire_message.get(field_name, "") + block.thinking
+    calls = [b for b in message.content if isinstance(b, ToolCall)]
+    if calls:
+        wire_message["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": orjson.dumps(c.arguments).decode()}}
+            for c in calls
+        ]
+    wire_message.update(_server_items(message))
+    reason = message.stop_reason if message.stop_reason in _FINISH_REASONS else "stop"
+    return {
+        "id": wire.wire_id("chatcmpl-", message),
+        "object": "chat.completion",
+        "created": message.timestamp // 1000,
+        "model": message.model,
+        "choices": [{"index": 0, "message": wire_message, "logprobs": None, "finish_reason": _FINISH_REASONS[reason]}],
+        "usage": usage_body(message.usage),
+    }
+
+
+#: The error body a Chat Completions client reads (the SDK raises it with this message).
+error_body = openai_error_body
+
+
 __all__ = [
     "API",
     "OpenAICompletionsProvider",
+    "StreamEncoder",
     "StreamTranslator",
     "build_request_body",
     "convert_messages",
+    "error_body",
+    "parse_request_body",
+    "response_body",
     "usage_from_chunk",
 ]

@@ -38,17 +38,23 @@ import orjson
 from ..assembly import AssistantEvent, AssistantStreamAssembler
 from ..types import (
     AssistantMessage,
+    AssistantMessageEvent,
     Context,
     ImageContent,
     Model,
     ServerToolContent,
+    SimpleStreamOptions,
     StreamOptions,
     TextContent,
     ThinkingContent,
+    Tool,
     ToolCall,
     ToolResultMessage,
+    Usage,
+    UserContent,
     UserMessage,
 )
+from . import wire
 from .common import (
     images_of,
     merge_extra_body,
@@ -64,6 +70,7 @@ from .openai_common import (
     compat_flag,
     data_url,
     is_same_model,
+    openai_error_body,
     reasoning_effort,
     sdk_arguments,
     split_usage,
@@ -507,11 +514,442 @@ class OpenAIResponsesProvider(OpenAIProviderBase):
                 yield produced
 
 
+# --------------------------------------------------------------------------- inbound: a client's request
+#
+# The two directions ``openprogram proxy`` adds (docs/proxy.md): a Responses body read into our
+# request, and our events written back as Responses stream events or a response object.
+
+#: Input items that belong to an assistant turn: consecutive ones make one assistant message.
+_ASSISTANT_ITEM_TYPES = frozenset({"reasoning", "function_call"})
+
+
+def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> wire.ParsedRequest:
+    """A Responses request body as ``(Model, Context, SimpleStreamOptions)``, such that
+    :func:`build_request_body` gives back every field of ``body`` (those with no typed option,
+    ``instructions`` and ``reasoning`` included, through ``extra_body``). Raises
+    :class:`~.wire.WireRequestError` for what ours cannot hold (``previous_response_id`` is
+    carried, but a replay cannot know what that response held)."""
+    name = model_id or wire.required(body, "model", str, "body")
+    raw = body.get("input")
+    items: list[Any] = [{"role": "user", "content": raw}] if isinstance(raw, str) else wire.required(body, "input", list, "body")
+    system, start = _leading_system(items)
+    first_role = items[0].get("role") if items and isinstance(items[0], dict) else None
+    model = Model(
+        id=name,
+        api=API,
+        provider="openai",
+        input=["text", "image"],
+        compat={"supports_developer_role": first_role == "developer"},
+    )
+    context = Context(
+        system_prompt=system,
+        messages=_parse_items(items, start, model),
+        tools=_parse_tools(wire.field(body, "tools", list, "body")),
+    )
+    session = wire.field(body, "prompt_cache_key", str, "body")
+    options = SimpleStreamOptions(
+        temperature=wire.field(body, "temperature", (int, float), "body"),
+        max_tokens=wire.field(body, "max_output_tokens", int, "body"),
+        tool_choice=wire.field(body, "tool_choice", (str, dict), "body"),
+        session_id=session,
+    )
+    rebuilt = build_request_body(model, context, options)
+    extra = wire.carried_fields(body, rebuilt, typed=("input", "stream"))
+    return model, context, options.model_copy(update={"extra_body": extra})
+
+
+def _content_text(content: Any, where: str, kinds: tuple[str, ...]) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise wire.WireRequestError(f"{where} must be a string or an array of parts")
+    texts = []
+    for position, part in enumerate(content):
+        kind = wire.field(part, "type", str, f"{where}[{position}]")
+        if kind not in kinds:
+            raise wire.unsupported(f"{kind!r} part here", f"{where}[{position}]")
+        texts.append(wire.required(part, "text", str, f"{where}[{position}]"))
+    return "".join(texts)
+
+
+def _leading_system(items: list[Any]) -> tuple[str | None, int]:
+    texts: list[str] = []
+    for position, item in enumerate(items):
+        if not isinstance(item, dict) or item.get("role") not in ("system", "developer"):
+            return ("\n\n".join(texts) if texts else None), position
+        texts.append(_content_text(item.get("content"), f"input[{position}].content", ("input_text",)))
+    return ("\n\n".join(texts) if texts else None), len(items)
+
+
+def _user_content(content: Any, where: str) -> list[UserContent]:
+    if isinstance(content, str):
+        return [TextContent(text=content)]
+    if not isinstance(content, list):
+        raise wire.WireRequestError(f"{where} must be a string or an array of parts")
+    blocks: list[UserContent] = []
+    for position, part in enumerate(content):
+        here = f"{where}[{position}]"
+        kind = wire.field(part, "type", str, here)
+        if kind == "input_text":
+            blocks.append(TextContent(text=wire.required(part, "text", str, here)))
+        elif kind == "input_image":
+            url = part.get("image_url")
+            if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url:
+                raise wire.unsupported("image by URL or file id (send it as a data: URL)", here)
+            head, data = url.split(",", 1)
+            blocks.append(ImageContent(data=data, mime_type=head[len("data:") : -len(";base64")]))
+        else:
+            raise wire.unsupported(f"{kind!r} part", here)
+    return blocks
+
+
+def _is_assistant_item(item: dict[str, Any]) -> bool:
+    kind = item.get("type")
+    return item.get("role") == "assistant" or kind in _ASSISTANT_ITEM_TYPES or is_server_item(item)
+
+
+def _parse_items(items: list[Any], start: int, model: Model) -> list[Any]:
+    """Input items as messages: consecutive assistant-side items (reasoning, messages, calls,
+    server tool items) make one assistant turn, in their order, as the same model's."""
+    messages: list[Any] = []
+    turn: list[Any] = []
+    call_ids: dict[str, tuple[str, str]] = {}  # call_id -> (our tool call id, name)
+
+    def close_turn() -> None:
+        if turn:
+            messages.append(
+                AssistantMessage(
+                    content=list(turn), api=API, provider=model.provider, model=model.id, timestamp=wire.WIRE_TIMESTAMP
+                )
+            )
+            turn.clear()
+
+    for position in range(start, len(items)):
+        item, where = items[position], f"input[{position}]"
+        if not isinstance(item, dict):
+            raise wire.WireRequestError(f"{where} must be a JSON object")
+        if _is_assistant_item(item):
+            turn.extend(_assistant_blocks(item, where, call_ids))
+            continue
+        close_turn()
+        kind, role = item.get("type"), item.get("role")
+        if role == "user" and kind in (None, "message"):
+            messages.append(UserMessage(content=_user_content(item.get("content"), f"{where}.content"), timestamp=wire.WIRE_TIMESTAMP))
+        elif kind == "function_call_output":
+            call_id = wire.required(item, "call_id", str, where)
+            ours, tool = call_ids.get(call_id, (call_id, ""))
+            output = item.get("output")
+            content: list[UserContent] = (
+                [TextContent(text=output)] if isinstance(output, str) else _user_content(output, f"{where}.output")
+            )
+            messages.append(ToolResultMessage(tool_call_id=ours, tool_name=tool, content=content, timestamp=wire.WIRE_TIMESTAMP))
+        elif role in ("system", "developer"):
+            raise wire.unsupported("system message after the conversation started", where)
+        else:
+            raise wire.unsupported(f"input item of type {kind or role!r}", where)
+    close_turn()
+    return messages
+
+
+def _assistant_blocks(item: dict[str, Any], where: str, call_ids: dict[str, tuple[str, str]]) -> list[Any]:
+    kind = item.get("type")
+    if kind == "reasoning":
+        summary = "\n\n".join(
+            str(part.get("text") or "") for part in item.get("summary") or [] if isinstance(part, dict)
+        )
+        return [ThinkingContent(thinking=summary, thinking_signature=orjson.dumps(item).decode())]
+    if kind == "function_call":
+        call_id = wire.required(item, "call_id", str, where)
+        item_id = wire.field(item, "id", str, where)
+        name = wire.required(item, "name", str, where)
+        ours = f"{call_id}|{item_id}" if item_id else call_id
+        call_ids[call_id] = (ours, name)
+        return [ToolCall(id=ours, name=name, arguments=wire.json_arguments(item.get("arguments") or "", f"{where}.arguments"))]
+    if is_server_item(item):
+        return [
+            ServerToolContent(
+                vendor="openai", api=API, kind=str(kind), payload=dict(item), text=_server_item_text(item)
+            )
+        ]
+    # an assistant message: its text, its id as the text signature, its annotations after it
+    content = item.get("content")
+    text = _content_text(content, f"{where}.content", ("output_text", "refusal", "input_text"))
+    blocks: list[Any] = [TextContent(text=text, text_signature=wire.field(item, "id", str, where))]
+    annotations = [
+        a for part in content if isinstance(part, dict) for a in part.get("annotations") or []
+    ] if isinstance(content, list) else []
+    if annotations:
+        blocks.append(ServerToolContent(vendor="openai", api=API, kind=ANNOTATIONS, payload={ANNOTATIONS: annotations}))
+    return blocks
+
+
+def _parse_tools(tools: list[Any] | None) -> list[Tool] | None:
+    parsed = [
+        Tool(
+            name=wire.required(tool, "name", str, f"tools[{position}]"),
+            description=wire.field(tool, "description", str, f"tools[{position}]", ""),
+            parameters=wire.field(tool, "parameters", dict, f"tools[{position}]", {}),
+        )
+        for position, tool in enumerate(tools or [])
+        # other tools (built-in ones) are carried whole in extra_body
+        if isinstance(tool, dict) and tool.get("type") == "function"
+    ]
+    return parsed or None
+
+
+# --------------------------------------------------------------------------- outbound: to a client
+
+
+def usage_body(usage: Usage) -> dict[str, Any]:
+    """Our usage as Responses counts it: cached tokens inside the input."""
+    return {
+        "input_tokens": wire.prompt_tokens(usage),
+        "input_tokens_details": {"cached_tokens": usage.cache_read},
+        "output_tokens": usage.output,
+        "output_tokens_details": {"reasoning_tokens": 0},
+        "total_tokens": usage.total_tokens,
+    }
+
+
+def _stored_reasoning(block: ThinkingContent) -> dict[str, Any] | None:
+    try:
+        stored = orjson.loads(block.thinking_signature or "")
+    except orjson.JSONDecodeError:
+        return None
+    return stored if isinstance(stored, dict) and stored.get("type") == "reasoning" else None
+
+
+def _annotations_after(message: AssistantMessage, index: int) -> list[Any]:
+    following = message.content[index + 1] if index + 1 < len(message.content) else None
+    if isinstance(following, ServerToolContent) and following.kind == ANNOTATIONS:
+        return list(following.payload.get(ANNOTATIONS) or [])
+    return []
+
+
+def _output_items(message: AssistantMessage, ids: dict[int, str]) -> list[dict[str, Any]]:
+    """Every block of ``message`` as the output item a completed response lists."""
+    items: list[dict[str, Any]] = []
+    for index, block in enumerate(message.content):
+        if isinstance(block, TextContent):
+            items.append(_message_item(message, index, ids.get(index)))
+        elif isinstance(block, ThinkingContent):
+            items.append(_reasoning_item(block, ids.get(index) or f"rs_{index}"))
+        elif isinstance(block, ToolCall):
+            items.append(_call_item(block, orjson.dumps(block.arguments).decode()))
+        elif isinstance(block, ServerToolContent) and block.kind != ANNOTATIONS and block.api == API:
+            items.append(dict(block.payload))
+    return items
+
+
+def _message_item(message: AssistantMessage, index: int, fallback_id: str | None, status: str = "completed") -> dict[str, Any]:
+    block = message.content[index]
+    assert isinstance(block, TextContent)
+    return {
+        "id": block.text_signature or fallback_id or f"msg_{index}",
+        "type": "message",
+        "status": status,
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": block.text, "annotations": _annotations_after(message, index)}],
+    }
+
+
+def _reasoning_item(block: ThinkingContent, fallback_id: str) -> dict[str, Any]:
+    stored = _stored_reasoning(block)
+    if stored is not None:
+        return stored
+    summary = [{"type": "summary_text", "text": block.thinking}] if block.thinking else []
+    return {"id": fallback_id, "type": "reasoning", "summary": summary}
+
+
+def _call_item(call: ToolCall, arguments: str, status: str = "completed") -> dict[str, Any]:
+    call_id, item_id = call.id.partition("|")[::2]
+    return {
+        "id": item_id or f"fc_{call_id}",
+        "type": "function_call",
+        "status": status,
+        "call_id": call_id,
+        "name": call.name,
+        "arguments": arguments,
+    }
+
+
+def response_body(message: AssistantMessage, request_body: dict[str, Any], ids: dict[int, str] | None = None) -> dict[str, Any]:
+    """The ``response`` object for ``message``: what a client that did not stream gets, and what
+    ``response.completed`` carries. ``ids`` are the item ids a stream already announced."""
+    incomplete = message.stop_reason == "length"
+    failed = message.stop_reason in ("error", "aborted")
+    status = "failed" if failed else "incomplete" if incomplete else "completed"
+    return {
+        "id": wire.wire_id("resp_", message),
+        "object": "response",
+        "created_at": message.timestamp // 1000,
+        "status": status,
+        "error": {"code": "server_error", "message": message.error_message or ""} if failed else None,
+        "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
+        "model": message.model,
+        "output": _output_items(message, ids or {}),
+        "parallel_tool_calls": True,
+        "tool_choice": request_body.get("tool_choice") or "auto",
+        "tools": request_body.get("tools") or [],
+        "usage": usage_body(message.usage),
+    }
+
+
+class StreamEncoder:
+    """Our events as Responses stream events: ``response.created``, each block as an output
+    item (added, its deltas, done), server tool items when a snapshot first holds them, then
+    ``response.completed`` (``response.incomplete`` at the length limit) with every item in its
+    final form. Item ids not known until a block ends (a message's id is its text signature)
+    are announced with a stand-in, and the final forms carry the real ones, as the SDK's
+    stream helper takes them by ``output_index``."""
+
+    def __init__(self, request_body: dict[str, Any]) -> None:
+        self.request_body = request_body
+        self.sequence = 0
+        self.outputs: dict[int, int] = {}  # content index -> output index
+        self.ids: dict[int, str] = {}  # content index -> the item id announced
+        self.arguments: dict[int, str] = {}
+        self.server = wire.ServerBlockWatch()
+        self.pending_message: int | None = None  # a text block ended, its annotations may follow
+        self.response_id = ""
+
+    def encode(self, event: AssistantMessageEvent) -> bytes:
+        message = event.message if event.type == "done" else event.error if event.type == "error" else event.partial
+        frames = [self._flush_message(message)] if self.pending_message is not None else []
+        frames.append(self._encode(event, message))
+        if event.type not in ("done", "error"):
+            frames.extend(self._server_items(message))
+        return b"".join(frames)
+
+    def _encode(self, event: AssistantMessageEvent, message: AssistantMessage) -> bytes:
+        if event.type == "start":
+            self.response_id = wire.wire_id("resp_", message)
+            response = {**response_body(message, self.request_body), "status": "in_progress", "usage": None}
+            return self._event("response.created", response=response) + self._event("response.in_progress", response=response)
+        if event.type in ("text_start", "thinking_start", "toolcall_start"):
+            return self._begin(event.content_index, message)
+        if event.type == "text_delta":
+            return self._event("response.output_text.delta", **self._where(event.content_index), content_index=0, delta=event.delta, logprobs=[])
+        if event.type == "thinking_delta":
+            return self._event("response.reasoning_summary_text.delta", **self._where(event.content_index), summary_index=0, delta=event.delta)
+        if event.type == "toolcall_delta":
+            self.arguments[event.content_index] = self.arguments.get(event.content_index, "") + event.delta
+            return self._event("response.function_call_arguments.delta", **self._where(event.content_index), delta=event.delta)
+        if event.type == "text_end":
+            self.pending_message = event.content_index  # closed at the next event: annotations may follow
+            return b""
+        if event.type == "thinking_end":
+            return self._end_reasoning(event.content_index, message)
+        if event.type == "toolcall_end":
+            return self._end_call(event.content_index, event.tool_call)
+        if event.type == "done":
+            kind = "response.incomplete" if event.reason == "length" else "response.completed"
+            return self._event(kind, response=response_body(message, self.request_body, self.ids))
+        if event.type == "error":
+            return self._event("error", code="server_error", message=message.error_message or "the call failed", param=None)
+        return b""
+
+    def _event(self, kind: str, **fields: Any) -> bytes:
+        frame = wire.sse_frame({"type": kind, "sequence_number": self.sequence, **fields}, event=kind)
+        self.sequence += 1
+        return frame
+
+    def _where(self, index: int) -> dict[str, Any]:
+        return {"item_id": self.ids[index], "output_index": self.outputs[index]}
+
+    def _begin(self, index: int, message: AssistantMessage) -> bytes:
+        self.outputs[index] = len(self.outputs)
+        block = message.content[index]
+        item: dict[str, Any]
+        part: dict[str, Any]
+        if isinstance(block, ToolCall):
+            item = _call_item(block, "", status="in_progress")
+            self.ids[index] = item["id"]
+            return self._event("response.output_item.added", output_index=self.outputs[index], item=item)
+        if isinstance(block, ThinkingContent):
+            self.ids[index] = f"rs_{self.response_id[len('resp_'):]}_{index}"
+            item = {"id": self.ids[index], "type": "reasoning", "summary": []}
+            part = {"type": "summary_text", "text": ""}
+            return self._event("response.output_item.added", output_index=self.outputs[index], item=item) + self._event(
+                "response.reasoning_summary_part.added", **self._where(index), summary_index=0, part=part
+            )
+        self.ids[index] = f"msg_{self.response_id[len('resp_'):]}_{index}"
+        item = {"id": self.ids[index], "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+        part = {"type": "output_text", "text": "", "annotations": []}
+        return self._event("response.output_item.added", output_index=self.outputs[index], item=item) + self._event(
+            "response.content_part.added", **self._where(index), content_index=0, part=part
+        )
+
+    def _flush_message(self, message: AssistantMessage) -> bytes:
+        index, self.pending_message = self.pending_message, None
+        assert index is not None
+        item = _message_item(message, index, self.ids[index])
+        part = item["content"][0]
+        return b"".join(
+            [
+                self._event("response.output_text.done", **self._where(index), content_index=0, text=part["text"], logprobs=[]),
+                self._event("response.content_part.done", **self._where(index), content_index=0, part=part),
+                self._event("response.output_item.done", output_index=self.outputs[index], item=item),
+            ]
+        )
+
+    def _end_reasoning(self, index: int, message: AssistantMessage) -> bytes:
+        block = message.content[index]
+        assert isinstance(block, ThinkingContent)
+        part = {"type": "summary_text", "text": block.thinking}
+        return b"".join(
+            [
+                self._event("response.reasoning_summary_text.done", **self._where(index), summary_index=0, text=block.thinking),
+                self._event("response.reasoning_summary_part.done", **self._where(index), summary_index=0, part=part),
+                self._event("response.output_item.done", output_index=self.outputs[index], item=_reasoning_item(block, self.ids[index])),
+            ]
+        )
+
+    def _end_call(self, index: int, call: ToolCall) -> bytes:
+        streamed = self.arguments.get(index, "")
+        arguments = streamed if streamed and _same_arguments(streamed, call.arguments) else orjson.dumps(call.arguments).decode()
+        frames = []
+        if not streamed and call.arguments:
+            frames.append(self._event("response.function_call_arguments.delta", **self._where(index), delta=arguments))
+        frames.append(self._event("response.function_call_arguments.done", **self._where(index), arguments=arguments))
+        frames.append(self._event("response.output_item.done", output_index=self.outputs[index], item=_call_item(call, arguments)))
+        return b"".join(frames)
+
+    def _server_items(self, message: AssistantMessage) -> list[bytes]:
+        frames = []
+        for index, block in self.server.changed_blocks(message):
+            if index in self.outputs:
+                frames.append(self._event("response.output_item.done", output_index=self.outputs[index], item=dict(block.payload)))
+        for index, block in self.server.new_blocks(message):
+            if block.kind == ANNOTATIONS or block.api != API:
+                continue
+            self.outputs[index] = len(self.outputs)
+            item = dict(block.payload)
+            frames.append(self._event("response.output_item.added", output_index=self.outputs[index], item=item))
+            frames.append(self._event("response.output_item.done", output_index=self.outputs[index], item=item))
+        return frames
+
+
+def _same_arguments(text: str, arguments: dict[str, Any]) -> bool:
+    try:
+        return bool(orjson.loads(text) == arguments)
+    except orjson.JSONDecodeError:
+        return False
+
+
+#: The error body a Responses client reads (the SDK raises it with this message).
+error_body = openai_error_body
+
+
 __all__ = [
     "API",
     "OpenAIResponsesProvider",
+    "StreamEncoder",
     "StreamTranslator",
     "build_request_body",
     "convert_input",
+    "error_body",
+    "parse_request_body",
+    "response_body",
     "split_tool_call_id",
 ]

@@ -1,0 +1,205 @@
+"""What the two inbound directions share across the vendors: a vendor's wire request read into
+our types (``parse_request_body`` in each vendor module) and our events written back in the
+vendor's wire format (each module's ``StreamEncoder`` and ``response_body``).
+
+These are the directions ``openprogram proxy`` needs (see docs/proxy.md): a client speaks a
+vendor's wire format to the proxy, the request travels through ``stream_simple`` like any
+other call, and the events go back in the format the client asked in. What every vendor needs
+for that, and nothing vendor-specific, lives here: reading a JSON body defensively, keeping the
+fields our types cannot hold in ``extra_body``, server-sent-event framing, stable response ids,
+and noticing the blocks that reach a snapshot without events of their own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable, Iterable
+from typing import Any, TypeAlias, TypeVar
+
+import orjson
+
+from ..types import (
+    AssistantMessage,
+    Context,
+    Model,
+    ServerToolContent,
+    SimpleStreamOptions,
+    Usage,
+)
+
+#: What every ``parse_request_body`` returns: the request as ``stream_simple`` takes it.
+ParsedRequest: TypeAlias = tuple[Model, Context, SimpleStreamOptions]
+
+#: Every message parsed from a wire body carries this timestamp: the wire has none, and a
+#: request read twice must be equal (replay compares requests; timestamps are skipped anyway).
+WIRE_TIMESTAMP = 0
+
+_T = TypeVar("_T")
+
+
+class WireRequestError(ValueError):
+    """A request body that ours cannot read, or cannot carry without changing what the model
+    would see (an unknown content part, an image by URL). The proxy answers it in the vendor's
+    own error shape, with this message, as a 400."""
+
+
+# --------------------------------------------------------------------------- reading a body
+
+
+def field(value: Any, name: str, kind: type[_T] | tuple[type, ...], where: str, default: Any = None) -> Any:
+    """``value[name]`` checked to be of ``kind`` (absent or null gives ``default``), or a
+    :class:`WireRequestError` naming where in the body it was."""
+    if not isinstance(value, dict):
+        raise WireRequestError(f"{where} must be a JSON object, not {_json_type(value)}")
+    found = value.get(name)
+    if found is None:
+        return default
+    if isinstance(found, bool) and kind in (int, float):
+        raise WireRequestError(f"{where}.{name} must be a number, not a boolean")
+    if not isinstance(found, kind):
+        expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        raise WireRequestError(f"{where}.{name} must be {_article(expected)}, not {_json_type(found)}")
+    return found
+
+
+def required(value: Any, name: str, kind: type[_T] | tuple[type, ...], where: str) -> Any:
+    found = field(value, name, kind, where)
+    if found is None:
+        raise WireRequestError(f"{where}.{name} is required")
+    return found
+
+
+def json_arguments(text: Any, where: str) -> dict[str, Any]:
+    """A tool call's arguments, sent as JSON text (an empty text is no arguments)."""
+    if isinstance(text, dict):
+        return text
+    if not isinstance(text, str):
+        raise WireRequestError(f"{where} must be a JSON text, not {_json_type(text)}")
+    if not text.strip():
+        return {}
+    try:
+        parsed = orjson.loads(text)
+    except orjson.JSONDecodeError as error:
+        raise WireRequestError(f"{where} is not valid JSON: {error}") from None
+    if not isinstance(parsed, dict):
+        raise WireRequestError(f"{where} must be a JSON object, not {_json_type(parsed)}")
+    return parsed
+
+
+def unsupported(kind: str, where: str) -> WireRequestError:
+    """The error for a part ours cannot hold: carrying it silently changed would change what
+    the model sees, so the request is refused with what to change."""
+    return WireRequestError(
+        f"{where}: openprogram proxy cannot carry a {kind} (it has no place in openprogram's "
+        "types); send it another way or leave it out"
+    )
+
+
+def _json_type(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list):
+        return "an array"
+    return "an object"
+
+
+def _article(name: str) -> str:
+    words = {"dict": "an object", "list": "an array", "str": "a string", "int": "a number", "float": "a number"}
+    return " or ".join(words.get(part, part) for part in name.split(" or "))
+
+
+def carried_fields(
+    body: dict[str, Any], rebuilt: dict[str, Any], typed: Iterable[str]
+) -> dict[str, Any] | None:
+    """The fields of ``body`` that the typed request does not reproduce, for ``extra_body``.
+
+    ``rebuilt`` is the vendor's ``build_request_body`` of what was parsed. A top-level field
+    whose value it does not give back exactly (one with no typed option, such as ``seed``; a
+    tool list with fields a :class:`~openprogram.providers.types.Tool` cannot hold; an option
+    the vendor module words differently) travels as the client sent it, and since every vendor
+    merges ``extra_body`` last, the body that leaves for the vendor holds every field of the
+    client's. ``typed`` names the fields parsed into the conversation itself (``messages``,
+    ``system``), which the request carries once."""
+    skip = set(typed)
+    extra = {key: value for key, value in body.items() if key not in skip and rebuilt.get(key) != value}
+    return extra or None
+
+
+# --------------------------------------------------------------------------- writing a stream
+
+
+def sse_frame(data: Any, event: str | None = None) -> bytes:
+    """One server-sent event: ``event:`` when the format names its events, then the JSON."""
+    payload = data if isinstance(data, bytes) else orjson.dumps(data)
+    head = b"event: " + event.encode() + b"\n" if event else b""
+    return head + b"data: " + payload + b"\n\n"
+
+
+def wire_id(prefix: str, message: AssistantMessage) -> str:
+    """A response id for a message: stable for the same call (a replay answers with the id
+    the recorded run gave), so the SDK objects of a replay equal those of the live run."""
+    seed = f"{message.timestamp}:{message.api}:{message.model}".encode()
+    return prefix + hashlib.sha256(seed).hexdigest()[:24]
+
+
+def prompt_tokens(usage: Usage) -> int:
+    """The prompt count as OpenAI, Gemini and our usage split it: ours keeps cached and
+    cache-written tokens apart from ``input``; the vendors count them inside the prompt."""
+    return usage.input + usage.cache_read + usage.cache_write
+
+
+class ServerBlockWatch:
+    """Finds the server tool blocks a snapshot holds that no event announced. Server-side tool
+    activity has no events in our protocol (see docs/vendors.md): it appears in the next
+    ``partial`` and in the final message, and an encoder writes it when it first sees it."""
+
+    def __init__(self) -> None:
+        self.seen: dict[int, ServerToolContent] = {}
+
+    def new_blocks(self, message: AssistantMessage) -> list[tuple[int, ServerToolContent]]:
+        found = []
+        for index, block in enumerate(message.content):
+            if isinstance(block, ServerToolContent) and index not in self.seen:
+                self.seen[index] = block
+                found.append((index, block))
+        return found
+
+    def changed_blocks(self, message: AssistantMessage) -> list[tuple[int, ServerToolContent]]:
+        """Blocks already seen whose final form differs (a Responses item completed later)."""
+        changed = []
+        for index, old in list(self.seen.items()):
+            block = message.content[index] if index < len(message.content) else None
+            if isinstance(block, ServerToolContent) and block != old:
+                self.seen[index] = block
+                changed.append((index, block))
+        return changed
+
+
+def first_of(values: Iterable[_T], accept: Callable[[_T], bool]) -> _T | None:
+    for value in values:
+        if accept(value):
+            return value
+    return None
+
+
+__all__ = [
+    "ParsedRequest",
+    "ServerBlockWatch",
+    "WIRE_TIMESTAMP",
+    "WireRequestError",
+    "carried_fields",
+    "field",
+    "first_of",
+    "json_arguments",
+    "prompt_tokens",
+    "required",
+    "sse_frame",
+    "unsupported",
+    "wire_id",
+]

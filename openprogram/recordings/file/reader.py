@@ -44,9 +44,9 @@ from .format import (
 from .patches import PatchError, apply_patch
 from .reader_fast import (
     Append,
+    DeltaKind,
     Snapshots,
     collector_paused,
-    kept_delta,
     kept_for_later,
 )
 
@@ -494,7 +494,7 @@ class _Reader:
         chain.pending.append(append)
         state.count += 1
         call.event_lines.append(number)
-        call.entries.append((kept_delta(shape[2], shape[3], block, delta, self.fields_sets), append))
+        call.entries.append((shape[2], append))  # the delta is the append's suffix: see DeltaKind
         return True
 
     def patched(self, state: _CallState, stored: dict[str, Any], number: int) -> tuple[dict[str, Any], Any]:
@@ -640,9 +640,9 @@ _DELTA_LINE = re.compile(
     rb'"delta":("(?:[^"\\\x00-\x1f]|\\.)*"),'
     rb'"partial_patch":\[\["append",\["content",\5,"(text|thinking)"\],\6\]\]\}\}\n\Z'
 ).match
-#: Per event type of :data:`_DELTA_LINE`: the field name as in the line, as a string, the
-#: event class and its type name.
-_DELTA_SHAPES: dict[bytes, tuple[bytes, str, Any, str]] = {
-    b"text_delta": (b"text", "text", EVENT_CLASSES["text_delta"], "text_delta"),
-    b"thinking_delta": (b"thinking", "thinking", EVENT_CLASSES["thinking_delta"], "thinking_delta"),
+#: Per event type of :data:`_DELTA_LINE`: the field name as in the line, as a string, and
+#: what a call keeps for the event besides its append (one shared value per kind).
+_DELTA_SHAPES: dict[bytes, tuple[bytes, str, DeltaKind]] = {
+    b"text_delta": (b"text", "text", DeltaKind(EVENT_CLASSES["text_delta"], "text_delta")),
+    b"thinking_delta": (b"thinking", "thinking", DeltaKind(EVENT_CLASSES["thinking_delta"], "thinking_delta")),
 }

@@ -28,7 +28,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
@@ -36,7 +36,7 @@ __all__ = [
     "Snapshots",
     "appended_snapshot",
     "collector_paused",
-    "kept_delta",
+    "DeltaKind",
     "kept_for_later",
     "promote_to_oldest_generation",
     "served_event",
@@ -163,9 +163,14 @@ class Snapshots:
         _set_fields_set(message, set(self._fields_set))
         _set_extra(message, None if self._extra is None else dict(self._extra))
         _set_private(message, None)
-        event: BaseModel = _new(type(kept))
-        _set_dict(event, {**kept.__dict__, "partial": message})
-        _set_fields_set(event, set(kept.__pydantic_fields_set__))
+        if type(kept) is DeltaKind:
+            event: BaseModel = _new(kept.cls)
+            _set_dict(event, {"type": kept.name, "content_index": append[0], "delta": append[2], "partial": message})  # type: ignore[misc]  # a delta's append is never empty
+            _set_fields_set(event, set(_DELTA_FIELDS_SET))
+        else:
+            event = _new(type(kept))
+            _set_dict(event, {**kept.__dict__, "partial": message})
+            _set_fields_set(event, set(kept.__pydantic_fields_set__))
         _set_extra(event, None)
         _set_private(event, None)
         return event
@@ -216,25 +221,19 @@ def kept_for_later(
 
 
 #: What validation makes the fields set of a stored delta (``type``, ``content_index``,
-#: ``delta`` and the ``partial`` stand-in): :func:`kept_delta` shares it as
-#: :func:`kept_for_later` does.
+#: ``delta`` and ``partial``).
 _DELTA_FIELDS_SET = frozenset({"type", "content_index", "delta", "partial"})
 
 
-def kept_delta(cls: type[BaseModel], kind: str, index: int, delta: str, fields_sets: dict[type, frozenset[str]]) -> Any:
-    """What :func:`kept_for_later` keeps of a text or thinking delta of our writer's line form
-    (a type, a block index, a delta string, a patch appending the delta), built without
-    parsing the line into a dict or validating it: the line's form guarantees the types
-    (docs/file-format.md, "Linear size")."""
-    shared = fields_sets.get(cls)
-    if shared != _DELTA_FIELDS_SET:
-        shared = fields_sets[cls] = _DELTA_FIELDS_SET
-    built: BaseModel = _new(cls)
-    _set_dict(built, {"type": kind, "content_index": index, "delta": delta, "partial": None})
-    _set_fields_set(built, shared)
-    _set_extra(built, None)
-    _set_private(built, None)
-    return built
+class DeltaKind(NamedTuple):
+    """What the reader keeps, besides its append, of a text or thinking delta read in our
+    writer's line form (a type, a block index, a delta string, a patch appending that delta):
+    the event's class and type name, one shared value per kind. The event is built when it
+    is served (:meth:`Snapshots.served`), with the block index and the delta its append holds;
+    the line's form guarantees the types (docs/file-format.md, "Linear size")."""
+
+    cls: type[BaseModel]
+    name: str
 
 
 def served_event(kept: Any, partial: Any) -> Any:

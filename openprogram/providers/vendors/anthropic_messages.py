@@ -896,12 +896,15 @@ class StreamEncoder:
         if event.type == "thinking_start":
             block = message.content[event.content_index]
             if isinstance(block, ThinkingContent) and block.redacted:
-                return self._start_block(event.content_index, {"type": "redacted_thinking", "data": block.thinking_signature or ""})
+                return b""  # started at its end, when its data (the signature) is known
             return self._start_block(event.content_index, {"type": "thinking", "thinking": "", "signature": ""})
         if event.type == "thinking_delta":
             return self._delta(event.content_index, {"type": "thinking_delta", "thinking": event.delta})
         if event.type == "thinking_end":
             block = message.content[event.content_index]
+            if isinstance(block, ThinkingContent) and block.redacted:
+                data = {"type": "redacted_thinking", "data": block.thinking_signature or ""}
+                return self._start_block(event.content_index, data) + self._stop(event.content_index)
             signature = b""
             if isinstance(block, ThinkingContent) and not block.redacted and block.thinking_signature:
                 signature = self._delta(event.content_index, {"type": "signature_delta", "signature": block.thinking_signature})

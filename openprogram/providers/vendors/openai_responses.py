@@ -799,19 +799,23 @@ class StreamEncoder:
     """Our events as Responses stream events: ``response.created``, each block as an output
     item (added, its deltas, done), server tool items when a snapshot first holds them, then
     ``response.completed`` (``response.incomplete`` at the length limit) with every item in its
-    final form. Item ids not known until a block ends (a message's id is its text signature)
-    are announced with a stand-in, and the final forms carry the real ones, as the SDK's
-    stream helper takes them by ``output_index``."""
+    final form.
+
+    A message's id and a reasoning item's id are known only when the item ends (they are its
+    text and thinking signatures), and a client's SDK holds an item to the id it was added
+    with, so such an item reaches the client whole when it ends: its added event, every delta
+    as it came, and its done events. A function call's id is known from its start: it streams
+    as it comes."""
 
     def __init__(self, request_body: dict[str, Any]) -> None:
         self.request_body = request_body
         self.sequence = 0
         self.outputs: dict[int, int] = {}  # content index -> output index
-        self.ids: dict[int, str] = {}  # content index -> the item id announced
+        self.ids: dict[int, str] = {}  # content index -> item id
+        self.deltas: dict[int, list[str]] = {}  # a message's or reasoning's deltas, held
         self.arguments: dict[int, str] = {}
         self.server = wire.ServerBlockWatch()
         self.pending_message: int | None = None  # a text block ended, its annotations may follow
-        self.response_id = ""
 
     def encode(self, event: AssistantMessageEvent) -> bytes:
         message = event.message if event.type == "done" else event.error if event.type == "error" else event.partial
@@ -823,23 +827,25 @@ class StreamEncoder:
 
     def _encode(self, event: AssistantMessageEvent, message: AssistantMessage) -> bytes:
         if event.type == "start":
-            self.response_id = wire.wire_id("resp_", message)
             response = {**response_body(message, self.request_body), "status": "in_progress", "usage": None}
             return self._event("response.created", response=response) + self._event("response.in_progress", response=response)
-        if event.type in ("text_start", "thinking_start", "toolcall_start"):
-            return self._begin(event.content_index, message)
-        if event.type == "text_delta":
-            return self._event("response.output_text.delta", **self._where(event.content_index), content_index=0, delta=event.delta, logprobs=[])
-        if event.type == "thinking_delta":
-            return self._event("response.reasoning_summary_text.delta", **self._where(event.content_index), summary_index=0, delta=event.delta)
+        if event.type in ("text_start", "thinking_start"):
+            self.outputs[event.content_index] = len(self.outputs)
+            self.deltas[event.content_index] = []
+            return b""
+        if event.type in ("text_delta", "thinking_delta"):
+            self.deltas[event.content_index].append(event.delta)
+            return b""
+        if event.type == "toolcall_start":
+            return self._begin_call(event.content_index, message)
         if event.type == "toolcall_delta":
             self.arguments[event.content_index] = self.arguments.get(event.content_index, "") + event.delta
             return self._event("response.function_call_arguments.delta", **self._where(event.content_index), delta=event.delta)
         if event.type == "text_end":
-            self.pending_message = event.content_index  # closed at the next event: annotations may follow
+            self.pending_message = event.content_index  # sent at the next event: annotations may follow
             return b""
         if event.type == "thinking_end":
-            return self._end_reasoning(event.content_index, message)
+            return self._reasoning(event.content_index, message)
         if event.type == "toolcall_end":
             return self._end_call(event.content_index, event.tool_call)
         if event.type == "done":
@@ -857,53 +863,58 @@ class StreamEncoder:
     def _where(self, index: int) -> dict[str, Any]:
         return {"item_id": self.ids[index], "output_index": self.outputs[index]}
 
-    def _begin(self, index: int, message: AssistantMessage) -> bytes:
+    def _begin_call(self, index: int, message: AssistantMessage) -> bytes:
         self.outputs[index] = len(self.outputs)
-        block = message.content[index]
-        item: dict[str, Any]
-        part: dict[str, Any]
-        if isinstance(block, ToolCall):
-            item = _call_item(block, "", status="in_progress")
-            self.ids[index] = item["id"]
-            return self._event("response.output_item.added", output_index=self.outputs[index], item=item)
-        if isinstance(block, ThinkingContent):
-            self.ids[index] = f"rs_{self.response_id[len('resp_'):]}_{index}"
-            item = {"id": self.ids[index], "type": "reasoning", "summary": []}
-            part = {"type": "summary_text", "text": ""}
-            return self._event("response.output_item.added", output_index=self.outputs[index], item=item) + self._event(
-                "response.reasoning_summary_part.added", **self._where(index), summary_index=0, part=part
-            )
-        self.ids[index] = f"msg_{self.response_id[len('resp_'):]}_{index}"
-        item = {"id": self.ids[index], "type": "message", "status": "in_progress", "role": "assistant", "content": []}
-        part = {"type": "output_text", "text": "", "annotations": []}
-        return self._event("response.output_item.added", output_index=self.outputs[index], item=item) + self._event(
-            "response.content_part.added", **self._where(index), content_index=0, part=part
-        )
+        call = message.content[index]
+        assert isinstance(call, ToolCall)
+        item = _call_item(call, "", status="in_progress")
+        self.ids[index] = item["id"]
+        return self._event("response.output_item.added", output_index=self.outputs[index], item=item)
 
     def _flush_message(self, message: AssistantMessage) -> bytes:
         index, self.pending_message = self.pending_message, None
         assert index is not None
-        item = _message_item(message, index, self.ids[index])
+        item = _message_item(message, index, None)
+        self.ids[index] = item["id"]
         part = item["content"][0]
-        return b"".join(
-            [
-                self._event("response.output_text.done", **self._where(index), content_index=0, text=part["text"], logprobs=[]),
-                self._event("response.content_part.done", **self._where(index), content_index=0, part=part),
-                self._event("response.output_item.done", output_index=self.outputs[index], item=item),
-            ]
-        )
+        added = {"id": item["id"], "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+        empty = {"type": "output_text", "text": "", "annotations": []}
+        frames = [
+            self._event("response.output_item.added", output_index=self.outputs[index], item=added),
+            self._event("response.content_part.added", **self._where(index), content_index=0, part=empty),
+        ]
+        frames += [
+            self._event("response.output_text.delta", **self._where(index), content_index=0, delta=delta, logprobs=[])
+            for delta in self.deltas.pop(index, [])
+        ]
+        frames += [
+            self._event("response.output_text.done", **self._where(index), content_index=0, text=part["text"], logprobs=[]),
+            self._event("response.content_part.done", **self._where(index), content_index=0, part=part),
+            self._event("response.output_item.done", output_index=self.outputs[index], item=item),
+        ]
+        return b"".join(frames)
 
-    def _end_reasoning(self, index: int, message: AssistantMessage) -> bytes:
+    def _reasoning(self, index: int, message: AssistantMessage) -> bytes:
         block = message.content[index]
         assert isinstance(block, ThinkingContent)
-        part = {"type": "summary_text", "text": block.thinking}
-        return b"".join(
-            [
-                self._event("response.reasoning_summary_text.done", **self._where(index), summary_index=0, text=block.thinking),
-                self._event("response.reasoning_summary_part.done", **self._where(index), summary_index=0, part=part),
-                self._event("response.output_item.done", output_index=self.outputs[index], item=_reasoning_item(block, self.ids[index])),
+        item = _reasoning_item(block, f"rs_{index}")
+        self.ids[index] = str(item.get("id"))
+        deltas = self.deltas.pop(index, [])
+        added = {"id": self.ids[index], "type": "reasoning", "summary": []}
+        frames = [self._event("response.output_item.added", output_index=self.outputs[index], item=added)]
+        if deltas:
+            part = {"type": "summary_text", "text": block.thinking}
+            frames.append(
+                self._event("response.reasoning_summary_part.added", **self._where(index), summary_index=0, part={**part, "text": ""})
+            )
+            frames += [
+                self._event("response.reasoning_summary_text.delta", **self._where(index), summary_index=0, delta=delta)
+                for delta in deltas
             ]
-        )
+            frames.append(self._event("response.reasoning_summary_text.done", **self._where(index), summary_index=0, text=block.thinking))
+            frames.append(self._event("response.reasoning_summary_part.done", **self._where(index), summary_index=0, part=part))
+        frames.append(self._event("response.output_item.done", output_index=self.outputs[index], item=item))
+        return b"".join(frames)
 
     def _end_call(self, index: int, call: ToolCall) -> bytes:
         streamed = self.arguments.get(index, "")

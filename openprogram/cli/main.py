@@ -19,6 +19,7 @@ COMMANDS: dict[str, str] = {
     "models": "models_cmd",
     "demo": "demo_cmd",
     "recordings": "recordings_cmd",
+    "proxy": "proxy_cmd",
 }
 
 

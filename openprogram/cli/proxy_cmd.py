@@ -1,0 +1,100 @@
+"""``openprogram proxy``: a local server that speaks the vendors' wire formats, so code calling
+a vendor SDK directly (any framework, any language) gets recordings: point the SDK's base URL at
+it. Argument parsing and printing only; the server is :mod:`openprogram.proxy` (docs/proxy.md).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+from pathlib import Path
+
+from .errors import EXIT_USAGE, CliError
+
+DEFAULT_PORT = 8765
+
+
+def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser(
+        "proxy",
+        help="serve the vendor APIs locally and record or replay every call made through them",
+        description=(
+            "Serve POST /v1/chat/completions, /v1/responses, /v1/messages and "
+            "/v1beta/models/MODEL:generateContent (streaming or not) and GET /v1/models. Each "
+            "call goes through the mode in force (the record_replay configuration, or "
+            "--mode/--recording for this session only). Live calls use the client's own key, "
+            "which is never recorded."
+        ),
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1, loopback only)")
+    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
+    parser.add_argument(
+        "--upstream",
+        action="append",
+        default=[],
+        metavar="API=URL",
+        help="where live calls of an api go (a compatible server, a gateway), such as "
+        "openai-completions=http://127.0.0.1:11434/v1; repeatable. Default: the vendor's own",
+    )
+    parser.add_argument(
+        "--mode",
+        choices=("record", "replay", "update"),
+        help="record, replay or update --recording for this session (default replay), instead "
+        "of the record_replay configuration",
+    )
+    parser.add_argument("--recording", metavar="FILE", help="the recording file of this session")
+    parser.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from openprogram.proxy.settings import ProxySettings, parse_upstream
+
+    try:
+        upstreams = dict(parse_upstream(text) for text in args.upstream)
+        settings = ProxySettings(
+            upstreams=upstreams,
+            recording=Path(args.recording) if args.recording else None,
+            mode=args.mode,
+        )
+    except ValueError as error:
+        raise CliError(str(error), EXIT_USAGE) from None
+    if not 0 <= args.port < 65536:
+        raise CliError(f"--port must be between 0 and 65535, not {args.port}", EXIT_USAGE)
+    _check_installed()
+    if not _is_loopback(args.host):
+        print(
+            f"openprogram proxy: listening on {args.host}, beyond this machine: anyone who reaches "
+            "it can make calls with the keys clients send, and read what replays serve",
+            file=sys.stderr,
+        )
+    from openprogram.providers.replay import RecordingFileError
+    from openprogram.proxy.server import serve
+
+    try:
+        serve(settings, args.host, args.port, announce=lambda line: print(line, flush=True))
+    except RecordingFileError as error:
+        raise CliError(str(error)) from None
+    except OSError as error:
+        raise CliError(f"cannot listen on {args.host}:{args.port}: {error.strerror or error}") from None
+    return 0
+
+
+def _check_installed() -> None:
+    """The server comes with an extra: say how to get it rather than fail on an import."""
+    import importlib.util
+
+    missing = [name for name in ("starlette", "uvicorn") if importlib.util.find_spec(name) is None]
+    if missing:
+        raise CliError(
+            f"openprogram proxy needs {' and '.join(missing)}: pip install 'openprogram[proxy]'"
+        )
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,134 @@
+"""The proxy's ASGI application: the routes of the four wire formats and ``GET /v1/models``.
+
+Built on Starlette (the ``openprogram[proxy]`` extra), imported only when a proxy starts."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from .exchange import PREFIX, IncomingRequest, answer, send_json
+from .formats import FORMATS, WireFormat
+from .lanes import LaneBook
+from .settings import ProxySettings
+
+logger = logging.getLogger("openprogram.proxy")
+
+#: The Gemini API versions a client's SDK may put in its paths.
+GEMINI_VERSIONS = ("v1", "v1beta", "v1alpha")
+
+
+class _Endpoint:
+    """One wire format's route: reads the request and hands it to :func:`.exchange.answer`. A
+    failure of the proxy itself is answered in the vendor's shape too (500), and logged."""
+
+    def __init__(self, wire_format: WireFormat, settings: ProxySettings, lanes: LaneBook) -> None:
+        self.wire_format = wire_format
+        self.settings = settings
+        self.lanes = lanes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive)
+        model_id = action = None
+        if self.wire_format.streaming_action is not None:
+            if request.path_params.get("version") not in GEMINI_VERSIONS:
+                await _not_found(scope, receive, send)
+                return
+            model_id, _, action = str(request.path_params.get("target", "")).partition(":")
+            if action not in ("generateContent", "streamGenerateContent") or not model_id:
+                await _not_found(scope, receive, send)
+                return
+        incoming = IncomingRequest(
+            headers={name.lower(): value for name, value in request.headers.items()},
+            query=dict(request.query_params),
+            body=await request.body(),
+            model_id=model_id,
+            action=action,
+        )
+        started = False
+
+        async def tracked(message: dict[str, Any]) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await answer(self.wire_format, self.settings, self.lanes, incoming, tracked)
+        except Exception as error:
+            logger.exception("openprogram proxy: a request failed")
+            if not started:
+                message = f"{PREFIX}internal error: {type(error).__name__}: {error}"
+                await send_json(send, 500, self.wire_format.vendor.error_body(500, message))
+
+
+def _format_guess(scope: Scope) -> WireFormat:
+    """Whose error shape an unknown path gets: Anthropic's when its SDK's version header is
+    there, Gemini's on a Gemini path, OpenAI's otherwise."""
+    headers = {name.decode().lower() for name, _ in scope.get("headers", [])}
+    path = str(scope.get("path", ""))
+    if "anthropic-version" in headers:
+        return FORMATS["anthropic-messages"]
+    if any(path.startswith(f"/{version}/") for version in GEMINI_VERSIONS if version != "v1") or ":" in path:
+        return FORMATS["google-generative-ai"]
+    return FORMATS["openai-completions"]
+
+
+class _NotFound:
+    """Every other path: a 404 in the shape of the SDK that most likely asked."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await _not_found(scope, receive, send)
+
+
+async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
+    method, path = scope.get("method", "?"), scope.get("path", "?")
+    message = (
+        f"{PREFIX}no route for {method} {path}; the proxy serves POST /v1/chat/completions, "
+        "POST /v1/responses, POST /v1/messages, POST /v1beta/models/MODEL:generateContent "
+        "(and :streamGenerateContent) and GET /v1/models"
+    )
+    await send_json(send, 404, _format_guess(scope).vendor.error_body(404, message))
+
+
+async def _models(request: Request) -> Any:
+    """The models openprogram knows, in the listing shape of the SDK that asks (Anthropic's
+    when its version header is there, OpenAI's otherwise)."""
+    from starlette.responses import JSONResponse
+
+    from ..providers.models import builtin_models
+
+    models = [m for m in builtin_models() if m.api in FORMATS]
+    if "anthropic-version" in request.headers:
+        data = [
+            {"type": "model", "id": m.id, "display_name": m.name, "created_at": "1970-01-01T00:00:00Z"}
+            for m in models
+            if m.api == "anthropic-messages"
+        ]
+        first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
+        return JSONResponse({"data": data, "has_more": False, "first_id": first, "last_id": last})
+    listing = [{"id": m.id, "object": "model", "created": 0, "owned_by": m.provider} for m in models]
+    return JSONResponse({"object": "list", "data": listing})
+
+
+def build_app(settings: ProxySettings, lanes: LaneBook | None = None) -> Starlette:
+    """The application serving ``settings``; ``lanes`` is the replay's lane book (see
+    :class:`.lanes.LaneBook`), if calls replay."""
+    book = lanes or LaneBook()
+    endpoint = {api: _Endpoint(wire_format, settings, book) for api, wire_format in FORMATS.items()}
+    routes = [
+        Route("/v1/chat/completions", endpoint["openai-completions"], methods=["POST"]),
+        Route("/v1/responses", endpoint["openai-responses"], methods=["POST"]),
+        Route("/v1/messages", endpoint["anthropic-messages"], methods=["POST"]),
+        Route("/{version}/models/{target}", endpoint["google-generative-ai"], methods=["POST"]),
+        Route("/v1/models", _models, methods=["GET"]),
+        Route("/{path:path}", _NotFound()),
+    ]
+    return Starlette(routes=routes)
+
+
+__all__ = ["build_app"]

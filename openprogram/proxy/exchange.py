@@ -1,0 +1,221 @@
+"""One proxied request, answered: read into our types, sent through ``stream_simple`` in its
+lane, and the events written back in the client's wire format.
+
+Plain ASGI (``send`` and a request already read), so this module imports no web framework and
+stays testable alone. The whole call runs in the one task that serves the request: its lane is
+a context variable, entered here around the stream and left here when it ends.
+
+What a client can get wrong, and what a replay refuses, is answered in the vendor's own error
+shape with the diagnosis in the message, so the client's SDK raises it as it would raise the
+vendor's own error, and the proxy goes on serving:
+
+- an unreadable body or one ours cannot carry: 400;
+- a replay mismatch (``replay mismatch at call N, field ...``): 400;
+- a vendor failure before the answer started: the vendor's status when the message names one
+  (``HTTP 401``), else 502; once the stream has started, the format's in-stream error.
+
+Every error answer says ``x-should-retry: false``: the vendor provider has already retried
+what was worth retrying, and a retry of a mismatch would only mismatch again.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ..providers.types import AssistantMessage, AssistantMessageEvent, EventError
+from ..providers.vendors.wire import WireRequestError
+from .formats import WireFormat, client_credential
+from .lanes import LANE_HEADER, LaneBook, conversation_lane, in_lane, lane_segments
+from .settings import ProxySettings
+
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+#: What starts every message the proxy itself writes, so a reader tells it from the vendor's.
+PREFIX = "openprogram proxy: "
+
+_HTTP_STATUS = re.compile(r"\bHTTP (\d{3})\b")
+
+
+@dataclass(frozen=True)
+class IncomingRequest:
+    """A request as the exchange needs it: lower-case headers, the query, the body, and what
+    the path said (Gemini names the model and the action there)."""
+
+    headers: Mapping[str, str]
+    query: Mapping[str, str]
+    body: bytes
+    model_id: str | None = None
+    action: str | None = None
+
+
+class ProxyFailure(Exception):
+    """A failure to answer in the vendor's error shape with this status."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+async def answer(
+    wire_format: WireFormat, settings: ProxySettings, lanes: LaneBook, request: IncomingRequest, send: Send
+) -> None:
+    """Answer one request of ``wire_format``."""
+    vendor = wire_format.vendor
+    try:
+        body, streaming, call = _prepare(wire_format, settings, lanes, request)
+    except ProxyFailure as failure:
+        await send_json(send, failure.status, vendor.error_body(failure.status, str(failure)))
+        return
+    model, context, options, segments = call
+    from ..providers.stream import stream_simple
+
+    with in_lane(segments):
+        try:
+            events = stream_simple(model, context, options)
+            try:
+                first = await anext(events)
+            except BaseException:
+                await _close(events)
+                raise
+        except Exception as error:  # a replay mismatch, a blocked runtime, an unknown api
+            status, message = _failure(error)
+            await send_json(send, status, vendor.error_body(status, message))
+            return
+        if first.type == "error":
+            await _close(events)
+            status = _status_of(first.error)
+            await send_json(send, status, vendor.error_body(status, first.error.error_message or "the call failed"))
+            return
+        if streaming:
+            await _stream(vendor.StreamEncoder(body), first, events, send)
+        else:
+            await _complete(vendor, body, first, events, send)
+
+
+def _prepare(
+    wire_format: WireFormat, settings: ProxySettings, lanes: LaneBook, request: IncomingRequest
+) -> tuple[dict[str, Any], bool, tuple[Any, Any, Any, list[str]]]:
+    try:
+        body = orjson.loads(request.body or b"{}")
+    except orjson.JSONDecodeError as error:
+        raise ProxyFailure(400, f"{PREFIX}the request body is not JSON: {error}") from None
+    if not isinstance(body, dict):
+        raise ProxyFailure(400, f"{PREFIX}the request body must be a JSON object")
+    try:
+        model, context, options = wire_format.vendor.parse_request_body(body, model_id=request.model_id)
+        derived = conversation_lane(context, options.extra_body)
+        header = request.headers.get(LANE_HEADER)
+        segments = lane_segments(header, lanes.lane_for(derived) if derived and not header else derived)
+    except (WireRequestError, ValueError) as error:
+        raise ProxyFailure(400, f"{PREFIX}{error}") from None
+    forwarded = {name: request.headers[name] for name in wire_format.forwarded_headers if name in request.headers}
+    model = model.model_copy(update={"base_url": settings.upstream(wire_format.api)})
+    options = options.model_copy(
+        update={"api_key": client_credential(request.headers, request.query), "headers": forwarded or None}
+    )
+    return body, wire_format.streams(body, request.action), (model, context, options, segments)
+
+
+def _failure(error: Exception) -> tuple[int, str]:
+    """The status and message of a call that failed before its first event."""
+    from ..providers.replay import RecordedCallInterrupted, ReplayMismatch
+
+    if isinstance(error, ReplayMismatch):
+        return 400, f"{PREFIX}{error}"
+    if isinstance(error, RecordedCallInterrupted):
+        return 502, f"{PREFIX}{error}"
+    return 500, f"{PREFIX}{type(error).__name__}: {error}"
+
+
+def _status_of(message: AssistantMessage) -> int:
+    """The vendor's own status when the error names one (``openai: HTTP 401: ...``)."""
+    found = _HTTP_STATUS.search(message.error_message or "")
+    status = int(found.group(1)) if found else 502
+    return status if 400 <= status < 600 else 502
+
+
+async def _close(events: AsyncIterator[AssistantMessageEvent]) -> None:
+    """Close a provider's stream (every provider's is an async generator; the protocol only
+    promises an iterator)."""
+    aclose = getattr(events, "aclose", None)
+    if aclose is not None:
+        await aclose()
+
+
+def _message_of(event: AssistantMessageEvent) -> AssistantMessage:
+    if event.type == "done":
+        return event.message
+    if event.type == "error":
+        return event.error
+    return event.partial
+
+
+def _failed_event(last: AssistantMessageEvent, error: BaseException) -> EventError:
+    """The ``error`` event a stream that raised part-way ends with (an interrupted recorded
+    call replays its events, then raises): what arrived is kept, as the event protocol says."""
+    message = _message_of(last).model_copy(update={"stop_reason": "error", "error_message": f"{PREFIX}{error}"})
+    return EventError(reason="error", error=message)
+
+
+async def _stream(
+    encoder: Any, first: AssistantMessageEvent, events: AsyncIterator[AssistantMessageEvent], send: Send
+) -> None:
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 200,
+            "headers": [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")],
+        }
+    )
+    last = first
+    try:
+        await _send_body(send, encoder.encode(first))
+        async for event in events:
+            last = event
+            await _send_body(send, encoder.encode(event))
+    except Exception as error:
+        await _send_body(send, encoder.encode(_failed_event(last, error)))
+    finally:
+        await _close(events)
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+async def _send_body(send: Send, chunk: bytes) -> None:
+    if chunk:
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+
+
+async def _complete(
+    vendor: Any, body: dict[str, Any], first: AssistantMessageEvent, events: AsyncIterator[AssistantMessageEvent], send: Send
+) -> None:
+    last = first
+    try:
+        async for event in events:
+            last = event
+    except Exception as error:
+        last = _failed_event(last, error)
+    finally:
+        await _close(events)
+    if last.type == "done":
+        await send_json(send, 200, vendor.response_body(last.message, body))
+        return
+    message = _message_of(last)
+    status = _status_of(message) if last.type == "error" else 502
+    await send_json(send, status, vendor.error_body(status, message.error_message or f"{PREFIX}the stream ended early"))
+
+
+async def send_json(send: Send, status: int, payload: Any) -> None:
+    """A whole JSON answer; an error one tells the SDKs not to retry."""
+    headers = [(b"content-type", b"application/json")]
+    if status >= 400:
+        headers.append((b"x-should-retry", b"false"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": orjson.dumps(payload), "more_body": False})
+
+
+__all__ = ["IncomingRequest", "PREFIX", "ProxyFailure", "answer", "send_json"]

@@ -1,0 +1,193 @@
+"""Running a proxy: in the foreground for ``openprogram proxy``, or in a background thread on a
+free port for tests (:func:`start_proxy`, which a pytest fixture can stand on).
+
+The proxy's own recording session (``ProxySettings.recording``) is entered in the thread that
+runs the server, around it, so every request the server answers is inside it: the session is a
+context variable, which the server's tasks inherit. Without one, calls go through whatever the
+``record_replay`` configuration activated for the process.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .settings import DEFAULT_UPSTREAMS, IGNORED_IN_REPLAY, ProxySettings, base_url_environment
+
+if TYPE_CHECKING:
+    from ..recordings.store.scoped import RecordingScope
+
+#: How long :func:`start_proxy` waits for the server thread to be serving.
+START_TIMEOUT_SECONDS = 30.0
+
+
+@contextlib.contextmanager
+def recording_session(settings: ProxySettings) -> Iterator[RecordingScope | None]:
+    """``use_recording`` for the proxy's own session (None when it has none): the upstream's
+    address is left out of what replay compares (see :data:`.settings.IGNORED_IN_REPLAY`)."""
+    if settings.recording is None or settings.session_mode is None:
+        yield None
+        return
+    from ..providers.scoped import use_recording
+
+    with use_recording(
+        settings.recording,
+        settings.session_mode,
+        ignore=(*IGNORED_IN_REPLAY, *settings.ignore),
+        normalize=settings.normalize,
+        values=settings.values,
+        secrets=settings.secrets,
+    ) as scope:
+        yield scope
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A socket already listening, so a client may connect as soon as the URL is known (the
+    kernel queues the connection until the server takes it): no start-up race, no wait."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.listen(128)
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
+
+
+def _uvicorn_server(settings: ProxySettings) -> Any:
+    """The server for ``settings``, built inside the recording session (a replay's lane book
+    reads the file the session replays)."""
+    import uvicorn
+
+    from .app import build_app
+    from .lanes import LaneBook
+
+    mode, path = describe_mode(settings)
+    lanes = LaneBook.for_replay(path) if mode == "replay" and path else LaneBook()
+    config = uvicorn.Config(
+        build_app(settings, lanes),
+        log_level="warning",
+        access_log=False,
+        lifespan="off",
+        # no clock in the answers: a replay gives the SDK the very objects the live run gave
+        date_header=False,
+        server_header=False,
+    )
+    return uvicorn.Server(config)
+
+
+def describe_mode(settings: ProxySettings) -> tuple[str, str | None]:
+    """The mode calls go through and its recording file: the proxy's own session, else what
+    the ``record_replay`` configuration activated (initialising the runtime, as the first
+    call would)."""
+    if settings.session_mode is not None:
+        return settings.session_mode, str(settings.recording)
+    from ..providers.initialization import initialize_provider_runtime
+
+    snapshot = initialize_provider_runtime()
+    return snapshot.mode, snapshot.path
+
+
+def startup_lines(url: str, settings: ProxySettings) -> list[str]:
+    """What the command prints when it starts: where it listens, the mode and file, the
+    variables that point each SDK at it, and where live calls go."""
+    mode, path = describe_mode(settings)
+    where = f"mode {mode}" + (f", recording {path}" if path else "")
+    lines = [f"openprogram proxy: listening on {url} ({where})", "  point the SDKs at it:"]
+    lines += [f"    export {name}={value}" for name, value in base_url_environment(url).items()]
+    if mode != "replay":
+        upstreams = ", ".join(f"{api} {settings.upstream(api)}" for api in DEFAULT_UPSTREAMS)
+        lines.append(f"  live calls go to: {upstreams}")
+    lines.append("  the client's own key is used for live calls and never recorded; Ctrl-C stops")
+    return lines
+
+
+def serve(settings: ProxySettings, host: str, port: int, announce: Callable[[str], None] = print) -> None:
+    """Serve in the foreground until interrupted (``openprogram proxy``)."""
+    sock = listening_socket(host, port)
+    try:
+        with recording_session(settings):
+            server = _uvicorn_server(settings)
+            for line in startup_lines(url_of(sock), settings):
+                announce(line)
+            server.run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+@dataclass
+class RunningProxy:
+    """A proxy serving from a background thread. ``url`` is where it listens; ``environment()``
+    the base-URL variables that point every SDK at it; ``scope`` the recording session it runs
+    (``scope.assert_consumed()`` after a replay), or None. ``stop()`` ends it and its session
+    (an ``update`` session rewrites its file then), raising what ending the session raised."""
+
+    url: str
+    settings: ProxySettings
+    scope: RecordingScope | None
+    _server: Any = field(repr=False)
+    _thread: threading.Thread = field(repr=False)
+    _errors: list[BaseException] = field(default_factory=list, repr=False)
+
+    def environment(self) -> dict[str, str]:
+        return base_url_environment(self.url)
+
+    def stop(self, timeout: float = 10.0) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise RuntimeError(f"the proxy at {self.url} did not stop within {timeout:g} s")
+        if self._errors:
+            raise self._errors[0]
+
+    def __enter__(self) -> RunningProxy:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+
+def start_proxy(settings: ProxySettings | None = None, *, host: str = "127.0.0.1", port: int = 0) -> RunningProxy:
+    """Start a proxy in a background thread (on a free port unless ``port`` is given) and
+    return once it is listening. A recording session that cannot start (a replay file that is
+    invalid) raises here."""
+    settings = settings or ProxySettings()
+    sock = listening_socket(host, port)
+    started: queue.Queue[tuple[str, Any]] = queue.Queue()
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        reported = False
+        try:
+            with recording_session(settings) as scope:
+                server = _uvicorn_server(settings)
+                started.put(("ok", (scope, server)))
+                reported = True
+                server.run(sockets=[sock])
+        except BaseException as error:  # handed to the caller: at start, or by stop()
+            if reported:
+                errors.append(error)
+            else:
+                started.put(("error", error))
+        finally:
+            sock.close()
+
+    thread = threading.Thread(target=run, name="openprogram-proxy", daemon=True)
+    thread.start()
+    kind, value = started.get(timeout=START_TIMEOUT_SECONDS)
+    if kind == "error":
+        thread.join()
+        raise value
+    scope, server = value
+    return RunningProxy(url_of(sock), settings, scope, server, thread, errors)
+
+
+__all__ = ["RunningProxy", "describe_mode", "recording_session", "serve", "start_proxy", "startup_lines"]

@@ -1,0 +1,107 @@
+"""What one proxy serves: where each api's live calls go, the recording session (if the proxy
+runs one of its own), and the base-URL variables that point each SDK at it."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+from urllib.parse import urlparse
+
+#: The four wire formats a proxy speaks, by api.
+APIS = ("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai")
+
+#: Where a live call goes when no ``--upstream`` names a server for its api: the vendor's own.
+DEFAULT_UPSTREAMS: dict[str, str] = {
+    "openai-completions": "https://api.openai.com/v1",
+    "openai-responses": "https://api.openai.com/v1",
+    "anthropic-messages": "https://api.anthropic.com",
+    "google-generative-ai": "https://generativelanguage.googleapis.com",
+}
+
+#: The base-URL environment variable each SDK reads (checked in the installed SDKs: openai's
+#: client, anthropic's client, google-genai's ``_base_url.get_base_url``) and what follows the
+#: proxy's address in it.
+SDK_BASE_URL_VARIABLES: tuple[tuple[str, str, str], ...] = (
+    ("openai", "OPENAI_BASE_URL", "/v1"),
+    ("anthropic", "ANTHROPIC_BASE_URL", ""),
+    ("google-genai", "GOOGLE_GEMINI_BASE_URL", ""),
+)
+
+#: The one request field replay overlooks in the proxy's own session: the upstream's address
+#: (a test's scripted server listens on a new port at every run, and a replay calls none).
+IGNORED_IN_REPLAY = ("model.base_url",)
+
+ProxyMode = Literal["record", "replay", "update"]
+PROXY_MODES: tuple[ProxyMode, ...] = ("record", "replay", "update")
+
+
+@dataclass(frozen=True)
+class ProxySettings:
+    """``recording`` and ``mode`` give the proxy a recording session of its own (the command's
+    ``--recording`` / ``--mode``, or a test fixture's); without them every call goes through
+    the mode the ``record_replay`` configuration puts in force, like any other call of the
+    process. ``ignore``, ``normalize``, ``values`` and ``secrets`` are ``use_recording``'s."""
+
+    upstreams: Mapping[str, str] = field(default_factory=dict)
+    recording: Path | None = None
+    mode: ProxyMode | None = None
+    ignore: tuple[str, ...] = ()
+    normalize: tuple[tuple[str, str], ...] = ()
+    values: Mapping[str, str] | None = None
+    secrets: tuple[str, ...] | None = None
+
+    def __post_init__(self) -> None:
+        for api, url in self.upstreams.items():
+            check_upstream(api, url)
+        if self.mode is not None and self.mode not in PROXY_MODES:
+            raise ValueError(f"the proxy's mode must be one of {', '.join(PROXY_MODES)}, not {self.mode!r}")
+        if self.mode is not None and self.recording is None:
+            raise ValueError("a mode needs a recording file to apply to (--recording FILE)")
+
+    def upstream(self, api: str) -> str:
+        return self.upstreams.get(api) or DEFAULT_UPSTREAMS[api]
+
+    @property
+    def session_mode(self) -> ProxyMode | None:
+        """The mode of the proxy's own session, or None when the configuration's applies."""
+        if self.recording is None:
+            return None
+        return self.mode or "replay"
+
+
+def check_upstream(api: str, url: str) -> None:
+    if api not in APIS:
+        raise ValueError(f"unknown api {api!r} for an upstream (one of {', '.join(APIS)})")
+    parsed = urlparse(url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ValueError(f"the upstream of {api} must be an http(s) URL, not {url!r}")
+
+
+def parse_upstream(text: str) -> tuple[str, str]:
+    """``API=URL`` (the command's ``--upstream``) as ``(api, url)``; ``ValueError`` otherwise."""
+    api, separator, url = text.partition("=")
+    if not separator:
+        raise ValueError(f"--upstream takes API=URL (such as openai-completions=http://127.0.0.1:8000/v1), not {text!r}")
+    check_upstream(api.strip(), url.strip())
+    return api.strip(), url.strip().rstrip("/")
+
+
+def base_url_environment(url: str) -> dict[str, str]:
+    """The environment that points every SDK at the proxy listening on ``url``."""
+    return {variable: url + suffix for _, variable, suffix in SDK_BASE_URL_VARIABLES}
+
+
+__all__ = [
+    "APIS",
+    "DEFAULT_UPSTREAMS",
+    "IGNORED_IN_REPLAY",
+    "PROXY_MODES",
+    "ProxyMode",
+    "ProxySettings",
+    "SDK_BASE_URL_VARIABLES",
+    "base_url_environment",
+    "check_upstream",
+    "parse_upstream",
+]

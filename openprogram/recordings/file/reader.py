@@ -301,6 +301,7 @@ class _Reader:
         """Check every line of ``handle`` (each still ends with its ``\n``) and return how many
         there are; stop with an error past ``budget`` bytes (a file growing while read)."""
         loads, event_row, delta_line = orjson.loads, self.event_row, self.delta_line
+        match_delta = _DELTA_LINE if not self.summary_only else _no_match  # a summary keeps rows
         number = total = 0
         for number, line in enumerate(handle, start=1):
             total += len(line)
@@ -311,7 +312,7 @@ class _Reader:
             if line.isspace():
                 continue
             if line.startswith(b'{"type":"event",'):  # this writer's event lines: the hot path
-                growth = _DELTA_LINE(line)
+                growth = match_delta(line)
                 if growth is not None and delta_line(number, growth):
                     continue
                 try:
@@ -474,7 +475,7 @@ class _Reader:
         Written for speed: it runs for nearly every line of a file."""
         call_index, event_index, t, kind, index, delta, field_name = line.groups()
         state = self.calls.get(int(call_index))
-        if state is None or not state.open or int(event_index) != state.count or self.summary_only:
+        if state is None or not state.open or int(event_index) != state.count:
             return False
         chain = state.chain
         snapshots = chain.snapshots
@@ -646,3 +647,8 @@ _DELTA_SHAPES: dict[bytes, tuple[bytes, str, DeltaKind]] = {
     b"text_delta": (b"text", "text", DeltaKind(EVENT_CLASSES["text_delta"], "text_delta")),
     b"thinking_delta": (b"thinking", "thinking", DeltaKind(EVENT_CLASSES["thinking_delta"], "thinking_delta")),
 }
+
+
+def _no_match(line: bytes) -> None:
+    """:data:`_DELTA_LINE` for a summary read, which keeps rows, not events."""
+    return None

@@ -111,7 +111,7 @@ def _json_type(value: Any) -> str:
 
 def _article(name: str) -> str:
     words = {"dict": "an object", "list": "an array", "str": "a string", "int": "a number", "float": "a number"}
-    return " or ".join(words.get(part, part) for part in name.split(" or "))
+    return " or ".join(dict.fromkeys(words.get(part, part) for part in name.split(" or ")))
 
 
 def carried_fields(

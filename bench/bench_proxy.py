@@ -1,0 +1,184 @@
+"""``openprogram proxy`` in front of the OpenAI SDK: ``python -m bench.run proxy``.
+
+A 200-delta Chat Completions stream, read to its end by the same ``openai`` client in three
+ways: from a plain local server that writes the stream's bytes (the baseline), through a proxy
+recording against that server, and through a proxy replaying the recording (no server). Rows
+give each way's time against the baseline measured in the same run (wall time, best of N:
+a stream is I/O between threads), and the time to the first text delta.
+
+The plain server is this benchmark's own, like :mod:`bench.echo_server`: ``tests/`` is not a
+package a benchmark run can rely on.
+"""
+
+from __future__ import annotations
+
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from bench.common import Row
+
+DELTAS = 200
+REPEAT = 15
+#: Limits against the plain server: a proxied call runs our provider, the recorder or the
+#: replayer, and an encoder on every delta, over one more local connection.
+#: Recording parses the stream twice with an SDK (ours upstream, the client's downstream), so
+#: it cannot come near 1x; a replay only encodes and the client parses.
+RECORD_LIMIT = 5.0
+REPLAY_LIMIT = 3.0
+FIRST_EVENT_LIMIT_MS = 50.0
+REQUEST = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Count to 200."}], "stream": True}
+
+
+def stream_bytes() -> bytes:
+    """The stream as OpenAI writes it: role chunk, 200 content deltas, finish, usage, [DONE]."""
+    head = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "gpt-4o-mini"}
+
+    def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
+        body = {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+        return b"data: " + orjson.dumps(body) + b"\n\n"
+
+    frames = [chunk({"role": "assistant", "content": ""})]
+    frames += [chunk({"content": f" {number}"}) for number in range(1, DELTAS + 1)]
+    frames.append(chunk({}, "stop"))
+    usage = {"prompt_tokens": 12, "completion_tokens": DELTAS, "total_tokens": DELTAS + 12}
+    frames.append(b"data: " + orjson.dumps({**head, "choices": [], "usage": usage}) + b"\n\n")
+    frames.append(b"data: [DONE]\n\n")
+    return b"".join(frames)
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that closes its stream once it has read ``[DONE]`` (the SDK does) resets the
+    connection before the chunked terminator: not worth a traceback."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if not isinstance(sys.exc_info()[1], ConnectionError):
+            super().handle_error(request, client_address)
+
+
+class PlainServer:
+    """Answers every POST with the stream's bytes, one write per frame, as a vendor does."""
+
+    def __init__(self) -> None:
+        frames = [frame + b"\n\n" for frame in stream_bytes().split(b"\n\n") if frame]
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - quiet
+                return
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                self.rfile.read(int(self.headers.get("content-length") or 0))
+                self.send_response(200)
+                self.send_header("content-type", "text/event-stream")
+                self.send_header("transfer-encoding", "chunked")
+                self.end_headers()
+                for frame in frames:
+                    self.wfile.write(f"{len(frame):x}\r\n".encode() + frame + b"\r\n")
+                    self.wfile.flush()
+                self.wfile.write(b"0\r\n\r\n")
+
+        self.server = _QuietServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def url(self) -> str:
+        host, port = self.server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> PlainServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def read_stream(client: Any) -> tuple[float, float, str]:
+    """One call read to its end: ``(seconds to the first text delta, seconds in all, text)``."""
+    start = time.perf_counter()
+    first = None
+    pieces = []
+    for chunk in client.chat.completions.create(**REQUEST):
+        if chunk.choices and chunk.choices[0].delta.content:
+            first = first or time.perf_counter()
+            pieces.append(chunk.choices[0].delta.content)
+    end = time.perf_counter()
+    return (first or end) - start, end - start, "".join(pieces)
+
+
+def best(calls: Callable[[], tuple[float, float, str]], repeat: int = REPEAT) -> tuple[float, float, str]:
+    """The fastest first delta and the fastest whole call of ``repeat`` calls."""
+    results = [calls() for _ in range(repeat)]
+    return min(r[0] for r in results), min(r[1] for r in results), results[-1][2]
+
+
+def run() -> list[Row]:
+    import openai
+
+    from openprogram.proxy import ProxySettings, start_proxy
+
+    expected = "".join(f" {number}" for number in range(1, DELTAS + 1))
+    with tempfile.TemporaryDirectory() as folder, PlainServer() as server:
+        path = Path(folder) / "bench.jsonl"
+
+        def client(url: str) -> Any:
+            return openai.OpenAI(base_url=url + "/v1", api_key="sk-bench-0123456789", max_retries=0)
+
+        plain_client = client(server.url)
+        read_stream(plain_client)  # warm: the SDK's first call loads what it needs
+        plain = best(lambda: read_stream(plain_client))
+        settings = ProxySettings(upstreams={"openai-completions": server.url + "/v1"}, recording=path, mode="record")
+        with start_proxy(settings) as proxy:
+            proxied = client(proxy.url)
+            read_stream(proxied)
+            recorded = best(lambda: read_stream(proxied))
+        with start_proxy(ProxySettings(recording=path, mode="replay")) as proxy:
+            proxied = client(proxy.url)
+            # the recording holds REPEAT + 1 identical calls: one strict order, all consumed
+            replayed = best(lambda: read_stream(proxied), REPEAT + 1)
+            assert proxy.scope is not None
+            proxy.scope.assert_consumed()
+    assert plain[2] == recorded[2] == replayed[2] == expected, "a stream came back changed"
+    return [
+        _row("record", recorded, plain, RECORD_LIMIT),
+        _row("replay", replayed, plain, REPLAY_LIMIT),
+        _first_event_row(plain, recorded, replayed),
+    ]
+
+
+def _row(mode: str, measured: tuple[float, float, str], plain: tuple[float, float, str], limit: float) -> Row:
+    ratio = measured[1] / plain[1]
+    return Row(
+        f"proxy: {DELTAS}-delta stream, {mode} vs plain server (openai SDK)",
+        f"{ratio:.2f}x ({measured[1] * 1000:.1f} ms vs {plain[1] * 1000:.1f} ms)",
+        f"<= {limit:g}x",
+        ratio <= limit,
+    )
+
+
+def _first_event_row(*results: tuple[float, float, str]) -> Row:
+    plain, recorded, replayed = (r[0] * 1000 for r in results)
+    return Row(
+        "proxy: time to the first text delta (plain / record / replay)",
+        f"{plain:.1f} / {recorded:.1f} / {replayed:.1f} ms",
+        f"<= {FIRST_EVENT_LIMIT_MS:g} ms",
+        max(recorded, replayed) <= FIRST_EVENT_LIMIT_MS,
+    )
+
+
+if __name__ == "__main__":
+    from bench.run import print_table
+
+    print_table(run())

@@ -68,7 +68,14 @@ def _chunks_as_completion(chunks: list[dict[str, Any]]) -> dict[str, Any]:
         usage = chunk.get("usage") or usage
         for choice in chunk["choices"]:
             delta = choice["delta"]
-            message["content"] += delta.get("content") or ""
+            content = delta.get("content") or ""
+            if isinstance(content, list):  # Mistral's typed parts: text, and thinking holding text
+                for part in content:
+                    inner = part.get("thinking") if part.get("type") == "thinking" else None
+                    message["reasoning_content"] += "".join(p.get("text") or "" for p in inner or [])
+                    message["content"] += part.get("text") or "" if part.get("type") == "text" else ""
+            else:
+                message["content"] += content
             message["reasoning_content"] += delta.get("reasoning_content") or delta.get("reasoning") or ""
             for call in delta.get("tool_calls") or []:
                 kept = calls.setdefault(call["index"], {"id": None, "function": {"name": "", "arguments": ""}})
@@ -124,11 +131,10 @@ async def _responses(url: str, key: str, streaming: bool, asynchronous: bool, pr
     if asynchronous:
         async with client.responses.stream(**request) as stream:
             events = [event.model_dump() async for event in stream]
-            final = (await stream.get_final_response()).model_dump()
     else:
         with client.responses.stream(**request) as stream:
             events = [event.model_dump() for event in stream]
-            final = stream.get_final_response().model_dump()
+    final = next(e["response"] for e in reversed(events) if e["type"] in ("response.completed", "response.incomplete"))
     # the items as each output_item.done gave them (a transcript's completed response may
     # list none), with the usage and status of the completed response
     done = {event["output_index"]: event["item"] for event in events if event["type"] == "response.output_item.done"}
@@ -291,10 +297,48 @@ def record_and_replay(
     return direct, live, replayed, server
 
 
+def _transcripts() -> dict[tuple[str, str], list[bytes]]:
+    """Every answer transcript of the vendor contract tests (tests/test_vendor_contract.py)."""
+    from tests.test_vendor_contract import CASES
+
+    return {
+        (case.api, name): scenario.chunks
+        for case in CASES
+        for name, scenario in [("plain", case.plain), *case.scenarios.items()]
+    }
+
+
+TRANSCRIPTS = _transcripts()
+
+
+def _what_the_proxy_says_instead(api: str, name: str, direct: dict[str, Any]) -> dict[str, Any]:
+    """Where what the client reads through the proxy differs from the transcript alone, by
+    design (docs/proxy.md), and what it reads instead; every other fact must be equal."""
+    if api == "openai-completions" and name.startswith("no_finish_reason"):
+        # a server that sends no finish_reason: the proxy's stream says how it ended
+        direct["stop"] = "tool_calls" if direct["tool_calls"] else "stop"
+    elif (api, name) == ("openai-completions", "groq_executed_tools"):
+        # Groq's usage (under x_groq, which the SDK does not read) comes in OpenAI's usage
+        direct["usage"] = {"prompt_tokens": 120, "completion_tokens": 8, "total_tokens": 128, "cached": 0}
+    elif (api, name) == ("anthropic-messages", "thinking"):
+        # the transcript splits the signature over two signature_delta events; the SDK keeps
+        # only the last piece (a real stream sends one), the proxy sends the whole
+        assert direct["content"][0]["signature"] == a.SIGNATURE[20:]
+        direct["content"][0]["signature"] = a.SIGNATURE
+    elif (api, name) == ("anthropic-messages", "mcp"):
+        # the SDK fills in no mcp_tool_use input from its deltas; the proxy sends the block whole
+        assert direct["content"][0]["input"] == {}
+        direct["content"][0]["input"] = {"text": "hi"}
+    elif (api, name) == ("google-generative-ai", "tool_use_prompt_tokens"):
+        # prompt tokens of server-side tools are input to openprogram: counted in the prompt
+        assert direct["usage"] == (32, None, 4704)
+        direct["usage"] = (4642, None, 4704)
+    return direct
+
+
 SCENARIOS = [
     pytest.param(api, name, streaming, id=f"{api}-{name}-{'stream' if streaming else 'json'}")
-    for api, vendor in VENDORS.items()
-    for name in vendor.scenarios
+    for api, name in TRANSCRIPTS
     for streaming in (True, False)
 ]
 
@@ -303,14 +347,10 @@ SCENARIOS = [
 def test_the_sdk_gets_from_a_replay_what_it_got_live_and_what_the_vendor_sent(api, name, streaming, tmp_path):
     vendor = VENDORS[api]
     path = tmp_path / "proxy.jsonl"
-    direct, live, replayed, server = record_and_replay(vendor, vendor.scenarios[name], path, streaming=streaming)
+    direct, live, replayed, server = record_and_replay(vendor, TRANSCRIPTS[api, name], path, streaming=streaming)
     assert replayed[0] == live[0]  # every SDK object, field for field
-    if (api, name) == ("anthropic-messages", "thinking"):
-        # The transcript splits the signature over two signature_delta events; the SDK keeps
-        # only the last piece (a real stream sends one), the proxy sends the joined whole.
-        assert direct[1]["content"][0]["signature"] == a.SIGNATURE[20:]
-        direct[1]["content"][0]["signature"] = a.SIGNATURE
-    assert live[1] == direct[1]  # what the client reads: as the vendor's own stream said it
+    # what the client reads: as the vendor's own stream said it
+    assert live[1] == _what_the_proxy_says_instead(api, name, direct[1])
     # the client's key reached the vendor and never the file
     assert vendor.key in json.dumps(server.requests[-1].headers) or f"key={vendor.key}" in server.requests[-1].path
     assert vendor.key not in path.read_text(encoding="utf-8")

@@ -667,6 +667,17 @@ def _details_of(block: ThinkingContent) -> list[Any] | None:
     return items if isinstance(items, list) else None
 
 
+def _unstreamed_reasoning(block: ThinkingContent) -> dict[str, Any]:
+    """Thinking whose field was not known while it streamed, whole: ``reasoning_details``
+    (their items hold more than the text, and only the end has them all) beside the text in
+    ``reasoning``, as OpenRouter sends both; reasoning that named no field (Mistral's typed
+    parts) in ``reasoning_content``."""
+    details = _details_of(block)
+    if details is not None:
+        return {"content": None, "reasoning": block.thinking, "reasoning_details": details}
+    return {"content": None, REASONING_FIELDS[0]: block.thinking}
+
+
 def _server_items(message: AssistantMessage) -> dict[str, list[dict[str, Any]]]:
     """The Groq ``executed_tools`` and the ``annotations`` of the answer, as they came."""
     items: dict[str, list[dict[str, Any]]] = {}
@@ -703,14 +714,13 @@ class StreamEncoder:
             return self._chunk({"content": event.delta})
         if event.type == "thinking_delta":
             block = event.partial.content[event.content_index]
-            if isinstance(block, ThinkingContent) and _details_of(block) is None:
-                return self._chunk({"content": None, _reasoning_field(block): event.delta})
-            return b""
+            if isinstance(block, ThinkingContent) and block.thinking_signature in REASONING_FIELDS:
+                return self._chunk({"content": None, block.thinking_signature: event.delta})
+            return b""  # its field is known at its end (see thinking_end)
         if event.type == "thinking_end":
             block = event.partial.content[event.content_index]
-            details = _details_of(block) if isinstance(block, ThinkingContent) else None
-            # reasoning_details go whole once known: their items hold more than the text
-            return self._chunk({"content": None, "reasoning_details": details}) if details else b""
+            assert isinstance(block, ThinkingContent)
+            return self._chunk(_unstreamed_reasoning(block)) if block.thinking_signature not in REASONING_FIELDS else b""
         if event.type == "toolcall_start":
             call = event.partial.content[event.content_index]
             assert isinstance(call, ToolCall)
@@ -759,6 +769,7 @@ def response_body(message: AssistantMessage, request_body: dict[str, Any]) -> di
             details = _details_of(block)
             if details is not None:
                 wire_message["reasoning_details"] = details
+                wire_message["reasoning"] = wire_message.get("reasoning", "") + block.thinking
             else:
                 field_name = _reasoning_field(block)
                 wire_message[field_name] = wire_message.get(field_name, "") + block.thinking

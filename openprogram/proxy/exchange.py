@@ -27,7 +27,14 @@ from typing import Any
 
 import orjson
 
-from ..providers.types import AssistantMessage, AssistantMessageEvent, EventError
+from ..providers.types import (
+    AssistantMessage,
+    AssistantMessageEvent,
+    Context,
+    EventError,
+    Model,
+    SimpleStreamOptions,
+)
 from ..providers.vendors.wire import WireRequestError
 from .formats import WireFormat, client_credential
 from .lanes import LANE_HEADER, LaneBook, conversation_lane, in_lane, lane_segments
@@ -53,6 +60,19 @@ class IncomingRequest:
     action: str | None = None
 
 
+@dataclass(frozen=True)
+class PreparedCall:
+    """A request read and ready to send: the client's body (the encoders read it), whether it
+    asked for a stream, the call as ``stream_simple`` takes it, and its lane path."""
+
+    body: dict[str, Any]
+    streaming: bool
+    model: Model
+    context: Context
+    options: SimpleStreamOptions
+    lane: list[str]
+
+
 class ProxyFailure(Exception):
     """A failure to answer in the vendor's error shape with this status."""
 
@@ -67,16 +87,15 @@ async def answer(
     """Answer one request of ``wire_format``."""
     vendor = wire_format.vendor
     try:
-        body, streaming, call = _prepare(wire_format, settings, lanes, request)
+        call = _prepare(wire_format, settings, lanes, request)
     except ProxyFailure as failure:
         await send_json(send, failure.status, vendor.error_body(failure.status, str(failure)))
         return
-    model, context, options, segments = call
     from ..providers.stream import stream_simple
 
-    with in_lane(segments):
+    with in_lane(call.lane):
         try:
-            events = stream_simple(model, context, options)
+            events = stream_simple(call.model, call.context, call.options)
             try:
                 first = await anext(events)
             except BaseException:
@@ -91,15 +110,15 @@ async def answer(
             status = _status_of(first.error)
             await send_json(send, status, vendor.error_body(status, first.error.error_message or "the call failed"))
             return
-        if streaming:
-            await _stream(vendor.StreamEncoder(body), first, events, send)
+        if call.streaming:
+            await _stream(vendor.StreamEncoder(call.body), first, events, send)
         else:
-            await _complete(vendor, body, first, events, send)
+            await _complete(vendor, call.body, first, events, send)
 
 
 def _prepare(
     wire_format: WireFormat, settings: ProxySettings, lanes: LaneBook, request: IncomingRequest
-) -> tuple[dict[str, Any], bool, tuple[Any, Any, Any, list[str]]]:
+) -> PreparedCall:
     try:
         body = orjson.loads(request.body or b"{}")
     except orjson.JSONDecodeError as error:
@@ -118,7 +137,7 @@ def _prepare(
     options = options.model_copy(
         update={"api_key": client_credential(request.headers, request.query), "headers": forwarded or None}
     )
-    return body, wire_format.streams(body, request.action), (model, context, options, segments)
+    return PreparedCall(body, wire_format.streams(body, request.action), model, context, options, segments)
 
 
 def _failure(error: Exception) -> tuple[int, str]:

@@ -13,7 +13,7 @@ and noticing the blocks that reach a snapshot without events of their own.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, TypeAlias, TypeVar
 
 import orjson
@@ -181,13 +181,6 @@ class ServerBlockWatch:
         return changed
 
 
-def first_of(values: Iterable[_T], accept: Callable[[_T], bool]) -> _T | None:
-    for value in values:
-        if accept(value):
-            return value
-    return None
-
-
 __all__ = [
     "ParsedRequest",
     "ServerBlockWatch",
@@ -195,7 +188,6 @@ __all__ = [
     "WireRequestError",
     "carried_fields",
     "field",
-    "first_of",
     "json_arguments",
     "prompt_tokens",
     "required",

@@ -78,19 +78,27 @@ async def test_calls_after_the_drift_go_live_and_unreached_calls_are_dropped(tmp
         scope.assert_consumed()
 
 
-async def test_fewer_calls_drop_the_rest_and_an_exception_changes_nothing(tmp_path, live):
+async def test_fewer_calls_without_a_drift_keep_the_file_and_an_exception_changes_nothing(tmp_path, live):
+    from openprogram.providers.replay import ReplayMismatch
+
     path = tmp_path / "agent.jsonl"
     with use_recording(path, "update"):
         await run(["a", "b"])
-    with use_recording(path, "update"):
-        await run(["a"])
-    assert requests_in(path) == ["a"] and len(live.calls) == 2
-
     before = path.read_bytes()
-    with pytest.raises(RuntimeError), use_recording(path, "update"):
+    with use_recording(path, "update") as scope:
+        await run(["a"])  # stops early (--max-turns, an early return): nothing drifted
+        with pytest.raises(ReplayMismatch, match="remaining_calls"):
+            scope.assert_consumed()  # the unused call is still said
+    assert path.read_bytes() == before and len(live.calls) == 2
+    assert scope.update.report.message.endswith("left unchanged: nothing drifted (1 call replayed)")
+
+    with pytest.raises(RuntimeError), use_recording(path, "update") as scope:
         await run(["a", "new"])
         raise RuntimeError("the test failed")
     assert path.read_bytes() == before
+    assert scope.update.report.message.endswith(
+        "left unchanged: the run ended with an exception (RuntimeError); its 1 new call was not kept"
+    )
     assert sorted(p.name for p in tmp_path.iterdir()) == ["agent.jsonl"]  # no temporary left
 
 

@@ -44,6 +44,21 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    return _settled(_run(argv))
+
+
+def _settled(exit_status: int) -> int:
+    """Settle an ``update`` run of this process with the status the command ends with (a run
+    that failed leaves its recording as it was; a rewrite that failed turns 0 into 1). Only a
+    command that started the provider runtime has one to settle."""
+    runtime = sys.modules.get("openprogram.providers.initialization")
+    if runtime is None:
+        return exit_status
+    settled: int = runtime.finish_process_update(exit_status)
+    return settled
+
+
+def _run(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.profile:

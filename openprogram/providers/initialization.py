@@ -191,20 +191,25 @@ def _install_for(plan: ActivationPlan) -> None:
     assert path is not None  # a record, replay or update plan that is not blocked names its file
 
     if plan.mode == UPDATE:
-        import atexit
+        from ..recordings.store.updating import UpdateSession, watch_process
 
-        from ..recordings.store.updating import UpdateSession
-
+        # Claims the file at once: a file another process records into or updates blocks
+        # this one with a diagnosis naming that process.
         session = UpdateSession(path, ignore=plan.ignore, normalize=plan.normalize)
 
         def update_transform(api: str, original: ApiProvider) -> ApiProvider:
             provider: ApiProvider = session.provider_for(api, original)
             return provider
 
-        configure_provider_transform(update_transform)
-        # The process is the scope: the file is rewritten when it exits normally (a process
-        # killed hard leaves the recording as it was).
-        atexit.register(session.finish, True)
+        try:
+            configure_provider_transform(update_transform)
+        except BaseException:
+            session.finish("no call (the runtime could not install it)")
+            raise
+        # The process is the run: the file is settled when the process ends, and only a
+        # drifted run that ends normally (no exception, no signal, exit status 0) rewrites it
+        # (docs/recordings-cli.md, "Where things live").
+        watch_process(session)
     elif plan.mode == RECORD:
         from ..recordings.file.sink import RecordingSink
         from ..recordings.record.recorder import RecordingProvider
@@ -216,9 +221,9 @@ def _install_for(plan: ActivationPlan) -> None:
 
         configure_provider_transform(record_transform)
     else:
-        from ..recordings.replay.replayer import ReplayProvider
+        from ..recordings.store.sessions import ChoosingReplayProvider
 
-        replay = ReplayProvider(path, ignore=plan.ignore, normalize=plan.normalize)
+        replay = ChoosingReplayProvider(path, ignore=plan.ignore, normalize=plan.normalize)
 
         def replay_transform(api: str, original: ApiProvider) -> ApiProvider:
             return replay
@@ -263,6 +268,22 @@ def _redacted(text: str) -> str:
     except ImportError:  # pragma: no cover - redaction ships with the package
         return text
     return redact_text(text)
+
+
+def finish_process_update(exit_status: int) -> int:
+    """Settle the process's ``update`` run (if any) with the exit status the process is about
+    to end with, and return the status to end with: 1 instead of 0 when the rewrite was due and
+    failed (the old file is kept, and the message says where the new calls are). The
+    ``openprogram`` command calls it before it returns; any other program is settled when it
+    exits."""
+    if _snapshot is None or _snapshot.mode != "update":
+        return exit_status
+    from ..recordings.store.updating import finish_process_update as settle
+
+    report = settle(exit_status)
+    if report is not None and report.failed is not None and exit_status == 0:
+        return 1
+    return exit_status
 
 
 def _reset_runtime_for_tests() -> None:

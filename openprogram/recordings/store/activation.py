@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...state import load_config
 from .store import (
+    FILE_MODES,
     MISSING,
     VALID_MODES,
     SelectorError,
@@ -94,12 +95,19 @@ class ActivationPlan:
     def blocked(self) -> bool:
         return self.mode == BLOCKED
 
+    @property
+    def active_path(self) -> Path | None:
+        """The recording the next start records into, replays or updates (blocked or not):
+        the one file ``delete`` and ``prune`` must not remove and ``list`` marks active. Off
+        mode keeps a selector but uses no file."""
+        return self.path if self.configured_mode in FILE_MODES else None
+
     def blocked_by(self, problem: str, reason: str, *fixes: str) -> ActivationPlan:
         """This plan, blocked: ``recordings off`` is always among the fixes (last unless given)."""
         return dataclasses.replace(
             self,
             mode=BLOCKED,
-            file_usable=False if self.configured_mode in (RECORD, REPLAY) else None,
+            file_usable=False if self.configured_mode in FILE_MODES else None,
             problem=problem,
             reason=reason,
             fixes=tuple(dict.fromkeys([*fixes, FIX_OFF])),
@@ -109,6 +117,10 @@ class ActivationPlan:
         """This plan, blocked by what opening or reading its file raised (by the error's
         ``kind``, never by its wording). The runtime uses it for a file that fails when it
         opens it, so it reports exactly what ``recordings status`` would."""
+        from ..file.writer_lock import RecordingBusyError
+
+        if isinstance(error, RecordingBusyError):
+            return self.blocked_by("busy_file", str(error), f"{CMD} status")
         if error.kind in ("unreadable", "missing"):
             fixes = [f"chmod 600 {self.path}", FIX_RECORD]
         elif error.kind == "interrupted":
@@ -156,6 +168,34 @@ def plan_activation(
         )
     if mode == OFF:
         return _off_plan(plan, selector, profile)
+    if selector is not None and not isinstance(selector, str):
+        return plan.blocked_by(
+            "invalid_id",
+            f"record_replay.file must be a recording ID or a path (a JSON string), not {selector!r}",
+            FIX_RECORD,
+            FIX_REPLAY,
+        )
+    if not isinstance(selector, str) or not selector.strip():
+        return plan.blocked_by(
+            "empty_selector",
+            f"record_replay.mode is {mode} but record_replay.file is empty",
+            FIX_RECORD,
+            FIX_REPLAY,
+        )
+    if mode in (RECORD, UPDATE) and not is_managed_id(selector):
+        return plan.blocked_by(
+            "path_selector_in_record_mode",
+            f"{mode} mode needs a managed recording ID, not a path ('{selector}')",
+            FIX_RECORD,
+            f"{CMD} replay {selector}",
+        )
+    try:
+        path = resolve_selector(selector, mode=mode, profile=profile)
+    except SelectorError as error:
+        return plan.blocked_by("invalid_id", str(error), FIX_RECORD, FIX_REPLAY)
+    # The file is known from here on, so a plan blocked below still names it (its
+    # ``active_path`` keeps ``delete`` away from it).
+    plan = dataclasses.replace(plan, path=path, managed_id=managed_id_of(path, profile))
     # Replay's volatile-value settings (unused when off).
     subtree = config.get("record_replay")
     if isinstance(subtree, dict) and ("ignore" in subtree or "normalize" in subtree):
@@ -182,32 +222,6 @@ def plan_activation(
                 "invalid_secret_env", f"record_replay.secret_env: {problem}", "openprogram config unset record_replay.secret_env"
             )
         plan = dataclasses.replace(plan, secret_env=tuple(names))
-    if selector is not None and not isinstance(selector, str):
-        return plan.blocked_by(
-            "invalid_id",
-            f"record_replay.file must be a recording ID or a path (a JSON string), not {selector!r}",
-            FIX_RECORD,
-            FIX_REPLAY,
-        )
-    if not isinstance(selector, str) or not selector.strip():
-        return plan.blocked_by(
-            "empty_selector",
-            f"record_replay.mode is {mode} but record_replay.file is empty",
-            FIX_RECORD,
-            FIX_REPLAY,
-        )
-    if mode in (RECORD, UPDATE) and not is_managed_id(selector):
-        return plan.blocked_by(
-            "path_selector_in_record_mode",
-            f"{mode} mode needs a managed recording ID, not a path ('{selector}')",
-            FIX_RECORD,
-            f"{CMD} replay {selector}",
-        )
-    try:
-        path = resolve_selector(selector, mode=mode, profile=profile)
-    except SelectorError as error:
-        return plan.blocked_by("invalid_id", str(error), FIX_RECORD, FIX_REPLAY)
-    plan = dataclasses.replace(plan, path=path, managed_id=managed_id_of(path, profile))
     if mode == RECORD:
         return _check_record_target(plan, check_file)
     absence = absence_of(path) if mode == UPDATE else None
@@ -227,6 +241,12 @@ def secret_env_problem(names: Any) -> str | None:
     if bad:
         return f"{bad[0]!r} is not an environment variable name (letters, digits and _; not starting with a digit)"
     return None
+
+
+def active_recording(config: dict[str, Any], profile: str | None = None) -> Path | None:
+    """The recording the configuration makes active (see :attr:`ActivationPlan.active_path`):
+    the runtime, ``status``, ``list`` and ``delete`` all take it from here."""
+    return plan_activation(config, profile, check_file=False).active_path
 
 
 def load_activation_plan(profile: str | None = None, *, check_file: bool = True) -> ActivationPlan:

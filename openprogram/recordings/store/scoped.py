@@ -50,8 +50,12 @@ class RecordingScope:
         return len(self._wrapped)
 
     def assert_consumed(self) -> None:
+        """Raise :class:`~..replay.differences.ReplayMismatch` when recorded calls were left
+        unused (replay; update, when nothing drifted: the file then stays as it was)."""
         if self.replay_provider is not None:
             self.replay_provider.assert_consumed()
+        if self.update is not None:
+            self.update.assert_consumed()
 
     def route(self, api: str, original: Any) -> Any:
         """The registry's scoped lookup: every api to the one replayer, or each vendor
@@ -88,7 +92,8 @@ def use_recording(
     first) and never touches a vendor provider or a credential; ``mode="record"`` wraps the
     real providers and appends every call to ``path``; ``mode="update"`` replays the calls
     that match and records from the first that drifts, then rewrites ``path`` with both when
-    the block ends without an exception (see :mod:`.updating`). ``ignore`` (field path patterns) and
+    the block ends without an exception, and only when a call drifted (see :mod:`.updating`;
+    the outcome is ``scope.update.report``). ``ignore`` (field path patterns) and
     ``normalize`` (``(regex, replacement)`` pairs) make replay overlook volatile values in
     requests (see :mod:`.volatile`); they are checked in every mode, so a typo fails at once.
     ``values`` (``{name: text}``: a temporary folder, a port) are run-specific texts: the file
@@ -113,9 +118,9 @@ def use_recording(
     declared = check_declared_secrets(secrets)  # raises ValueError for a bad value
     scope = RecordingScope(Path(path), mode)
     if mode == "replay":
-        from ..replay.replayer import ReplayProvider
+        from .sessions import ChoosingReplayProvider
 
-        scope.replay_provider = ReplayProvider(path, ignore=ignore, normalize=normalize, values=values)
+        scope.replay_provider = ChoosingReplayProvider(path, ignore=ignore, normalize=normalize, values=values)
     elif mode == "update":
         from .updating import UpdateSession
 
@@ -125,14 +130,20 @@ def use_recording(
 
         scope.sink = RecordingSink(path)
     token = _scoped_route.set(scope.route)
-    succeeded = False
+    ended: str | None = "an interruption"
     try:
         with use_run_values(values), use_declared_secrets(declared):
             yield scope
-        succeeded = True
+        ended = None
+    except BaseException as error:
+        from .updating import ended_by
+
+        ended = ended_by(type(error))
+        raise
     finally:
         _scoped_route.reset(token)
         if scope.sink is not None:
             scope.sink.close()
         if scope.update is not None:
-            scope.update.finish(succeeded)
+            scope.update.finish(ended)  # the report stays on scope.update.report
+

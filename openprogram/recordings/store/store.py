@@ -11,14 +11,21 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 from ...state import ConfigError, check_private_dir, ensure_private_dir, state_dir
 
 RECORDINGS_FOLDER = "recordings"
+#: Where ``recordings view`` writes pages by default: in the state folder, never among
+#: recordings that may be committed (``docs/recordings-cli.md``, ``view``).
+REPORTS_FOLDER = "reports"
 RECORDING_SUFFIX = ".jsonl"
 RECORDING_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-VALID_MODES = ("off", "record", "replay", "update")
+#: The ``record_replay.mode`` values: the one list every module takes them from.
+RecordMode = Literal["off", "record", "replay", "update"]
+VALID_MODES: tuple[RecordMode, ...] = get_args(RecordMode)
+#: The modes that use a recording file (the file is then "the active recording").
+FILE_MODES: tuple[RecordMode, ...] = ("record", "replay", "update")
 
 
 class SelectorError(ConfigError):
@@ -32,6 +39,20 @@ def recordings_dir(profile: str | None = None) -> Path:
 def ensure_recordings_dir(profile: str | None = None) -> Path:
     """The managed folder, created 0700 (with the state folder) when missing."""
     return ensure_private_dir(checked_recordings_dir(profile))
+
+
+def reports_dir(profile: str | None = None) -> Path:
+    return state_dir(profile) / REPORTS_FOLDER
+
+
+def ensure_reports_dir(profile: str | None = None) -> Path:
+    """The reports folder, created 0700 (pages hold prompts and outputs) and checked like the
+    managed folder: a real folder of this user, never a symbolic link."""
+    folder = reports_dir(profile)
+    try:
+        return ensure_private_dir(folder)
+    except ConfigError as error:
+        raise ConfigError(f"reports folder: {error}") from None
 
 
 def checked_recordings_dir(profile: str | None = None) -> Path:

@@ -131,3 +131,49 @@ def test_a_corrupt_file_does_not_suggest_recover(isolated_home):
     shown = recordings(isolated_home, "show", "corrupt")
     assert shown.returncode == 1 and "at line 2" in shown.stderr
     assert "recover" not in shown.stderr
+
+
+def test_a_dry_run_writes_nothing_beside_the_recording(isolated_home, crashed, monkeypatch):
+    """The repair is checked in a private temporary folder, so a dry run works where the
+    recording's folder cannot be written, and leaves nothing there even while it runs."""
+    from openprogram.recordings.store import recovery
+
+    folder = crashed.parent
+    real_open = os.open
+
+    def no_new_file_in_the_folder(path, flags, *args, **kwargs):
+        if flags & os.O_CREAT and os.path.dirname(os.path.abspath(path)) == str(folder):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", no_new_file_in_the_folder)
+    plan = recovery.plan_recovery(crashed)
+    assert plan.needed and plan.describe()[-1] == "close call 1 as abandoned after its 2 event(s)"
+    assert plan.describe()[0].startswith("drop the torn last line")
+
+
+def test_a_folder_that_cannot_be_written_is_one_line_and_the_file_is_unchanged(isolated_home, crashed, monkeypatch, capsys):
+    from openprogram.cli.main import main
+    from openprogram.recordings.store import recovery
+
+    def refused(*args, **kwargs):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(recovery, "replace_atomically", refused)
+    before = crashed.read_bytes()
+    assert main(["recordings", "recover", str(crashed), "--yes"]) == 1
+    stderr = capsys.readouterr().err
+    assert f"the folder {crashed.parent} cannot be written (Permission denied)" in stderr
+    assert "nothing was changed" in stderr and "Traceback" not in stderr
+    assert crashed.read_bytes() == before
+
+
+def test_recover_removes_what_killed_rewrites_left(isolated_home, crashed):
+    import time
+
+    leftover = crashed.with_name(".crashed.jsonl.k1ll3d.tmp")
+    leftover.write_text("half a rewrite\n")
+    old = time.time() - 600
+    os.utime(leftover, (old, old))
+    assert recordings(isolated_home, "recover", "crashed", "--yes").returncode == 0
+    assert sorted(os.listdir(crashed.parent)) == ["crashed.jsonl"]

@@ -55,3 +55,30 @@ def test_a_hand_edited_bad_rule_blocks_with_a_diagnosis(isolated_home):
         json.dumps({"record_replay": {"mode": "off", "normalize": [["(", "x"]]}})
     )
     assert json.loads(openprogram(isolated_home, "recordings", "status", "--json").stdout)["blocked"] is False
+
+
+def test_a_replacement_with_a_bad_group_reference_is_refused_at_config_set(isolated_home):
+    for rule, reason in [
+        ([r"(\d+)", r"<\9>"], "invalid group reference 9"),
+        ([r"\d+", r"\g<number>"], "unknown group name 'number'"),
+        ([r"\d+", r"\q"], r"bad escape \q"),
+    ]:
+        result = openprogram(isolated_home, "config", "set", "record_replay.normalize", json.dumps([rule]))
+        assert result.returncode == 2, result.stderr
+        assert "record_replay.normalize" in result.stderr and reason in result.stderr
+        assert "nothing was written" in result.stderr and "Traceback" not in result.stderr
+        assert not (isolated_home / "config.json").exists()
+    good = openprogram(isolated_home, "config", "set", "record_replay.normalize", json.dumps([[r"(?P<n>\d+)", r"<\g<n>>"]]))
+    assert good.returncode == 0, good.stderr
+
+
+def test_a_hand_edited_bad_replacement_blocks_instead_of_crashing_every_replay(isolated_home):
+    assert openprogram(isolated_home, "recordings", "record", "--name", "dated").returncode == 0
+    assert openprogram(isolated_home, "run", "hello 2026").returncode == 0
+    (isolated_home / "config.json").write_text(
+        json.dumps({"record_replay": {"mode": "replay", "file": "dated", "normalize": [[r"(\d+)", r"\9"]]}})
+    )
+    status = json.loads(openprogram(isolated_home, "recordings", "status", "--json").stdout)
+    assert status["problem"] == "invalid_volatile" and "invalid group reference 9" in status["reason"]
+    run = openprogram(isolated_home, "run", "hello 2026")
+    assert run.returncode == 1 and "Traceback" not in run.stderr and "record_replay.normalize" in run.stderr

@@ -75,10 +75,33 @@ def _compile_rules(rules: Iterable[Sequence[str]]) -> list[tuple[re.Pattern[str]
             )
         regex, replacement = rule
         try:
-            compiled.append((re.compile(regex), replacement))
+            pattern = re.compile(regex)
         except re.error as error:
             raise ValueError(f"normalize rule {position}: invalid regex {regex!r}: {error}") from None
+        _check_replacement(position, regex, pattern, replacement)
+        compiled.append((pattern, replacement))
     return compiled
+
+
+def _check_replacement(position: int, regex: str, pattern: re.Pattern[str], replacement: str) -> None:
+    """Refuse a replacement ``re.sub`` would refuse, now rather than at every later replay: a
+    group the regex does not have (``\\9``, ``\\g<name>``) or an unknown escape (``\\q``).
+
+    ``re`` checks a replacement only when it first substitutes a match, so it is expanded here
+    against a match of the same groups: the regex with an empty alternative after it (on a line
+    of its own, so a verbose regex's trailing comment cannot swallow it) matches the empty
+    string, with every group unset (which expands to nothing)."""
+    try:
+        probe = re.compile(f"{regex}\n|", pattern.flags).match("")
+        assert probe is not None  # the empty alternative always matches
+        probe.expand(replacement)
+    except (re.error, IndexError) as error:
+        message = re.sub(r" at position \d+$", "", str(error))
+        raise ValueError(
+            f"normalize rule {position}: replacement {replacement!r} cannot be used with regex "
+            f"{regex!r}: {message} (the regex has {pattern.groups} group(s); write \\\\ for a "
+            "backslash)"
+        ) from None
 
 
 class RequestFilter:

@@ -17,14 +17,13 @@ mouth. The file is replaced atomically, keeping its mode. See ``docs/file-format
 
 from __future__ import annotations
 
-import contextlib
 import os
 import stat
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..file.atomic import replace_atomically
+from ..file.atomic import remove_leftovers, replace_atomically
 from ..file.format import (
     CALL_END,
     EVENT,
@@ -102,9 +101,21 @@ def plan_recovery(path: str | os.PathLike[str]) -> RecoveryPlan:
 
 
 def apply_recovery(plan: RecoveryPlan) -> None:
-    """Replace the file with the repaired text, atomically, keeping its mode."""
-    if plan.needed:
+    """Replace the file with the repaired text, atomically, keeping its mode (after removing
+    what killed rewrites left beside it); raise :class:`RecordingFileError` naming the folder
+    when it cannot be written, the file unchanged."""
+    if not plan.needed:
+        return
+    remove_leftovers(plan.path)
+    try:
         replace_atomically(plan.path, plan.repaired, plan.mode)
+    except OSError as error:
+        raise RecordingFileError(
+            plan.path,
+            f"cannot write the repaired file beside it: the folder {plan.path.parent} cannot be written "
+            f"({error.strerror or error}); make it writable, or copy the file to a folder you can write",
+            kind="unreadable",
+        ) from None
 
 
 def _read_regular_file(path: Path) -> tuple[bytes, int]:
@@ -127,12 +138,22 @@ def _read_regular_file(path: Path) -> tuple[bytes, int]:
 
 
 def _check_strictly(plan: RecoveryPlan) -> None:
-    """Run the strict reader on the repaired text (in a private temporary file beside the
-    recording); its error, naming the line, is the refusal."""
+    """Run the strict reader on the repaired text; its error, naming the line, is the refusal.
+
+    The reader reads files, so the text goes to a private temporary folder (0700, removed at
+    once), never beside the recording: a dry run writes nothing there, and a folder that cannot
+    be written does not stop it."""
     from ..file.reader import read_recording_file
 
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{plan.path.name}.", suffix=".check", dir=plan.path.parent)
     try:
+        folder = tempfile.TemporaryDirectory(prefix="openprogram-recover-")
+    except OSError as error:
+        raise RecordingFileError(
+            plan.path, f"cannot check the repair: no temporary folder can be made ({error.strerror or error})", kind="unreadable"
+        ) from None
+    with folder as name:
+        temporary = Path(name) / plan.path.name
+        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(plan.repaired)
         try:
@@ -146,6 +167,3 @@ def _check_strictly(plan: RecoveryPlan) -> None:
                 error.call_index,
                 kind=error.kind,
             ) from None
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)

@@ -1,12 +1,14 @@
-"""``openprogram recordings status|record|replay|off|list|show|delete|prune|recover``.
+"""``openprogram recordings VERB``: record and replay model calls, and manage recordings.
 
-These commands manage files and configuration directly and never initialise the provider
-runtime, so they work whatever the configuration holds: they are how a user recovers from a
-record/replay setting that blocks every provider call. ``status`` prints the activation plan
-(:mod:`openprogram.recordings.store.activation`), the same one the runtime acts on. They also start
-fast: at load time this module imports only the standard library and the light state, store
-and activation modules, and pydantic (through the strict reader) only when a command has to
-read a recording.
+Every verb is one handler registered together with its arguments by :func:`verb`
+(``openprogram recordings --help`` lists them). The handlers parse and print; what is active,
+what may be deleted, what a folder holds and how a file is repaired are the library's
+(:mod:`openprogram.recordings.store`). These commands manage files and configuration directly
+and never initialise the provider runtime, so they work whatever the configuration holds: they
+are how a user recovers from a record/replay setting that blocks every provider call. They also
+start fast: at load time this module imports only the standard library and the light state,
+store and activation modules, and pydantic (through the strict reader) only when a command has
+to read a recording.
 
 Every change is all-or-nothing: configuration changes go through one locked transaction, and a
 file created for that change is removed again if the transaction fails.
@@ -17,14 +19,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
-import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openprogram.recordings.store.activation import CMD, FIX_OFF, recover_hint
+from openprogram.recordings.store.activation import CMD, recover_hint
 
 from .errors import EXIT_FAILURE, EXIT_USAGE, CliError
 from .recordings_render import NEXT_START
@@ -35,7 +37,35 @@ if TYPE_CHECKING:  # imported where used, so that these commands start fast
     from openprogram.recordings.store.recovery import RecoveryPlan
 
 FIX_LIST = f"{CMD} list"
-MUTATING_VERBS = frozenset({"record", "replay", "off", "delete", "prune", "recover"})
+
+Handler = Callable[[argparse.Namespace], int]
+Arguments = Callable[[argparse.ArgumentParser], None]
+
+
+@dataclass(frozen=True)
+class Verb:
+    """One ``recordings`` verb: its help, its arguments, its handler, and whether it changes
+    files or configuration (then a failure says that nothing was changed)."""
+
+    name: str
+    help: str
+    handler: Handler
+    arguments: Arguments
+    mutating: bool = False
+
+
+#: The verbs, in the order ``--help`` lists them.
+VERBS: dict[str, Verb] = {}
+
+
+def verb(name: str, help: str, *, arguments: Arguments | None = None, mutating: bool = False) -> Callable[[Handler], Handler]:
+    """Register the decorated handler as the verb ``name``, with its arguments."""
+
+    def register(handler: Handler) -> Handler:
+        VERBS[name] = Verb(name, help, handler, arguments or (lambda parser: None), mutating)
+        return handler
+
+    return register
 
 
 def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -49,68 +79,17 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     verbs = parser.add_subparsers(dest="verb", metavar="VERB")
     verbs.required = True
-
-    status = verbs.add_parser("status", help="show the record/replay setting and whether it works")
-    status.add_argument("--json", action="store_true", help="print the stable JSON schema")
-
-    record = verbs.add_parser("record", help="create a recording and record into it from the next start")
-    record.add_argument("--name", metavar="NAME", help="recording ID (default: rec-YYYYmmdd-HHMMSS)")
-
-    replay = verbs.add_parser("replay", help="replay a recording from the next start (validated first)")
-    replay.add_argument("selector", metavar="ID-or-PATH")
-
-    verbs.add_parser("off", help="turn record/replay off (the last recording stays selected)")
-
-    list_ = verbs.add_parser("list", help="list the managed recordings")
-    list_.add_argument("--json", action="store_true", help="print the stable JSON schema")
-
-    show = verbs.add_parser("show", help="describe a recording call by call (no content)")
-    show.add_argument("selector", metavar="ID-or-PATH")
-    show.add_argument("--json", action="store_true", help="print the stable JSON schema")
-    show.add_argument(
-        "--content", action="store_true", help="print the redacted JSONL (prompts and outputs!)"
-    )
-    show.add_argument(
-        "--conversation",
-        action="store_true",
-        help="render the recorded session as a conversation (prompts and outputs!)",
-    )
-
-    diff = verbs.add_parser(
-        "diff", help="compare two recordings call by call (exit 0 same, 1 different, 2 invalid)"
-    )
-    diff.add_argument("a", metavar="A", help="recording ID or path")
-    diff.add_argument("b", metavar="B", help="recording ID or path")
-    diff.add_argument("--json", action="store_true", help="print the stable JSON schema")
-
-    view = verbs.add_parser(
-        "view", help="write the recording as one self-contained HTML page (prompts and outputs!)"
-    )
-    view.add_argument("selector", metavar="ID-or-PATH")
-    view.add_argument(
-        "--against", metavar="ID-or-PATH", help="compare with this recording, call by call"
-    )
-    view.add_argument(
-        "--output", metavar="FILE", help="where to write the page (default: beside the recording)"
-    )
-
-    delete = verbs.add_parser("delete", help="delete a managed recording")
-    delete.add_argument("id", metavar="ID")
-    delete.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
-
-    prune = verbs.add_parser("prune", help="delete managed recordings not modified for N days")
-    prune.add_argument("--older-than-days", type=_non_negative_int, required=True, metavar="N")
-    prune.add_argument("--dry-run", action="store_true", help="only show what would be deleted")
-    prune.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
-
-    recover = verbs.add_parser(
-        "recover", help="repair a recording whose writer died (torn last line, calls without a call_end)"
-    )
-    recover.add_argument("selector", metavar="ID-or-PATH")
-    recover.add_argument("--dry-run", action="store_true", help="only show what would change")
-    recover.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
-
+    for entry in VERBS.values():
+        entry.arguments(verbs.add_parser(entry.name, help=entry.help))
     parser.set_defaults(handler=run)
+
+
+def _json_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print the stable JSON schema")
+
+
+def _confirm_flag(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
 
 
 def _non_negative_int(text: str) -> int:
@@ -126,12 +105,12 @@ def _non_negative_int(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from openprogram.config import ConfigError
 
-    handler = VERBS[args.verb]
+    entry = VERBS[args.verb]
     try:
-        return handler(args)
+        return entry.handler(args)
     except ConfigError as error:
         usage = "invalid profile name" in str(error)
-        suffix = "; nothing was changed" if args.verb in MUTATING_VERBS else ""
+        suffix = "; nothing was changed" if entry.mutating else ""
         raise CliError(f"{error}{suffix}", EXIT_USAGE if usage else EXIT_FAILURE) from None
 
 
@@ -148,6 +127,7 @@ def _check_id_argument(recording_id: str) -> str:
 # ============================================================================ status
 
 
+@verb("status", "show the record/replay setting and whether it works", arguments=_json_flag)
 def run_status(args: argparse.Namespace) -> int:
     """Print the activation plan: the same one the runtime and ``config set`` act on."""
     from openprogram import state
@@ -166,6 +146,11 @@ def run_status(args: argparse.Namespace) -> int:
 # ============================================================================ record / replay / off
 
 
+def _record_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--name", metavar="NAME", help="recording ID (default: rec-YYYYmmdd-HHMMSS)")
+
+
+@verb("record", "create a recording and record into it from the next start", arguments=_record_arguments, mutating=True)
 def run_record(args: argparse.Namespace) -> int:
     from openprogram import config
     from openprogram.recordings.store.store import (
@@ -210,31 +195,26 @@ def _generated_id(folder: Path) -> str:
 
 
 def _create_header_only(path: Path, recording_id: str) -> None:
-    """Create the file exclusively (0600, never through a symlink, never over anything), then
-    let the sink write its header: the format is written in one place only."""
+    """Create the recording holding only its header (:func:`~openprogram.recordings.store.managed.create_empty_recording`)."""
     from openprogram.recordings.file.format import RecordingFileError
+    from openprogram.recordings.store.managed import create_empty_recording
 
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        create_empty_recording(path)
     except FileExistsError:
         raise CliError(
             f"recording file {path}: already exists; choose another --name, or delete it first "
             f"with '{CMD} delete {recording_id}'"
         ) from None
-    except OSError as error:
-        raise CliError(f"recording file {path}: cannot create: {error.strerror}") from None
-    try:
-        os.fchmod(fd, 0o600)
-    finally:
-        os.close(fd)
-    try:
-        from openprogram.recordings.file.sink import RecordingSink
-
-        RecordingSink(path).close()
     except RecordingFileError as error:
         raise CliError(str(error)) from None
 
 
+def _selector_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("selector", metavar="ID-or-PATH")
+
+
+@verb("replay", "replay a recording from the next start (validated first)", arguments=_selector_argument, mutating=True)
 def run_replay(args: argparse.Namespace) -> int:
     from openprogram import config
     from openprogram.recordings.file.format import RecordingFileError
@@ -265,6 +245,7 @@ def run_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+@verb("off", "turn record/replay off (the last recording stays selected)", mutating=True)
 def run_off(args: argparse.Namespace) -> int:
     from openprogram import config
     from openprogram.recordings.store.store import record_replay_settings
@@ -291,8 +272,23 @@ def _set_record_replay(current: dict[str, Any], *, mode: str, file: str | None =
 # ============================================================================ list / show
 
 
+def _list_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "folder",
+        metavar="FOLDER",
+        nargs="?",
+        help="list the recordings below this folder (a test suite's recordings/) instead of the managed ones",
+    )
+    _json_flag(parser)
+
+
+@verb("list", "list the managed recordings, or those below a folder", arguments=_list_arguments)
 def run_list(args: argparse.Namespace) -> int:
+    if args.folder is not None:
+        return _list_folder(Path(args.folder), args.json)
     from openprogram import config
+    from openprogram.recordings.store.activation import active_recording
+    from openprogram.recordings.store.managed import managed_entries, same_file
     from openprogram.recordings.store.store import record_replay_settings, recordings_dir
     from openprogram.recordings.views import inspection
 
@@ -300,13 +296,17 @@ def run_list(args: argparse.Namespace) -> int:
 
     current = config.load_config()
     mode, selector = record_replay_settings(current)
-    active = _active_path(current)
+    active = active_recording(current)
     folder = recordings_dir()
+    try:
+        entries = managed_entries(folder)
+    except OSError as error:
+        raise CliError(f"cannot list {folder}: {error.strerror}") from None
     infos = [
-        inspection.inspect_recording(path, recording_id, managed=recording_id is not None, active=_same(path, active))
-        for path, recording_id in _folder_entries(folder)
+        inspection.inspect_recording(path, recording_id, managed=recording_id is not None, active=same_file(path, active))
+        for path, recording_id in entries
     ]
-    if active is not None and not any(info.active for info in infos):
+    if active is not None and not any(info.active for info in infos) and os.path.lexists(active):
         infos.append(inspection.inspect_recording(active, None, managed=False, active=True))
     now = render.now()
     if args.json:
@@ -318,26 +318,37 @@ def run_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _folder_entries(folder: Path) -> list[tuple[Path, str | None]]:
-    """``*.jsonl`` entries of the managed folder, sorted, with their ID (None when the name is
-    not a valid ID, so such a file is listed but never treated as managed)."""
-    from openprogram.recordings.store.store import RECORDING_ID_PATTERN, RECORDING_SUFFIX
+def _list_folder(folder: Path, as_json: bool) -> int:
+    """``list FOLDER``: every recording below it (:mod:`openprogram.recordings.store.listing`)."""
+    from openprogram.recordings.store.listing import list_folder
+
+    from . import recordings_render as render
 
     try:
-        names = sorted(os.listdir(folder))
-    except FileNotFoundError:
-        return []
+        rows = list_folder(folder)
     except OSError as error:
-        raise CliError(f"cannot list {folder}: {error.strerror}") from None
-    entries = []
-    for name in names:
-        if not name.endswith(RECORDING_SUFFIX) or name.startswith("."):
-            continue
-        stem = name[: -len(RECORDING_SUFFIX)]
-        entries.append((folder / name, stem if RECORDING_ID_PATTERN.match(stem) else None))
-    return entries
+        usage = isinstance(error, FileNotFoundError | NotADirectoryError)
+        raise CliError(f"cannot list {folder}: {error.strerror or error}", EXIT_USAGE if usage else EXIT_FAILURE) from None
+    now = render.now()
+    if as_json:
+        _print_json(render.folder_json(folder, rows, now))
+    elif not rows:
+        _say(f"no recordings below {folder}")
+    else:
+        print(render.render_folder(rows, now))
+    return 0
 
 
+def _show_arguments(parser: argparse.ArgumentParser) -> None:
+    _selector_argument(parser)
+    _json_flag(parser)
+    parser.add_argument("--content", action="store_true", help="print the redacted JSONL (prompts and outputs!)")
+    parser.add_argument(
+        "--conversation", action="store_true", help="render the recorded session as a conversation (prompts and outputs!)"
+    )
+
+
+@verb("show", "describe a recording call by call (no content)", arguments=_show_arguments)
 def run_show(args: argparse.Namespace) -> int:
     from openprogram import config
     from openprogram.recordings.file.format import RecordingFileError
@@ -355,7 +366,7 @@ def run_show(args: argparse.Namespace) -> int:
         recording = inspection.read_recording(path)
     except RecordingFileError as error:
         raise CliError(f"{error}{recover_hint(error)}") from None
-    active = _same(path, _active_path(config.load_config()))
+    active = _is_active(path, config.load_config())
     if args.conversation:
         from openprogram.recordings.views.conversation import render_conversation
 
@@ -396,6 +407,13 @@ def _warn_content() -> None:
     )
 
 
+def _diff_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("a", metavar="A", help="recording ID or path")
+    parser.add_argument("b", metavar="B", help="recording ID or path")
+    _json_flag(parser)
+
+
+@verb("diff", "compare two recordings call by call (exit 0 same, 1 different, 2 invalid)", arguments=_diff_arguments)
 def run_diff(args: argparse.Namespace) -> int:
     """Exit 0 when the recordings agree (apart from non-deterministic fields), 1 when they
     differ, 2 when either is missing or invalid."""
@@ -445,8 +463,24 @@ def _resolve_for_reading(selector: str) -> Path:
     path = resolve_selector(selector, mode="replay")
     absence = absence_of(path)
     if absence is not None:
-        raise CliError(f"recording file {path}: {absence[1]}; see '{FIX_LIST}'")
+        raise CliError(f"recording file {path}: {absence[1]}; {_where_to_look(selector)}")
     return path
+
+
+def _where_to_look(selector: str) -> str:
+    """The hint for a recording that is not there: a test's recording by its path (found below
+    this folder), or the two listings."""
+    import shlex
+
+    from openprogram.recordings.store.listing import recordings_named
+    from openprogram.recordings.store.store import is_managed_id
+
+    if is_managed_id(selector):
+        named = recordings_named(selector, Path.cwd())
+        if named:
+            paths = " or ".join(shlex.quote(os.path.relpath(path)) for path in named)
+            return f"a test's recording is named by its path: {paths}"
+    return f"see '{FIX_LIST}' (managed recordings) or '{FIX_LIST} FOLDER' (a test suite's recordings/)"
 
 
 def _redacted_rows(path: Path) -> Iterator[Any]:
@@ -472,25 +506,37 @@ def _redacted_rows(path: Path) -> Iterator[Any]:
 # ============================================================================ view
 
 
+def _view_arguments(parser: argparse.ArgumentParser) -> None:
+    _selector_argument(parser)
+    parser.add_argument("--against", metavar="ID-or-PATH", help="compare with this recording, call by call")
+    parser.add_argument(
+        "--output",
+        metavar="FILE",
+        help="the .html file to write (default: the profile's reports folder, never beside the recording)",
+    )
+
+
+@verb("view", "write the recording as one self-contained HTML page (prompts and outputs!)", arguments=_view_arguments)
 def run_view(args: argparse.Namespace) -> int:
     """Write the page (docs/recordings-cli.md, ``view``) and print its path."""
+    from openprogram.recordings.store.store import ensure_reports_dir
     from openprogram.recordings.views import view
 
+    output = Path(args.output) if args.output else None
     recording = _read_for_view(args.selector)
     against = _read_for_view(args.against) if args.against is not None else None
-    if against is None:
-        page = view.render_recording_page(recording)
-    else:
-        page = view.render_comparison_page(recording, against)
-    output = Path(args.output) if args.output else view.page_path(
-        recording.path, None if against is None else against.path
-    )
-    if output.is_dir():
-        raise CliError(f"--output {output}: is a folder; name the HTML file to write", EXIT_USAGE)
+    reading = [recording.path] + ([against.path] if against is not None else [])
+    if output is None:
+        output = view.page_path(recording.path, None if against is None else against.path, ensure_reports_dir())
+    try:
+        view.check_output(output, reading)
+    except view.PageOutputError as error:
+        raise CliError(f"{error}; nothing was written", EXIT_USAGE if error.usage else EXIT_FAILURE) from None
+    page = view.render_recording_page(recording) if against is None else view.render_comparison_page(recording, against)
     try:
         view.write_page(page, output)
     except OSError as error:
-        raise CliError(f"--output {output}: cannot write: {error.strerror or error}") from None
+        raise CliError(f"--output {output}: cannot write: {error.strerror or error}; nothing was written") from None
     _warn_content()
     _say(str(output))
     return 0
@@ -512,16 +558,23 @@ def _read_for_view(selector: str) -> Recording:
 # ============================================================================ delete / prune
 
 
+def _delete_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("id", metavar="ID")
+    _confirm_flag(parser)
+
+
+@verb("delete", "delete a managed recording", arguments=_delete_arguments, mutating=True)
 def run_delete(args: argparse.Namespace) -> int:
     from openprogram import config
+    from openprogram.recordings.store.managed import deletion_refusal
 
     path = _managed_target(args.id)
-    refusal = _deletion_refusal(path, config.load_config())
+    refusal = deletion_refusal(path, config.load_config())
     if refusal:
         raise CliError(f"recording file {path}: {refusal}")
     _confirm(args.yes, args.id, f"delete recording '{args.id}' ({path})? type its ID to confirm: ", "delete")
     with config.config_transaction() as current:  # the lock: nothing can activate it meanwhile
-        refusal = _deletion_refusal(path, current)
+        refusal = deletion_refusal(path, current)
         if refusal:
             raise CliError(f"recording file {path}: {refusal}")
         _unlink(path)
@@ -551,66 +604,42 @@ def _managed_target(recording_id: str) -> Path:
     return path
 
 
-def _deletion_refusal(path: Path, current: dict[str, Any]) -> str | None:
-    """Why ``path`` must not be deleted now (the reason, without the path), or None."""
-    from openprogram.recordings.file.writer_lock import is_being_recorded
-
-    try:
-        info = os.lstat(path)
-    except FileNotFoundError:
-        return "does not exist (already deleted?)"
-    if stat.S_ISLNK(info.st_mode):
-        return "is a symbolic link; refusing to delete it (not a managed recording)"
-    if not stat.S_ISREG(info.st_mode):
-        return "is not a regular file; refusing to delete it"
-    if _same(path, _active_path(current)):
-        return f"is the active recording; run '{FIX_OFF}' (or select another) first"
-    if is_being_recorded(path):
-        return "is being recorded into by a running process; refusing to delete it"
-    return None
+def _prune_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--older-than-days", type=_non_negative_int, required=True, metavar="N")
+    parser.add_argument("--dry-run", action="store_true", help="only show what would be deleted")
+    _confirm_flag(parser)
 
 
+@verb("prune", "delete managed recordings not modified for N days", arguments=_prune_arguments, mutating=True)
 def run_prune(args: argparse.Namespace) -> int:
     from openprogram import config
+    from openprogram.recordings.store.managed import deletion_refusal, plan_prune
     from openprogram.recordings.store.store import checked_recordings_dir
 
     from .recordings_render import human_age, now
 
     folder = checked_recordings_dir()
-    cutoff = now() - args.older_than_days * 86400
-    current = config.load_config()
-    old, skipped = [], []
-    for path, recording_id in _folder_entries(folder):
-        try:
-            status = os.lstat(path)
-        except FileNotFoundError:
-            continue
-        if status.st_mtime >= cutoff:
-            continue
-        if recording_id is None:
-            skipped.append((path, "not a valid recording ID; not a managed recording"))
-            continue
-        refusal = _deletion_refusal(path, current)
-        if refusal:
-            skipped.append((path, refusal))
-        else:
-            old.append((path, recording_id, status.st_mtime))
-    for path, why in skipped:
+    try:
+        plan = plan_prune(folder, now() - args.older_than_days * 86400, config.load_config())
+    except OSError as error:
+        raise CliError(f"cannot list {folder}: {error.strerror}") from None
+    for path, why in plan.skipped:
         _say(f"skipping {path}: {why}", file=sys.stderr)
-    if not old:
+    if not plan.old:
         _say(f"nothing to prune: no deletable recording in {folder} is older than {args.older_than_days} days")
         return 0
-    verb = "would delete" if args.dry_run else "deleting"
-    print(f"{verb} {len(old)} recording(s) not modified for more than {args.older_than_days} days:")
-    for _path, recording_id, mtime in old:
+    verb_text = "would delete" if args.dry_run else "deleting"
+    print(f"{verb_text} {len(plan.old)} recording(s) not modified for more than {args.older_than_days} days:")
+    for _path, recording_id, mtime in plan.old:
         print(f"  {recording_id}  ({human_age(now() - mtime)} old)")
     if args.dry_run:
         return 0
-    _confirm(args.yes, str(len(old)), f"type {len(old)} (the number of recordings) to delete them: ", "prune")
+    count = len(plan.old)
+    _confirm(args.yes, str(count), f"type {count} (the number of recordings) to delete them: ", "prune")
     deleted: list[str] = []
     with config.config_transaction() as current:
-        for path, recording_id, _ in old:
-            refusal = _deletion_refusal(path, current)
+        for path, recording_id, _ in plan.old:
+            refusal = deletion_refusal(path, current)
             if refusal:
                 _say(f"skipping {path}: {refusal}", file=sys.stderr)
                 continue
@@ -651,9 +680,22 @@ def _confirm(
 # ============================================================================ recover
 
 
+def _recover_arguments(parser: argparse.ArgumentParser) -> None:
+    _selector_argument(parser)
+    parser.add_argument("--dry-run", action="store_true", help="only show what would change")
+    _confirm_flag(parser)
+
+
+@verb(
+    "recover",
+    "repair a recording whose writer died (torn last line, calls without a call_end)",
+    arguments=_recover_arguments,
+    mutating=True,
+)
 def run_recover(args: argparse.Namespace) -> int:
     """Repair a recording whose writer died (see :mod:`openprogram.recordings.store.recovery`):
     show the repair, then apply it only when confirmed; anything else is refused unchanged."""
+    from openprogram.recordings.file.format import RecordingFileError
     from openprogram.recordings.store.recovery import apply_recovery
 
     path = _recover_target(args.selector)
@@ -670,7 +712,10 @@ def run_recover(args: argparse.Namespace) -> int:
     _confirm(args.yes, "yes", f"rewrite {path}? type yes to confirm: ", "recover", "nothing was changed")
     if _recovery_plan(path).repaired != plan.repaired:  # a writer appeared, or the file changed
         raise CliError(f"recording file {path}: changed while recover was asking; nothing was changed, run recover again")
-    apply_recovery(plan)
+    try:
+        apply_recovery(plan)
+    except RecordingFileError as error:
+        raise CliError(f"{error}; nothing was changed") from None
     _say(f"recovered {path}: the strict reader now accepts it")
     return 0
 
@@ -715,33 +760,13 @@ def _recovery_plan(path: Path) -> RecoveryPlan:
 # ============================================================================ shared
 
 
-def _active_path(current: dict[str, Any]) -> Path | None:
-    """The file record or replay would use at the next start, if any."""
-    from openprogram.recordings.store.store import (
-        SelectorError,
-        record_replay_settings,
-        resolve_selector,
-    )
+def _is_active(path: Path, current: dict[str, Any]) -> bool:
+    """Whether ``path`` is the recording the configuration makes active (the one rule:
+    :func:`openprogram.recordings.store.activation.active_recording`)."""
+    from openprogram.recordings.store.activation import active_recording
+    from openprogram.recordings.store.managed import same_file
 
-    mode, selector = record_replay_settings(current)
-    if mode not in ("record", "replay") or selector is None:  # resolve_selector refuses None too
-        return None
-    try:
-        return resolve_selector(selector, mode=mode)
-    except SelectorError:
-        return None
-
-
-def _same(path: Path, other: Path | None) -> bool:
-    """Whether ``path`` is the file ``other`` names (a symlink to it is not the file itself)."""
-    if other is None:
-        return False
-    if path.absolute() == other.absolute():
-        return True
-    try:
-        return not path.is_symlink() and os.path.samefile(path, other)
-    except OSError:
-        return False
+    return same_file(path, active_recording(current))
 
 
 def _safe_live(path: Path) -> bool:
@@ -766,16 +791,3 @@ def _print_json(data: Any, indent: bool = True) -> None:
     sys.stdout.write(orjson.dumps(data, option=option).decode() + "\n")
 
 
-VERBS: dict[str, Callable[[argparse.Namespace], int]] = {
-    "status": run_status,
-    "record": run_record,
-    "replay": run_replay,
-    "off": run_off,
-    "list": run_list,
-    "show": run_show,
-    "diff": run_diff,
-    "view": run_view,
-    "delete": run_delete,
-    "prune": run_prune,
-    "recover": run_recover,
-}

@@ -1,4 +1,5 @@
-"""How ``openprogram recordings status|list|show|diff`` print for people.
+"""How ``openprogram recordings status|list|show|diff`` print for people (and ``list
+FOLDER``'s rows, from :mod:`openprogram.recordings.store.listing`).
 
 What is printed comes from :mod:`openprogram.recordings.store.activation` (status) and
 :mod:`openprogram.recordings.views.inspection` (list, show), which read the files; this module only
@@ -176,6 +177,32 @@ def render_list(infos: list[RecordingInfo], now: float) -> str:
     if any(info.active for info in infos):
         lines.append("(* = the active recording)")
     return "\n".join(lines)
+
+
+def render_folder(rows: list[Any], now: float) -> str:
+    """``list FOLDER``: one line per recording below the folder, by its path there."""
+    table_rows = [
+        [
+            safe(row.name),
+            row.state,
+            _count(row.calls),
+            _count(row.sessions),
+            "-" if row.size is None else human_size(row.size),
+            "-" if row.mtime is None else human_age(now - row.mtime),
+            safe(row.reason or ""),
+        ]
+        for row in rows
+    ]
+    return "\n".join(table(["NAME", "STATE", "CALLS", "SESSIONS", "SIZE", "AGE", "NOTE"], table_rows, right=frozenset({2, 3, 4, 5})))
+
+
+def folder_json(folder: Path, rows: list[Any], now: float) -> dict[str, Any]:
+    """The stable ``list FOLDER --json`` schema (docs/recordings-cli.md)."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "folder": str(folder.absolute()),
+        "recordings": [row.to_json(now) for row in rows],
+    }
 
 
 def _count(value: int | None) -> str:

@@ -25,7 +25,9 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import os
 import re
+import stat
 from collections.abc import Iterable
 from functools import cache
 from importlib import resources
@@ -431,17 +433,100 @@ def render_drift_page(recording: Any, mismatch: Any) -> str:
 # ============================================================================ files
 
 
-def page_path(recording_path: Path, against: Path | None = None) -> Path:
-    """Where a page goes by default: beside the recording, named after it (and after the
-    recording it is compared with)."""
+def page_name(recording_path: Path, against: Path | None = None) -> str:
+    """A page's file name: the recording's (and the one it is compared with), and a short
+    digest of their full paths, so that two recordings of one name (``test_x`` of two test
+    modules) never share a page."""
     stem = recording_path.name.removesuffix(".jsonl")
     if against is not None:
         stem += "-vs-" + against.name.removesuffix(".jsonl")
-    return recording_path.with_name(stem + PAGE_SUFFIX)
+    identity = str(recording_path.absolute()) + ("\0" + str(against.absolute()) if against is not None else "")
+    digest = hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    return f"{stem}-{digest}{PAGE_SUFFIX}"
+
+
+def page_path(recording_path: Path, against: Path | None = None, folder: Path | None = None) -> Path:
+    """Where a page goes by default: in ``folder`` (the command passes the state folder's
+    ``reports``, outside any folder of committed recordings), else beside the recording."""
+    if folder is None:
+        stem = recording_path.name.removesuffix(".jsonl")
+        if against is not None:
+            stem += "-vs-" + against.name.removesuffix(".jsonl")
+        return recording_path.with_name(stem + PAGE_SUFFIX)
+    return folder / page_name(recording_path, against)
 
 
 def drift_page_path(recording_path: Path) -> Path:
+    """Beside the recording: where openprogram 0.2 wrote drift pages (the plugin now writes
+    them to its report folder, and removes an old one here when the test passes)."""
     return recording_path.with_name(recording_path.name.removesuffix(".jsonl") + DRIFT_SUFFIX)
+
+
+class PageOutputError(Exception):
+    """An ``--output`` the page must not be written to; ``usage`` is a mistake in the
+    arguments (exit 2) rather than a file problem (exit 1). The message names the path."""
+
+    def __init__(self, message: str, *, usage: bool) -> None:
+        super().__init__(message)
+        self.usage = usage
+
+
+def check_output(path: Path, reading: Iterable[Path]) -> None:
+    """Refuse any ``--output`` but a new ``.html`` file or an existing regular ``.html`` file
+    that is not a recording: never a folder, a symbolic link, a FIFO or a device, a file being
+    read for the page, or a file that starts like a recording (written over, it would be
+    lost). Checked on the path without following a link; the page is then written by rename,
+    which replaces a name, never the file behind it."""
+    if path.suffix.lower() != PAGE_SUFFIX:
+        raise PageOutputError(f"--output {path}: must name an .html file (the page is HTML)", usage=True)
+    try:
+        info = os.lstat(path)
+    except FileNotFoundError:
+        info = None
+    except OSError as error:
+        raise PageOutputError(f"--output {path}: cannot inspect: {error.strerror or error}", usage=False) from None
+    if info is not None:
+        if stat.S_ISDIR(info.st_mode):
+            raise PageOutputError(f"--output {path}: is a folder; name the HTML file to write", usage=True)
+        if stat.S_ISLNK(info.st_mode):
+            raise PageOutputError(
+                f"--output {path}: is a symbolic link; refusing to write through it (name a new file)", usage=False
+            )
+        if not stat.S_ISREG(info.st_mode):
+            raise PageOutputError(f"--output {path}: is not a regular file (a FIFO or a device); name a new file", usage=False)
+        for source in reading:
+            if _same_file(path, source):
+                raise PageOutputError(f"--output {path}: is the recording being viewed; name another file", usage=True)
+        if _starts_like_a_recording(path):
+            raise PageOutputError(f"--output {path}: is a recording; refusing to write a page over it", usage=False)
+    parent = path.parent
+    if not parent.is_dir():
+        raise PageOutputError(f"--output {path}: the folder {parent} does not exist", usage=False)
+
+
+def _same_file(path: Path, other: Path) -> bool:
+    try:
+        return os.path.samefile(path, other)
+    except OSError:
+        return False
+
+
+def _starts_like_a_recording(path: Path) -> bool:
+    from ..file.format import header_of_line
+
+    try:  # never through a link, never waiting on a FIFO swapped in since the check
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return False
+        first = os.read(fd, 1 << 16).split(b"\n", 1)[0]
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+    return header_of_line(first) is not None
 
 
 def write_page(text: str, path: Path) -> None:

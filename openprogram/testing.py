@@ -11,14 +11,19 @@ goes to ``<test folder>/recordings/<test module>/<test name>.jsonl``:
 - ``record``: record recordings that are missing, replay the ones that exist.
 - ``rewrite``: record every recording anew.
 - ``update``: replay each test's calls while they match its recording; from the first call that
-  drifts, call the model live and record; then rewrite the recording with both (a test whose
-  requests did not drift keeps its file byte for byte).
+  drifts, call the model live and record; when the test passes, rewrite the recording with both,
+  as one session. A test whose requests did not drift, or that failed, keeps its file byte for
+  byte; the outcome of each updated test is said at the end of the run.
 - ``off``: live calls, nothing recorded.
 
 A test that uses ``tmp_path`` gets it as the run value ``tmp_path``: the recording stores
 ``{{tmp_path}}`` wherever the folder appears, and a later run replays with its own folder.
 
 A test that fails while recording keeps no new recording unless ``--llm-keep-failed``.
+
+Reports stay out of the committed recordings: a replayed test that drifts writes its drift page
+under ``--llm-report-dir`` (default ``llm-reports/`` in the rootdir, which ignores itself for git
+and is what CI uploads as an artifact), and the page is removed when the test passes again.
 
 The routing is entered inside the test function itself (the plugin wraps it), through
 ``use_recording``'s context variable: it is scoped to the test, safe with pytest-xdist and with
@@ -33,6 +38,7 @@ import hashlib
 import inspect
 import os
 import re
+import stat
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -47,6 +53,10 @@ if TYPE_CHECKING:  # the recordings modules are imported when a test first needs
     from openprogram.recordings.store.scoped import RecordingScope
 
 MODES = ("replay", "record", "rewrite", "update", "off")
+#: The folder of drift pages, in the rootdir unless ``--llm-report-dir`` says otherwise.
+DEFAULT_REPORT_DIR = "llm-reports"
+#: The title of the report section that says how an ``update`` settled a test's recording.
+UPDATE_SECTION = "openprogram update"
 MARKER = "llm_recording"
 NORMALIZE_SEPARATOR = " => "
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
@@ -68,7 +78,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=False,
         help="keep the new recording of a test that failed while recording",
     )
+    group.addoption(
+        "--llm-report-dir",
+        default=None,
+        metavar="DIR",
+        help=f"where drift pages go (default: {DEFAULT_REPORT_DIR}/ in the rootdir; never beside the recordings)",
+    )
     parser.addini("llm_record_mode", "default for --llm-record-mode", default="replay")
+    parser.addini("llm_report_dir", "default for --llm-report-dir", default=DEFAULT_REPORT_DIR)
     parser.addini(
         "llm_recording_ignore",
         "request field patterns replay does not compare, one a line (context.system_prompt, "
@@ -145,6 +162,8 @@ class LlmRecording:
         self.mode = mode
         self.nodeid = nodeid
         self.scope: RecordingScope | None = None
+        #: Where this test's drift page goes (set by the fixture).
+        self.drift_page: Path | None = None
 
     @property
     def call_count(self) -> int:
@@ -221,8 +240,30 @@ def llm_recording(request: pytest.FixtureRequest) -> LlmRecording:
     marker = node.get_closest_marker(MARKER)
     if marker is not None:
         handle.secrets = tuple(marker.kwargs.get("secrets", ()))
+    handle.drift_page = drift_page_path(request.config, handle.path)
     request.node._openprogram_recording = handle
     return handle
+
+
+def report_dir(config: pytest.Config) -> Path:
+    """The folder of drift pages: ``--llm-report-dir`` (or the ini option), relative to the
+    rootdir."""
+    value = config.getoption("--llm-report-dir") or config.getini("llm_report_dir") or DEFAULT_REPORT_DIR
+    return Path(config.rootpath) / Path(str(value)).expanduser()
+
+
+def drift_page_path(config: pytest.Config, recording: Path) -> Path:
+    """Where a test's drift page goes: its recording's path below the rootdir, under the report
+    folder (``llm-reports/tests/recordings/test_agent/test_x.drift.html``), so two tests never
+    share one page and no page lands among the committed recordings."""
+    from openprogram.recordings.views.view import DRIFT_SUFFIX
+
+    try:
+        relative = recording.absolute().relative_to(Path(config.rootpath).absolute())
+    except ValueError:  # a recording outside the rootdir: by its name and a digest of its path
+        digest = hashlib.sha256(str(recording.absolute()).encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        relative = Path("elsewhere") / f"{recording.stem}-{digest}{recording.suffix}"
+    return report_dir(config) / relative.with_name(relative.name.removesuffix(".jsonl") + DRIFT_SUFFIX)
 
 
 @pytest.hookimpl(hookwrapper=True)
@@ -249,16 +290,24 @@ def pytest_runtest_makereport(
     item: pytest.Item, call: pytest.CallInfo[None]
 ) -> Generator[None, Result[pytest.TestReport], None]:
     """A drifted request is a diagnosis, not a crash: show the two-line mismatch report and
-    how to re-record, instead of a traceback through the agent loop."""
+    how to re-record, instead of a traceback through the agent loop. A passing test removes its
+    old drift page; an updated test's report says how its recording was settled."""
     outcome = yield
     handle: LlmRecording | None = getattr(item, "_openprogram_recording", None)
-    if handle is None or call.excinfo is None or call.when != "call":
+    if handle is None or call.when != "call":
+        return
+    report = outcome.get_result()
+    update = handle.scope.update if handle.scope is not None else None
+    if update is not None and update.report is not None:
+        report.sections.append((UPDATE_SECTION, update.report.message))
+    if call.excinfo is None:
+        if report.passed:
+            _remove_drift_pages(handle)
         return
     from openprogram.recordings.replay.differences import ReplayMismatch
 
     if isinstance(call.excinfo.value, ReplayMismatch):
-        report = outcome.get_result()
-        page = _write_drift_page(handle.path, call.excinfo.value)
+        page = _write_drift_page(handle, call.excinfo.value)
         report.longrepr = (
             f"{call.excinfo.value}\n\n"
             f"The test's requests no longer match its recording {handle.path}.\n"
@@ -268,19 +317,66 @@ def pytest_runtest_makereport(
         )
 
 
-def _write_drift_page(path: Path, mismatch: ReplayMismatch) -> str:
-    """Write the drift page beside the recording (``openprogram recordings view``'s drift
-    view) and return the line naming it. Only a failing replay gets here, so passing tests
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line per test whose recording an ``update`` run settled: updated, or left unchanged
+    and why (also under xdist: the lines travel in the test reports)."""
+    lines = [
+        f"{report.nodeid}: {content}"
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        for title, content in getattr(report, "sections", ())
+        if title == UPDATE_SECTION and getattr(report, "when", None) == "call"
+    ]
+    if lines:
+        terminalreporter.write_sep("-", "openprogram update")
+        for line in lines:
+            terminalreporter.write_line(line)
+
+
+def _write_drift_page(handle: LlmRecording, mismatch: ReplayMismatch) -> str:
+    """Write the drift page (``openprogram recordings view``'s drift view) into the report
+    folder and return the line naming it. Only a failing replay gets here, so passing tests
     never write one; a page that cannot be written is mentioned, never a second failure."""
     from openprogram.recordings.views import view
     from openprogram.recordings.views.inspection import read_recording
 
-    target = view.drift_page_path(path)
+    target = handle.drift_page or view.drift_page_path(handle.path)
     try:
-        view.write_page(view.render_drift_page(read_recording(path), mismatch), target)
+        _ensure_report_folder(target.parent)
+        view.write_page(view.render_drift_page(read_recording(handle.path), mismatch), target)
     except Exception as error:  # noqa: BLE001 - the mismatch is the failure to report
-        return f"(the drift page could not be written to {target}: {type(error).__name__})\n"
+        return f"(the drift page could not be written to {target}: {type(error).__name__}: {error})\n"
     return f"See the drift in a browser: {target}\n"
+
+
+def _ensure_report_folder(folder: Path) -> None:
+    """Create the report folder (0700: pages hold prompts), with a ``.gitignore`` of ``*`` at
+    the top of the tree it creates, so that ``git add`` never picks a page up."""
+    missing = []
+    probe = folder
+    while not probe.exists() and probe != probe.parent:
+        missing.append(probe)
+        probe = probe.parent
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if missing:
+        top = missing[-1]
+        with contextlib.suppress(OSError):
+            (top / ".gitignore").write_text("# written by openprogram: drift pages are not committed\n*\n")
+
+
+def _remove_drift_pages(handle: LlmRecording) -> None:
+    """A test that passes again has no drift to show: remove its page, and the one openprogram
+    0.2 wrote beside the recording. Only regular files are removed (a symbolic link is left)."""
+    from openprogram.recordings.views.view import drift_page_path as beside_the_recording
+
+    for page in (handle.drift_page, beside_the_recording(handle.path)):
+        if page is None:
+            continue
+        try:
+            if stat.S_ISREG(os.lstat(page).st_mode):
+                os.unlink(page)
+        except OSError:
+            continue
 
 
 def _wrap(
@@ -317,9 +413,12 @@ def _legacy_hint(handle: LlmRecording) -> str:
 def _unreadable_message(error: RecordingFileError, handle: LlmRecording) -> str:
     """Why the test's recording cannot be used and how to fix it: recover a file whose writer
     died (keeping the calls that ended), or re-record."""
+    from openprogram.recordings.file.writer_lock import RecordingBusyError
     from openprogram.recordings.store.activation import recover_command
 
     rerecord = f"  pytest '{handle.nodeid}' --llm-record-mode=rewrite"
+    if isinstance(error, RecordingBusyError):
+        return str(error)
     if error.kind == "interrupted":
         return (
             f"{error}\nKeep the calls that ended before the writer died with:\n"
@@ -336,7 +435,14 @@ def _session(handle: LlmRecording, keep_failed: bool) -> Iterator[None]:
 
     exists = handle.path.exists()
     if handle.mode == "update":
-        handle.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        try:
+            handle.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        except OSError as error:
+            pytest.fail(
+                f"llm_recording: cannot create the folder of {handle.path}: {error.strerror or error}; "
+                "make its parent writable, or run without --llm-record-mode=update",
+                pytrace=False,
+            )
         with contextlib.ExitStack() as stack:
             try:
                 scope = stack.enter_context(
@@ -351,6 +457,9 @@ def _session(handle: LlmRecording, keep_failed: bool) -> Iterator[None]:
                 pytest.fail(_unreadable_message(error, handle), pytrace=False)
             handle.scope = scope
             yield
+        # Nothing drifted but calls were left unused: the file stayed, and the test fails as
+        # its replay would (after the scope, so the report says "nothing drifted").
+        scope.assert_consumed()
         return
     if handle.mode == "replay" or (handle.mode == "record" and exists):
         if not exists:

@@ -196,15 +196,17 @@ def test_the_comparison_marks_the_call_and_field_recordings_diff_reports(tmp_pat
 # ============================================================================ the command
 
 
-def test_view_writes_a_private_page_beside_the_recording_and_prints_its_path(isolated_home):
+def test_view_writes_a_private_page_outside_the_recordings_and_prints_its_path(isolated_home):
     make_session(folder_of(isolated_home) / "calc.jsonl")
     result = recordings(isolated_home, "view", "calc")
     assert result.returncode == 0, result.stderr
-    page = folder_of(isolated_home) / "calc.html"
-    assert result.stdout.strip() == str(page)
+    page = Path(result.stdout.strip())
+    assert page.parent == isolated_home / "reports" and page.name.startswith("calc-") and page.suffix == ".html"
     assert "prompts, model outputs" in result.stderr
     assert stat.S_IMODE(page.stat().st_mode) == 0o600
+    assert stat.S_IMODE(page.parent.stat().st_mode) == 0o700
     assert "The answer is 42." in page.read_text()
+    assert sorted(p.name for p in folder_of(isolated_home).iterdir()) == ["calc.jsonl"]
 
 
 def test_view_against_and_output(isolated_home, tmp_path):
@@ -216,7 +218,8 @@ def test_view_against_and_output(isolated_home, tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(target)
     assert "1 of 2 calls differ" in target.read_text()
-    assert recordings(isolated_home, "view", "one", "--against", "two").stdout.strip() == str(folder / "one-vs-two.html")
+    default = Path(recordings(isolated_home, "view", "one", "--against", "two").stdout.strip())
+    assert default.parent == isolated_home / "reports" and default.name.startswith("one-vs-two-")
 
 
 def test_view_failures_name_the_problem_and_write_nothing(isolated_home, tmp_path):
@@ -231,7 +234,7 @@ def test_view_failures_name_the_problem_and_write_nothing(isolated_home, tmp_pat
     into_folder = recordings(isolated_home, "view", "ok", "--output", str(tmp_path))
     assert into_folder.returncode == 2 and "--output" in into_folder.stderr
     no_parent = recordings(isolated_home, "view", "ok", "--output", str(tmp_path / "no" / "p.html"))
-    assert no_parent.returncode == 1 and "cannot write" in no_parent.stderr
+    assert no_parent.returncode == 1 and "does not exist" in no_parent.stderr and "nothing was written" in no_parent.stderr
     assert sorted(p.name for p in folder.iterdir()) == ["broken.jsonl", "ok.jsonl"]
 
 
@@ -250,17 +253,34 @@ def test_the_demo_ends_with_the_page_of_its_recording(isolated_home):
 # ============================================================================ pytest drift page
 
 
-def test_a_drifted_replay_writes_the_drift_page_and_names_it_a_passing_one_writes_none(inner):  # noqa: F811
+def test_a_drifted_replay_writes_the_drift_page_outside_the_recordings_and_a_pass_removes_it(inner):  # noqa: F811
     run_inner(inner, "--llm-record-mode=record").assert_outcomes(passed=2)
-    drift_page = recording_file(inner).with_name("test_agent.drift.html")
+    reports = inner.path / "llm-reports"
+    drift_page = reports / "recordings" / "test_agent_suite" / "test_agent.drift.html"
     run_inner(inner, "test_agent_suite.py::test_agent").assert_outcomes(passed=1)
-    assert not drift_page.exists()
+    assert not reports.exists()  # passing tests write nothing
     drifted = run_inner(inner, "test_agent_suite.py::test_agent", INNER_PROMPT="/calculator 6*8")
     drifted.assert_outcomes(failed=1)
     drifted.stdout.fnmatch_lines([f"See the drift in a browser: {drift_page}"])
     page = drift_page.read_text()
     assert 'first difference at <span class="field">context.messages[0].content</span>' in page
     assert "/calculator 6*<mark>7</mark>" in page and "/calculator 6*<mark>8</mark>" in page
+    assert (reports / ".gitignore").read_text().splitlines()[-1] == "*"  # never committed
+    assert sorted(p.name for p in recording_file(inner).parent.iterdir()) == ["direct.jsonl", "test_agent.jsonl"]
+
+    legacy = recording_file(inner).with_name("test_agent.drift.html")  # where 0.2 wrote it
+    legacy.write_text("<html>an old drift</html>")
+    run_inner(inner, "test_agent_suite.py::test_agent", INNER_PROMPT="/calculator 6*7").assert_outcomes(passed=1)
+    assert not drift_page.exists() and not legacy.exists()  # the test passes again: no stale page
+
+
+def test_the_report_folder_is_an_option(inner, tmp_path):  # noqa: F811
+    run_inner(inner, "--llm-record-mode=record").assert_outcomes(passed=2)
+    chosen = tmp_path / "ci-artifacts"
+    drifted = run_inner(inner, "test_agent_suite.py::test_agent", f"--llm-report-dir={chosen}", INNER_PROMPT="/calculator 6*8")
+    drifted.assert_outcomes(failed=1)
+    assert (chosen / "recordings" / "test_agent_suite" / "test_agent.drift.html").exists()
+    assert not (inner.path / "llm-reports").exists()
 
 
 # ============================================================================ in the browser

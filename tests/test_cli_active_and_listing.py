@@ -61,6 +61,13 @@ def suite(tmp_path):
     make_recording(two, ("one",))
     make_recording(two, ("two",))
     (folder / "test_b" / "link.jsonl").symlink_to(two)
+    lines = [json.loads(line) for line in two.read_text().splitlines()]
+    (folder / "test_b" / "test_sorted_keys.jsonl").write_text(  # another writer's key order
+        "".join(json.dumps(row, sort_keys=True) + "\n" for row in lines)
+    )
+    (folder / "test_b" / "test_no_sessions.jsonl").write_text(  # written before sessions existed
+        "".join(json.dumps({k: v for k, v in row.items() if k != "session"}) + "\n" for row in lines)
+    )
     (folder / "test_b" / ".test_bad.jsonl.abc.update").write_text("hidden\n")
     (folder / ".cache").mkdir()
     make_recording(folder / ".cache" / "hidden.jsonl")
@@ -79,11 +86,15 @@ def test_list_folder_shows_each_test_recording_with_its_state(isolated_home, sui
         "test_a/test_unended.jsonl",
         "test_b/link.jsonl",
         "test_b/test_bad.jsonl",
+        "test_b/test_no_sessions.jsonl",
+        "test_b/test_sorted_keys.jsonl",
         "test_b/test_two_sessions.jsonl",
     ]
     assert (rows["test_a/test_one.jsonl"]["state"], rows["test_a/test_one.jsonl"]["calls"]) == ("usable", 2)
     assert rows["test_a/test_one.jsonl"]["sessions"] == 1
     assert rows["test_b/test_two_sessions.jsonl"]["sessions"] == 2
+    assert (rows["test_b/test_sorted_keys.jsonl"]["calls"], rows["test_b/test_sorted_keys.jsonl"]["sessions"]) == (2, 2)
+    assert (rows["test_b/test_no_sessions.jsonl"]["calls"], rows["test_b/test_no_sessions.jsonl"]["sessions"]) == (2, 1)
     for name in ("test_a/test_torn.jsonl", "test_a/test_unended.jsonl"):
         assert rows[name]["state"] == "interrupted" and "recordings recover" in rows[name]["reason"]
     assert rows["test_b/test_bad.jsonl"]["state"] == "invalid"

@@ -17,7 +17,7 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import orjson
 
@@ -31,6 +31,7 @@ from ..file.format import (
     header_of_line,
     version_problem,
 )
+from ..file.writer_lock import descriptor_is_being_recorded
 from .store import RECORDING_SUFFIX
 
 __all__ = [
@@ -53,13 +54,16 @@ _SESSION_KEY = b'"session":"'
 _CHUNK = 1 << 20
 #: Files above this size are read no further: a recording that large is not a test's.
 _MAX_BYTES = 1 << 31
+#: Files up to this size are counted on their bytes in one read.
+_WHOLE_BYTES = 1 << 26
 
 
 @dataclass
 class ListedRecording:
-    """One row of ``list FOLDER``; ``name`` is the path below the folder."""
+    """One row of ``list FOLDER``; ``name`` is the path below the folder (``path`` is kept as
+    the string it was found as: a listing of hundreds builds no path objects)."""
 
-    path: Path
+    path: str
     name: str
     state: str = USABLE
     reason: str | None = None
@@ -78,7 +82,7 @@ class ListedRecording:
         )
         return {
             "name": self.name,
-            "path": str(self.path),
+            "path": self.path,
             "state": self.state,
             "reason": self.reason,
             "size_bytes": self.size,
@@ -93,12 +97,18 @@ def recording_files(folder: Path) -> list[Path]:
     """Every ``*.jsonl`` file below ``folder``, sorted; hidden files and folders (temporary
     files, caches) are skipped, and symbolic links to folders are not followed. Raises
     ``OSError`` when ``folder`` itself cannot be listed."""
+    return [Path(name) for name in _recording_names(str(folder))]
+
+
+def _recording_names(folder: str) -> list[str]:
+    """:func:`recording_files` as strings (a listing of hundreds builds no path object twice)."""
     os.listdir(folder)  # the folder itself: a clear error, not an empty listing
-    found: list[Path] = []
+    found: list[str] = []
     for root, folders, names in os.walk(folder):
         folders[:] = sorted(name for name in folders if not name.startswith("."))
-        found.extend(Path(root) / name for name in names if name.endswith(RECORDING_SUFFIX) and not name.startswith("."))
-    return sorted(found)
+        found.extend(os.path.join(root, name) for name in names if name.endswith(RECORDING_SUFFIX) and not name.startswith("."))
+    found.sort()
+    return found
 
 
 #: How deep, and through how many folders, :func:`recordings_named` looks for a test's recording.
@@ -132,12 +142,13 @@ def recordings_named(name: str, start: Path, limit: int = 3) -> list[Path]:
 
 def list_folder(folder: Path) -> list[ListedRecording]:
     """:func:`describe` of every recording below ``folder``."""
-    return [describe(path, str(path.relative_to(folder))) for path in recording_files(folder)]
+    base = os.path.join(str(folder), "")
+    return [describe(name, name[len(base) :]) for name in _recording_names(str(folder))]
 
 
-def describe(path: Path, name: str) -> ListedRecording:
+def describe(path: Path | str, name: str) -> ListedRecording:
     """One file's row; never raises (a file that cannot be read is an ``invalid`` row)."""
-    row = ListedRecording(path=path, name=name)
+    row = ListedRecording(path=str(path), name=name)
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as error:
@@ -157,9 +168,7 @@ def describe(path: Path, name: str) -> ListedRecording:
         if not stat.S_ISREG(info.st_mode):
             row.state, row.reason = INVALID, "is not a regular file"
             return row
-        from ..file.writer_lock import descriptor_is_being_recorded
-
-        _scan(fd, row, live=descriptor_is_being_recorded(fd))
+        _scan(fd, row, live=descriptor_is_being_recorded(fd), size=info.st_size)
     except OSError as error:
         row.state, row.reason = INVALID, f"cannot be read: {error.strerror or error}"
     finally:
@@ -167,15 +176,76 @@ def describe(path: Path, name: str) -> ListedRecording:
     return row
 
 
-def _link_target(path: Path) -> str:
+def _link_target(path: Path | str) -> str:
     try:
         return os.readlink(path)
     except OSError:
         return "?"
 
 
-def _scan(fd: int, row: ListedRecording, *, live: bool) -> None:
-    """Fill in the state, calls and sessions of the recording open at ``fd``."""
+def _scan(fd: int, row: ListedRecording, *, live: bool, size: int) -> None:
+    """Fill in the state, calls and sessions of the recording open at ``fd``: a file of a
+    usual size is counted on its bytes (the writer's line prefixes, each after a newline), a
+    larger one, or one with lines in another form, line by line."""
+    if size <= _WHOLE_BYTES:
+        data = _read_all(fd, size)
+        counted = _counted(data, row)
+        if counted is None:
+            return  # the header refused it
+        if counted is not False:
+            requests, ended, sessions, torn = counted
+            _settle(row, requests, ended, sessions, torn, live)
+            return
+        os.lseek(fd, 0, os.SEEK_SET)
+    _scan_lines(fd, row, live=live)
+
+
+def _read_all(fd: int, size: int) -> bytes:
+    """The file's bytes, read once when it is as large as ``fstat`` said (and at most
+    :data:`_CHUNK` past that size: a growing file still ends)."""
+    wanted = size + 1
+    data = os.read(fd, wanted)
+    if len(data) < wanted:
+        return data
+    pieces = [data]
+    remaining = _CHUNK
+    while remaining > 0:
+        chunk = os.read(fd, min(_CHUNK, remaining))
+        if not chunk:
+            break
+        pieces.append(chunk)
+        remaining -= len(chunk)
+    return b"".join(pieces)
+
+
+def _counted(data: bytes, row: ListedRecording) -> tuple[int, int, int, bool] | Literal[False] | None:
+    """``(requests, call_ends, sessions, torn)`` from the bytes alone; None when the header
+    refuses the file (``row`` says why), False when some line is in another form."""
+    if not data:
+        row.state, row.reason = INVALID, "is empty"
+        return None
+    first_end = data.find(b"\n")
+    if not _header_ok(data if first_end < 0 else data[:first_end], row):
+        return None
+    if first_end < 0:
+        return 0, 0, 0, True
+    last = data.rfind(b"\n") + 1  # the lines from the header's newline to the last newline
+    marker = b"\n" + REQUEST_LINE_PREFIX
+    requests = 0
+    sessions = set()
+    position = data.find(marker, first_end, last)
+    while position >= 0:  # one pass over the request lines, reading each one's session
+        requests += 1
+        sessions.add(_session_at(data, position + 1))
+        position = data.find(marker, data.find(b"\n", position + 1), last)
+    if not requests and data[first_end:last].strip():
+        return False  # lines, but none in the writer's form: read them one by one
+    ended = data.count(b"\n" + _CALL_END_PREFIX, first_end, last)
+    return requests, ended, len(sessions), last != len(data)
+
+
+def _scan_lines(fd: int, row: ListedRecording, *, live: bool) -> None:
+    """:func:`_scan` line by line, for a large file or one written in another form."""
     pending = b""
     first = True
     requests = ended = 0
@@ -211,19 +281,25 @@ def _scan(fd: int, row: ListedRecording, *, live: bool) -> None:
                     sessions.add(_loaded(line).get("session"))
                 elif kind == CALL_END:
                     ended += 1
-    row.calls, row.sessions = requests, len(sessions)
     if first and not pending:
-        row.state, row.reason, row.calls, row.sessions = INVALID, "is empty", None, None
+        row.state, row.reason = INVALID, "is empty"
         return
     if first and not _header_ok(pending, row):
         return
+    _settle(row, requests, ended, len(sessions), bool(pending), live)
+
+
+def _settle(row: ListedRecording, requests: int, ended: int, sessions: int, torn: bool, live: bool) -> None:
+    row.calls, row.sessions = requests, sessions
     if live:
         row.state = RECORDING
-    elif pending:
+    elif torn:
         row.state, row.reason = INTERRUPTED, "ends with an incomplete line (its writer died); run 'openprogram recordings recover' on it"
     elif ended < requests:
         row.state = INTERRUPTED
         row.reason = f"{requests - ended} call(s) have no call_end (its writer died); run 'openprogram recordings recover' on it"
+    elif ended > requests:
+        row.state, row.reason = INVALID, "holds more call_end lines than calls"
 
 
 def _header_ok(line: bytes, row: ListedRecording) -> bool:
@@ -239,15 +315,25 @@ def _header_ok(line: bytes, row: ListedRecording) -> bool:
 
 
 def _session_of(line: bytes) -> Any:
-    """The session of a request line in the writer's form (read from its head), else parsed."""
-    head = line[len(REQUEST_LINE_PREFIX) :]
-    comma = head.find(b",")
-    rest = head[comma + 1 :] if comma >= 0 else b""
-    if rest.startswith(_SESSION_KEY):
-        end = rest.find(b'"', len(_SESSION_KEY))
-        if end > 0 and b"\\" not in rest[len(_SESSION_KEY) : end]:
-            return rest[len(_SESSION_KEY) : end].decode("utf-8", "replace")
-    return _loaded(line).get("session")
+    """The session of one request line."""
+    return _session_at(line, 0)
+
+
+def _session_at(data: bytes, start: int) -> Any:
+    """The session of the request line at ``start`` of ``data``: read from the line's head in
+    the writer's form (``..."call_index":N,"session":"ID",...``) without copying the line, else
+    parsed whole."""
+    comma = data.find(b",", start + len(REQUEST_LINE_PREFIX), start + len(REQUEST_LINE_PREFIX) + 24)
+    if comma >= 0 and data.startswith(_SESSION_KEY, comma + 1):
+        begin = comma + 1 + len(_SESSION_KEY)
+        end = data.find(b'"', begin, begin + 256)
+        if end > 0 and data.find(b"\\", begin, end) < 0:
+            return data[begin:end].decode("utf-8", "replace")
+    line_end = data.find(b"\n", start)
+    line_end = line_end if line_end >= 0 else len(data)
+    if data.find(_SESSION_KEY[:-1], start, line_end) < 0:
+        return None  # no session field: the file's implicit session
+    return _loaded(data[start:line_end]).get("session")
 
 
 def _loaded(line: bytes) -> dict[str, Any]:

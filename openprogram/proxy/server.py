@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from .settings import DEFAULT_UPSTREAMS, IGNORED_IN_REPLAY, ProxySettings, base_url_environment
 
 if TYPE_CHECKING:
-    from ..recordings.store.scoped import RecordingScope
+    from ..providers.scoped import RecordingScope
 
 #: How long :func:`start_proxy` waits for the server thread to be serving.
 START_TIMEOUT_SECONDS = 30.0

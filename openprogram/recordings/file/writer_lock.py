@@ -144,6 +144,14 @@ def _hold_shared(lock_fd: int, named_fd: int) -> None:
             "calls recorded into it now would be lost; wait for that run to finish, then record "
             "again",
         ) from None
+    if os.fstat(lock_fd).st_nlink == 0:
+        # An update replaced the file between our open and our lock (it held the file until
+        # then): this descriptor is the old file, which nobody will ever read again.
+        _unlock(lock_fd)
+        raise RecordingBusyError(
+            _path_of(named_fd).removesuffix(" (deleted)"),
+            "was replaced (by an update) or removed while this writer opened it; nothing was recorded: run again",
+        )
     _mark_pid(lock_fd)
 
 
@@ -334,6 +342,13 @@ def _lock(fd: int, lock_type: int) -> None:
     else:  # pragma: no cover - non-Linux fallback: process-owned POSIX locks
         operation = fcntl.LOCK_SH if lock_type == fcntl.F_RDLCK else fcntl.LOCK_EX
         fcntl.lockf(fd, operation | fcntl.LOCK_NB, LIVENESS_LENGTH, LIVENESS_OFFSET, os.SEEK_SET)
+
+
+def _unlock(fd: int) -> None:
+    if _USE_OFD:
+        fcntl.fcntl(fd, fcntl.F_OFD_SETLK, _pack(fcntl.F_UNLCK))
+    else:  # pragma: no cover - non-Linux
+        fcntl.lockf(fd, fcntl.LOCK_UN, LIVENESS_LENGTH, LIVENESS_OFFSET, os.SEEK_SET)
 
 
 def _mark_pid(fd: int) -> None:

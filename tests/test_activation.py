@@ -245,3 +245,23 @@ def test_the_runtime_reads_a_replay_file_once(isolated_home, fresh_registry, mon
     monkeypatch.setattr(replayer, "read_recording_file", counting)
     mode, _, _ = _runtime_plan(fresh_registry)
     assert (mode, reads) == ("replay", ["good.jsonl"])
+
+
+def test_a_record_target_whose_writer_died_mid_call_is_usable_with_a_warning(isolated_home):
+    from openprogram.recordings.store.activation import plan_activation
+    from tests.test_recordings_cli import folder_of, make_recording, recordings, write_config
+    from tests.test_recover_cli import cut_recording
+
+    path = cut_recording(folder_of(isolated_home) / "died.jsonl", torn=False)
+    config = {"record_replay": {"mode": "record", "file": "died"}}
+    plan = plan_activation(config)
+    assert plan.file_usable and not plan.blocked
+    assert plan.warning.startswith("1 call(s) have no call_end (its writer died)")
+    assert f"openprogram recordings recover {path}" in plan.warning
+    write_config(isolated_home, config)
+    status = recordings(isolated_home, "status")
+    assert status.returncode == 0 and "usable: appending to it" in status.stdout
+    assert "warning   1 call(s) have no call_end" in status.stdout
+    whole = folder_of(isolated_home) / "whole.jsonl"
+    make_recording(whole)
+    assert plan_activation({"record_replay": {"mode": "record", "file": "whole"}}).warning is None

@@ -43,6 +43,7 @@ def status_json(plan: ActivationPlan, config_file: Path) -> dict[str, Any]:
         "fix": list(plan.fixes),
         "calls": plan.calls,
         "events": plan.events,
+        "warning": plan.warning,
     }
 
 
@@ -64,6 +65,8 @@ def render_status(plan: ActivationPlan, config_file: Path) -> str:
     elif mode == "record":
         exists = plan.path is not None and os.path.lexists(plan.path)
         lines.append("file      usable: " + ("appending to it" if exists else "created at the next start"))
+        if plan.warning:
+            lines.append(f"warning   {safe(plan.warning)}")
     else:
         lines.append(f"file      usable: {plan.calls} calls, {plan.events} events")
     lines.append(f"(the configuration {NEXT_START}; a running process keeps what it started with)")

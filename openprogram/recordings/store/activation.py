@@ -90,6 +90,9 @@ class ActivationPlan:
     #: ``record_replay.secret_env``: environment variables whose values are secrets, whatever
     #: they look like (redaction removes them wherever they occur).
     secret_env: tuple[str, ...] = ()
+    #: Something about a usable file the user should know (a record target whose last writer
+    #: died mid-call: appending works, replaying will not until it is recovered).
+    warning: str | None = None
 
     @property
     def blocked(self) -> bool:
@@ -318,4 +321,16 @@ def _check_record_target(plan: ActivationPlan, check_file: bool) -> ActivationPl
             RecordingSink(plan.path).close()
         except RecordingFileError as error:
             return plan.blocked_by_file(error)
+        import shlex
+
+        from .listing import INTERRUPTED, describe
+
+        listed = describe(plan.path, plan.path.name)
+        if listed.state == INTERRUPTED:
+            command = f"{CMD} recover {shlex.quote(str(plan.path))}"
+            warning = (
+                f"{listed.reason.split(';')[0] if listed.reason else 'its writer died'}: recording "
+                f"appends to it, but it will not replay until '{command}' closes the unfinished call"
+            )
+            return dataclasses.replace(plan, file_usable=True, warning=warning)
     return dataclasses.replace(plan, file_usable=True)

@@ -7,7 +7,7 @@ order they were recorded: the second run would follow the first session and fail
 two part. :class:`ChoosingReplayProvider` lets a call that does not match the followed session
 move the replay to another session that holds the same calls so far (compared as replay
 compares requests: the recorded requests after ``ignore`` and ``normalize``) and whose next
-call matches. ``docs/file-format.md`` ("Sessions and lanes") describes the rule.
+call matches. ``docs/recordings-cli.md`` (``replay``, "sessions") describes the rule.
 
 It is a subclass of :class:`~..replay.replayer.ReplayProvider` that hooks the two steps of
 ``take`` that check the followed session's next call and consume it; the rule belongs in the

@@ -304,8 +304,14 @@ def pytest_runtest_makereport(
         if report.passed:
             _remove_drift_pages(handle)
         return
+    from openprogram.recordings.file.format import RecordingFileError
     from openprogram.recordings.replay.differences import ReplayMismatch
 
+    if handle.mode == "update" and isinstance(call.excinfo.value, RecordingFileError):
+        # The update could not record (a folder that cannot be written): one message, naming
+        # the file and what to do, not a traceback through the agent loop.
+        report.longrepr = f"{call.excinfo.value}\nThe recording {handle.path} is left as it was."
+        return
     if isinstance(call.excinfo.value, ReplayMismatch):
         page = _write_drift_page(handle, call.excinfo.value)
         report.longrepr = (

@@ -78,3 +78,29 @@ def test_a_recording_another_process_holds_fails_the_test_in_one_message(pyteste
     busy.stdout.fnmatch_lines([f"*is being recorded into by process {writer.pid} (*"])
     assert "Traceback" not in busy.stdout.str()
     assert path.read_bytes() == before
+
+
+def test_an_update_that_cannot_write_beside_the_recording_fails_in_one_message(pytester):
+    pytester.makepyfile(test_agent_suite=SUITE)
+    pytester.makeconftest(
+        """
+import tempfile
+import openprogram.recordings.store.updating as updating
+
+def refused(*args, **kwargs):  # root ignores permissions: a folder that refuses new files
+    raise PermissionError(13, "Permission denied")
+
+updating.tempfile = type("Refusing", (), {"mkstemp": staticmethod(refused)})
+"""
+    )
+    run_inner(pytester, "--llm-record-mode=record").assert_outcomes(passed=1)
+    path = recording_file(pytester)
+    before = path.read_bytes()
+    result = run_inner(pytester, "--llm-record-mode=update", PROMPTS="one,TWO")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines([
+        f"*recording file {path}: cannot record the drifted call: the folder {path.parent} cannot be written (Permission denied)*",
+        f"The recording {path} is left as it was.",
+    ])
+    assert "Traceback" not in result.stdout.str() and "loop.py" not in result.stdout.str()
+    assert path.read_bytes() == before

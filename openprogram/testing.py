@@ -38,6 +38,7 @@ import hashlib
 import inspect
 import os
 import re
+import shlex
 import stat
 from collections.abc import Callable, Generator, Iterator
 from pathlib import Path
@@ -58,6 +59,11 @@ DEFAULT_REPORT_DIR = "llm-reports"
 #: The title of the report section that says how an ``update`` settled a test's recording.
 UPDATE_SECTION = "openprogram update"
 MARKER = "llm_recording"
+#: A test meant to call models live: replay mode does not block it.
+LIVE_MARKER = "llm_live"
+#: The apis that reach a vendor over the network: in replay mode a test without a recording
+#: must not call them (scripted and user-registered providers are not blocked).
+NETWORK_APIS = frozenset({"openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai"})
 NORMALIZE_SEPARATOR = " => "
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -109,6 +115,11 @@ def pytest_configure(config: pytest.Config) -> None:
         "to a recording (<test folder>/recordings/<module>/<name or test name>.jsonl); ignore and "
         "normalize make replay overlook volatile values in requests; secrets are values never "
         "written to the recording",
+    )
+    config.addinivalue_line(
+        "markers",
+        f"{LIVE_MARKER}: this test calls models live on purpose; replay mode (the default) does not "
+        "block its calls",
     )
 
 
@@ -270,6 +281,14 @@ def drift_page_path(config: pytest.Config, recording: Path) -> Path:
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, Result[None], None]:
     handle: LlmRecording | None = getattr(item, "_openprogram_recording", None)
     function = getattr(item, "obj", None)
+    if handle is None and function is not None and _blocks_live_calls(item):
+        test = cast(pytest.Function, item)
+        test.obj = _without_live_calls(function, item.nodeid)
+        try:
+            yield
+        finally:
+            test.obj = function
+        return
     if handle is None or handle.mode == "off" or function is None:
         yield
         return
@@ -319,7 +338,7 @@ def pytest_runtest_makereport(
             f"The test's requests no longer match its recording {handle.path}.\n"
             f"{page}"
             f"If the change is intended, re-record it with:\n"
-            f"  pytest '{handle.nodeid}' --llm-record-mode=rewrite"
+            f"  pytest {shlex.quote(handle.nodeid)} --llm-record-mode=rewrite"
         )
 
 
@@ -405,6 +424,75 @@ def _wrap(
     return run_sync
 
 
+def _blocks_live_calls(item: pytest.Item) -> bool:
+    """Replay mode never calls a model: a test with no recording is kept from calling one by
+    accident, unless it says it means to (``llm_live``)."""
+    return record_mode(item.config) == "replay" and item.get_closest_marker(LIVE_MARKER) is None
+
+
+def live_call_refusal(nodeid: str, api: str) -> str:
+    """Why a test without a recording may not call a network model in replay mode, and the
+    two ways out (shell-quoted commands that paste into a POSIX shell)."""
+    test = shlex.quote(nodeid)
+    return (
+        f"{nodeid} called a model live (api {api}), and --llm-record-mode=replay (the default) "
+        "never calls a model. Record it once and replay it from then on: mark the test "
+        f"@pytest.mark.{MARKER} and run\n  pytest {test} --llm-record-mode=record\n"
+        f"or, for a test meant to call the model, run it with --llm-record-mode=off or mark it "
+        f"@pytest.mark.{LIVE_MARKER}"
+    )
+
+
+class _RefusedLiveCall:
+    """Stands for a network provider while a test without a recording runs in replay mode:
+    the first call fails the test (``pytest.fail`` is no ``Exception``, so an agent loop that
+    turns errors into answers cannot swallow it) before anything is sent."""
+
+    requires_credentials = False
+
+    def __init__(self, nodeid: str, api: str) -> None:
+        self._message = live_call_refusal(nodeid, api)
+
+    def stream(self, model: Any, context: Any, options: Any = None) -> Any:
+        pytest.fail(self._message, pytrace=False)
+
+    stream_simple = stream
+
+
+@contextlib.contextmanager
+def _live_calls_refused(nodeid: str) -> Iterator[None]:
+    from openprogram.providers.api_registry import _scoped_route, served_provider
+
+    def route(api: str, original: Any) -> Any:
+        if api in NETWORK_APIS:
+            return _RefusedLiveCall(nodeid, api)
+        return served_provider(api)
+
+    token = _scoped_route.set(route)
+    try:
+        yield
+    finally:
+        _scoped_route.reset(token)
+
+
+def _without_live_calls(function: Callable[..., Any], nodeid: str) -> Callable[..., Any]:
+    if inspect.iscoroutinefunction(function):
+
+        @functools.wraps(function)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            with _live_calls_refused(nodeid):
+                return await function(*args, **kwargs)
+
+        return run_async
+
+    @functools.wraps(function)
+    def run_sync(*args: Any, **kwargs: Any) -> Any:
+        with _live_calls_refused(nodeid):
+            return function(*args, **kwargs)
+
+    return run_sync
+
+
 def _legacy_hint(handle: LlmRecording) -> str:
     """Point at a recording stored under openprogram 0.1's (not unique) name, if there is one."""
     legacy = handle.legacy_path
@@ -422,7 +510,7 @@ def _unreadable_message(error: RecordingFileError, handle: LlmRecording) -> str:
     from openprogram.recordings.file.writer_lock import RecordingBusyError
     from openprogram.recordings.store.activation import recover_command
 
-    rerecord = f"  pytest '{handle.nodeid}' --llm-record-mode=rewrite"
+    rerecord = f"  pytest {shlex.quote(handle.nodeid)} --llm-record-mode=rewrite"
     if isinstance(error, RecordingBusyError):
         return str(error)
     if error.kind == "interrupted":
@@ -471,7 +559,7 @@ def _session(handle: LlmRecording, keep_failed: bool) -> Iterator[None]:
         if not exists:
             pytest.fail(
                 f"no LLM recording for {handle.nodeid} at {handle.path}; record it with:\n"
-                f"  pytest '{handle.nodeid}' --llm-record-mode=record{_legacy_hint(handle)}",
+                f"  pytest {shlex.quote(handle.nodeid)} --llm-record-mode=record{_legacy_hint(handle)}",
                 pytrace=False,
             )
         with contextlib.ExitStack() as stack:

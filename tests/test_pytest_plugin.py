@@ -83,7 +83,7 @@ def test_missing_recording_fails_with_the_command_that_records_it(inner):
     result = run_inner(inner)
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*no LLM recording for test_agent_suite.py::test_agent*"])
-    result.stdout.fnmatch_lines(["*pytest 'test_agent_suite.py::test_agent' --llm-record-mode=record*"])
+    result.stdout.fnmatch_lines(["*pytest test_agent_suite.py::test_agent --llm-record-mode=record*"])
     assert not recording_file(inner).exists()
 
 
@@ -214,7 +214,7 @@ def test_a_corrupt_recording_fails_the_test_with_the_reason_and_the_rerecord_com
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines([
         f"*recording file {path} at line 3: *",
-        "*pytest 'test_agent_suite.py::test_agent' --llm-record-mode=rewrite*",
+        "*pytest test_agent_suite.py::test_agent --llm-record-mode=rewrite*",
     ])
     assert "Traceback" not in result.stdout.str() and "reader.py" not in result.stdout.str()
 

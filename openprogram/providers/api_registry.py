@@ -112,6 +112,13 @@ def lookup_registered_provider(api: str) -> ApiProvider | None:
         return _served.get(api)
 
 
+def served_provider(api: str) -> ApiProvider | None:
+    """What a lookup outside any scoped route gets for ``api`` (the registered provider, as the
+    process-wide transform serves it): for a scoped route that changes only some apis."""
+    with _lock:
+        return _served.get(api)
+
+
 def get_original_provider(api: str) -> ApiProvider | None:
     with _lock:
         return _originals.get(api)

@@ -146,7 +146,22 @@ def volatile_settings(item: pytest.Item) -> tuple[tuple[str, ...], tuple[tuple[s
     if marker is not None:
         ignore.extend(marker.kwargs.get("ignore", ()))
         normalize.extend(tuple(rule) for rule in marker.kwargs.get("normalize", ()))
+    rules = _project_rules(item)
+    ignore[:0] = rules.get("ignore", ())
+    normalize[:0] = (tuple(rule) for rule in rules.get("normalize", ()))
     return tuple(ignore), tuple(normalize)
+
+
+def _project_rules(item: pytest.Item) -> dict[str, Any]:
+    """The project's ``record_replay`` rules (docs/project.md), found from the rootdir: what the
+    committed recordings need to replay, before the ini options and the marker's."""
+    from openprogram.project import project_config
+    from openprogram.state import ConfigError
+
+    try:
+        return project_config(Path(str(item.config.rootpath))).record_replay
+    except ConfigError as error:
+        raise pytest.UsageError(f"openprogram project configuration: {error}") from None
 
 
 class LlmRecording:
@@ -251,6 +266,9 @@ def llm_recording(request: pytest.FixtureRequest) -> LlmRecording:
     marker = node.get_closest_marker(MARKER)
     if marker is not None:
         handle.secrets = tuple(marker.kwargs.get("secrets", ()))
+    # The project's secret_env: the values of those variables, wherever they are set.
+    project_secrets = [os.environ[name] for name in _project_rules(node).get("secret_env", ()) if os.environ.get(name)]
+    handle.secrets = (*handle.secrets, *project_secrets)
     handle.drift_page = drift_page_path(request.config, handle.path)
     request.node._openprogram_recording = handle
     return handle

@@ -12,8 +12,6 @@ import pytest
 
 from bench.echo_server import EchoServer
 
-pytest_plugins = ["pytester"]
-
 UNMARKED = """
 import os
 import pytest

@@ -107,3 +107,48 @@ def test_without_a_project_the_error_says_where_one_would_go(tmp_path, monkeypat
     monkeypatch.chdir(tmp_path)
     with pytest.raises(LookupError, match=r"a \[tool.openprogram\] table in the project's pyproject.toml"):
         get_model("llamacpp/smollm2")
+
+
+def test_the_activation_plan_takes_the_projects_rules_before_the_users(project, isolated_home):
+    from openprogram.recordings.store.activation import plan_activation
+
+    config = {"record_replay": {"mode": "record", "file": "demo", "ignore": ["options.metadata.user"], "secret_env": ["MINE"]}}
+    plan = plan_activation(config)
+    assert plan.problem is None, plan.reason
+    assert plan.ignore == ("options.metadata.*", "options.metadata.user")
+    assert plan.normalize == (("\\d{4}-\\d\\d-\\d\\d", "<date>"),)
+    assert plan.secret_env == ("INTERNAL_TOKEN", "MINE")
+
+
+def test_an_invalid_project_blocks_the_plan_naming_the_file(tmp_path, monkeypatch, isolated_home):
+    from openprogram.recordings.store.activation import plan_activation
+
+    (tmp_path / "openprogram.toml").write_text('[record_replay]\nignore = "everything"\n')
+    monkeypatch.chdir(tmp_path)
+    plan = plan_activation({"record_replay": {"mode": "record", "file": "demo"}})
+    assert plan.problem == "invalid_project"
+    assert f"{tmp_path / 'openprogram.toml'}: record_replay.ignore must be a list of field patterns" in plan.reason
+
+
+def test_the_plugin_replays_with_the_projects_rules(pytester):
+    """A project's normalize rule makes a volatile date in the prompt replay green."""
+    pytester.makefile(".toml", pyproject='[tool.openprogram.record_replay]\nnormalize = [["\\\\d{4}-\\\\d\\\\d-\\\\d\\\\d", "<date>"]]\n')
+    pytester.makepyfile(test_dated="""
+import os
+import pytest
+from openprogram.providers.stream import complete
+from openprogram.providers.types import Context, Model, UserMessage
+
+@pytest.mark.llm_recording
+async def test_dated():
+    prompt = "today is " + os.environ["TODAY"]
+    message = await complete(Model(id="echo", api="faux", provider="faux"), Context(messages=[UserMessage(content=prompt)]))
+    assert message.content[0].text.startswith("echo: today is")
+""")
+    args = ("-p", "asyncio", "-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function", "-q")
+    pytester._monkeypatch.setenv("TODAY", "2026-12-01")
+    pytester.runpytest_subprocess(*args, "--llm-record-mode=record").assert_outcomes(passed=1)
+    pytester._monkeypatch.setenv("TODAY", "2026-12-02")
+    pytester.runpytest_subprocess(*args).assert_outcomes(passed=1)
+    (pytester.path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    pytester.runpytest_subprocess(*args).assert_outcomes(failed=1)  # without the rule it drifts

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ...state import load_config
+from ...state import ConfigError, load_config
 from .store import (
     FILE_MODES,
     MISSING,
@@ -225,6 +225,9 @@ def plan_activation(
                 "invalid_secret_env", f"record_replay.secret_env: {problem}", "openprogram config unset record_replay.secret_env"
             )
         plan = dataclasses.replace(plan, secret_env=tuple(names))
+    plan = _with_project_rules(plan)
+    if plan.problem is not None:
+        return plan
     if mode == RECORD:
         return _check_record_target(plan, check_file)
     absence = absence_of(path) if mode == UPDATE else None
@@ -234,6 +237,25 @@ def plan_activation(
 
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def _with_project_rules(plan: ActivationPlan) -> ActivationPlan:
+    """The plan with the project's ``record_replay`` rules (docs/project.md) before the user's:
+    the project commits what its recordings need, the user may add to it."""
+    from ...project import project_config
+
+    try:
+        rules = project_config().record_replay
+    except ConfigError as error:
+        return plan.blocked_by("invalid_project", str(error), "fix the project file the message names")
+    if not rules:
+        return plan
+    return dataclasses.replace(
+        plan,
+        ignore=(*rules.get("ignore", ()), *plan.ignore),
+        normalize=(*(tuple(rule) for rule in rules.get("normalize", ())), *plan.normalize),
+        secret_env=tuple(dict.fromkeys((*rules.get("secret_env", ()), *plan.secret_env))),
+    )
 
 
 def secret_env_problem(names: Any) -> str | None:

@@ -18,6 +18,7 @@ parsed again only when it changes.
 from __future__ import annotations
 
 import os
+import re
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -25,7 +26,7 @@ from typing import Any
 
 from .state import ConfigError
 
-__all__ = ["PROJECT_FILE_NAMES", "ProjectConfig", "find_project_file", "project_config"]
+__all__ = ["PROJECT_FILE_NAMES", "ProjectConfig", "find_project_file", "project_config", "secret_env_problem"]
 
 #: Where a project's table may live, in the order looked at in each folder.
 PROJECT_FILE_NAMES = ("openprogram.toml", "pyproject.toml")
@@ -186,7 +187,6 @@ def _models(project: ProjectConfig, value: Any) -> list[dict[str, Any]]:
 
 def _record_replay(project: ProjectConfig, value: Any) -> dict[str, Any]:
     from .recordings.replay.volatile import RequestFilter
-    from .recordings.store.activation import secret_env_problem
 
     if not isinstance(value, dict):
         raise ConfigError(f"{project.where('record_replay')} must be a table of {', '.join(_RECORD_REPLAY_KEYS)}")
@@ -216,3 +216,16 @@ def _record_replay(project: ProjectConfig, value: Any) -> dict[str, Any]:
         if problem is not None:
             raise ConfigError(f"{project.where('record_replay.secret_env')}: {problem}")
     return dict(value)
+
+
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+def secret_env_problem(names: Any) -> str | None:
+    """What is wrong with a ``record_replay.secret_env`` value (None: nothing)."""
+    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
+        return 'must be a JSON list of environment variable names, e.g. ["DB_URL", "INTERNAL_TOKEN"]'
+    bad = [name for name in names if not _ENV_NAME.match(name)]
+    if bad:
+        return f"{bad[0]!r} is not an environment variable name (letters, digits and _; not starting with a digit)"
+    return None

@@ -13,6 +13,7 @@ from openprogram.providers.partial_json import StreamingJsonObject
 from openprogram.providers.replay import read_recording_file
 from openprogram.recordings import redaction
 from openprogram.recordings.file import patches
+from openprogram.recordings.record import recorder
 
 from .test_stream_redaction import record, streamed
 
@@ -63,6 +64,8 @@ def _work(path: Path, kilobytes: int) -> dict[str, int]:
         patch.setattr(redaction, "_known_cache", None)
         patch.setattr(patches, "_diff", counting_diff)
         patch.setattr(StreamingJsonObject, "feed", counting_feed)
+        # The events come from the shared assembler: the pipeline a vendor provider gets.
+        patch.setattr(recorder, "streams_assembled_snapshots", lambda provider: True)
         events = streamed([("tool", _arguments(kilobytes))], 8)
         live = record(path, events)
     (call,) = read_recording_file(path).calls
@@ -113,9 +116,12 @@ def _fed_characters(path: Path, events: list) -> tuple[int, list]:
     return fed[0], live
 
 
-def test_recording_parses_tool_arguments_once(tmp_path):
+def test_recording_parses_tool_arguments_once(tmp_path, monkeypatch):
     """The encoder reads the stream redaction's parse of the stored deltas rather than parsing
-    them a second time: the arguments are fed to a parse once while recording."""
+    them a second time: the arguments are fed to a parse once while recording (for a provider
+    whose snapshots come from the shared assembler; any other has its snapshots checked, see
+    tests/test_record_transparency.py)."""
+    monkeypatch.setattr(recorder, "streams_assembled_snapshots", lambda provider: True)  # the events come from the assembler
     arguments = _arguments(20)
     path = tmp_path / "rec.jsonl"
     fed, live = _fed_characters(path, streamed([("tool", arguments), ("text", "done. ")], 8))

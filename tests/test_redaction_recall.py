@@ -855,7 +855,8 @@ def test_every_view_of_a_recording_leaves_no_piece(view_files, view_outputs, rec
     outputs = {f"stdout of `recordings {view}`": shown["stdout"], f"stderr of `recordings {view}`": shown["stderr"]}
     if "page" in shown:
         page, text = shown["page"]
-        assert page.endswith(".html") and Path(page).parent == path.parent  # written beside the recording
+        assert page.endswith(".html") and Path(page).parent.name == "reports"  # the profile's reports, never beside the recording
+        assert Path(page).parent != path.parent
         outputs[f"the HTML page `recordings view` wrote ({Path(page).name})"] = text
     assert_no_piece(secrets, context=f"`recordings {view}` of the {recording} recording", outputs=outputs)
 

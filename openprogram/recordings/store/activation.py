@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ...project import (
+    secret_env_problem as secret_env_problem,  # re-exported: config.py checks with it
+)
 from ...state import ConfigError, load_config
 from .store import (
     FILE_MODES,
@@ -236,7 +238,6 @@ def plan_activation(
     return _check_replay_file(plan, check_file)
 
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
 def _with_project_rules(plan: ActivationPlan) -> ActivationPlan:
@@ -256,16 +257,6 @@ def _with_project_rules(plan: ActivationPlan) -> ActivationPlan:
         normalize=(*(tuple(rule) for rule in rules.get("normalize", ())), *plan.normalize),
         secret_env=tuple(dict.fromkeys((*rules.get("secret_env", ()), *plan.secret_env))),
     )
-
-
-def secret_env_problem(names: Any) -> str | None:
-    """What is wrong with a ``record_replay.secret_env`` value (None: nothing)."""
-    if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
-        return 'must be a JSON list of environment variable names, e.g. ["DB_URL", "INTERNAL_TOKEN"]'
-    bad = [name for name in names if not _ENV_NAME.match(name)]
-    if bad:
-        return f"{bad[0]!r} is not an environment variable name (letters, digits and _; not starting with a digit)"
-    return None
 
 
 def active_recording(config: dict[str, Any], profile: str | None = None) -> Path | None:

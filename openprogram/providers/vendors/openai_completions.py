@@ -504,26 +504,13 @@ def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> 
     return model, context, options.model_copy(update={"extra_body": extra})
 
 
-def _text_parts(content: Any, where: str) -> str:
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise wire.WireRequestError(f"{where} must be a string or an array of parts")
-    texts = []
-    for position, part in enumerate(content):
-        if wire.field(part, "type", str, f"{where}[{position}]") != "text":
-            raise wire.unsupported(f"{part.get('type')!r} part here", f"{where}[{position}]")
-        texts.append(wire.required(part, "text", str, f"{where}[{position}]"))
-    return "".join(texts)
-
-
 def _leading_system(messages: list[Any]) -> tuple[str | None, int]:
     """The system (or developer) messages a conversation starts with, as one system prompt."""
     texts: list[str] = []
     for position, message in enumerate(messages):
         if not isinstance(message, dict) or message.get("role") not in ("system", "developer"):
             return ("\n\n".join(texts) if texts else None), position
-        texts.append(_text_parts(message.get("content"), f"messages[{position}].content"))
+        texts.append(wire.text_of_parts(message.get("content"), f"messages[{position}].content", ("text",)))
     return ("\n\n".join(texts) if texts else None), len(messages)
 
 
@@ -568,7 +555,7 @@ def _parse_messages(messages: list[Any], start: int, model: Model) -> list[Messa
             parsed.append(assistant)
         elif role == "tool":
             call_id = wire.required(message, "tool_call_id", str, where)
-            text = _text_parts(message.get("content") or "", f"{where}.content")
+            text = wire.text_of_parts(message.get("content") or "", f"{where}.content", ("text",))
             parsed.append(
                 ToolResultMessage(
                     tool_call_id=call_id,
@@ -599,7 +586,7 @@ def _parse_assistant(message: dict[str, Any], where: str, model: Model) -> Assis
         if reasoning:
             content.append(ThinkingContent(thinking=reasoning, thinking_signature=name))
             break
-    text = _text_parts(message.get("content") or "", f"{where}.content")
+    text = wire.text_of_parts(message.get("content") or "", f"{where}.content", ("text",))
     if text:
         content.append(TextContent(text=text))
     for position, call in enumerate(wire.field(message, "tool_calls", list, where, [])):

@@ -558,26 +558,12 @@ def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> 
     return model, context, options.model_copy(update={"extra_body": extra})
 
 
-def _content_text(content: Any, where: str, kinds: tuple[str, ...]) -> str:
-    if isinstance(content, str):
-        return content
-    if not isinstance(content, list):
-        raise wire.WireRequestError(f"{where} must be a string or an array of parts")
-    texts = []
-    for position, part in enumerate(content):
-        kind = wire.field(part, "type", str, f"{where}[{position}]")
-        if kind not in kinds:
-            raise wire.unsupported(f"{kind!r} part here", f"{where}[{position}]")
-        texts.append(wire.required(part, "text", str, f"{where}[{position}]"))
-    return "".join(texts)
-
-
 def _leading_system(items: list[Any]) -> tuple[str | None, int]:
     texts: list[str] = []
     for position, item in enumerate(items):
         if not isinstance(item, dict) or item.get("role") not in ("system", "developer"):
             return ("\n\n".join(texts) if texts else None), position
-        texts.append(_content_text(item.get("content"), f"input[{position}].content", ("input_text",)))
+        texts.append(wire.text_of_parts(item.get("content"), f"input[{position}].content", ("input_text",)))
     return ("\n\n".join(texts) if texts else None), len(items)
 
 
@@ -673,7 +659,7 @@ def _assistant_blocks(item: dict[str, Any], where: str, call_ids: dict[str, tupl
         ]
     # an assistant message: its text, its id as the text signature, its annotations after it
     content = item.get("content")
-    text = _content_text(content, f"{where}.content", ("output_text", "refusal", "input_text"))
+    text = wire.text_of_parts(content, f"{where}.content", ("output_text", "refusal", "input_text"))
     blocks: list[Any] = [TextContent(text=text, text_signature=wire.field(item, "id", str, where))]
     annotations = [
         a for part in content if isinstance(part, dict) for a in part.get("annotations") or []

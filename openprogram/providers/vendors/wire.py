@@ -95,6 +95,23 @@ def unsupported(kind: str, where: str) -> WireRequestError:
     )
 
 
+def text_of_parts(content: Any, where: str, kinds: tuple[str, ...]) -> str:
+    """A request's message content as text: a string, or an array of text parts of ``kinds``
+    (``("text",)`` for Chat Completions, ``("input_text",)`` for a Responses input) joined;
+    any other part is refused naming where it is."""
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        raise WireRequestError(f"{where} must be a string or an array of parts")
+    texts = []
+    for position, part in enumerate(content):
+        kind = field(part, "type", str, f"{where}[{position}]")
+        if kind not in kinds:
+            raise unsupported(f"{kind!r} part here", f"{where}[{position}]")
+        texts.append(required(part, "text", str, f"{where}[{position}]"))
+    return "".join(texts)
+
+
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"

@@ -10,10 +10,11 @@ honoured promptly even while the provider is waiting on the network.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import AsyncIterator, Callable
 
 from .assembly import AssistantEvent, AssistantStreamAssembler
-from .types import TERMINAL_EVENT_TYPES
+from .types import TERMINAL_EVENT_TYPES, EventError
 
 ErrorDescriber = Callable[[BaseException], str]
 
@@ -37,6 +38,52 @@ def without_secrets(describe: ErrorDescriber, api_key: str | None) -> ErrorDescr
         return text
 
     return scrubbed
+
+
+class CallNotSent(Exception):
+    """A failure before any request left the process (no key to send): the vendor never saw
+    the call. Providers raise subclasses of it inside their producer."""
+
+
+#: ``id()`` of the ``error`` events of calls the vendor never answered, while those events
+#: live. A side table rather than a field or a private attribute: pydantic compares private
+#: attributes in ``==``, and the event must stay equal to its recorded and replayed copies.
+_unanswered_events: set[int] = set()
+
+
+def got_no_answer(event: object) -> bool:
+    """Whether ``event`` is the ``error`` event of a call the vendor never answered: the
+    connection was refused or timed out, the host did not resolve, no key was there to send,
+    and no content had arrived. A recorded test fails on such a call instead of keeping a
+    failure it would replay forever (docs/tutorial.md, "Failed live calls")."""
+    return id(event) in _unanswered_events
+
+
+def _mark_unanswered(event: EventError) -> EventError:
+    key = id(event)
+    _unanswered_events.add(key)
+    weakref.finalize(event, _unanswered_events.discard, key)
+    return event
+
+
+def is_unanswered_failure(error: BaseException) -> bool:
+    """An exception that means no answer came from the vendor (an HTTP status is an answer).
+    Judged by the exception and its causes: the SDKs wrap httpx's and the socket's errors."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(getattr(current, "status_code", None), int):
+            return False
+        if isinstance(current, CallNotSent | ConnectionError | TimeoutError):
+            return True
+        name = type(current).__name__
+        # The SDKs' APIConnectionError / APITimeoutError, httpx's ConnectError / ConnectTimeout
+        # / ReadTimeout, and socket.gaierror (an OSError) for a host that does not resolve.
+        if "Connect" in name or "Timeout" in name or name == "gaierror":
+            return True
+        current = current.__cause__ or current.__context__
+    return False
 
 
 def describe_plain_error(label: str) -> ErrorDescriber:
@@ -105,7 +152,10 @@ async def guarded_stream(
                 if signal is not None and signal.is_set():
                     yield assembler.fail("Request was aborted", aborted=True)
                 else:
-                    yield assembler.fail(describe_error(error))
+                    failed = assembler.fail(describe_error(error))
+                    if not failed.error.content and is_unanswered_failure(error):
+                        _mark_unanswered(failed)
+                    yield failed
                 return
             inside_producer = False
             yield event

@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from ..credentials import key_required, missing_key_message
-from ..guard import ErrorDescriber
+from ..guard import CallNotSent, ErrorDescriber
 from ..types import (
     AssistantMessage,
     ImageContent,
@@ -31,7 +31,7 @@ from ..types import (
 PLACEHOLDER_KEY = "not-needed"
 
 
-class MissingApiKey(Exception):
+class MissingApiKey(CallNotSent):
     """Raised inside a provider's producer; the guard turns it into the ``error`` event."""
 
 

@@ -46,6 +46,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
+from openprogram.testing_watch import CallWatch, watching
+
 if TYPE_CHECKING:  # the recordings modules are imported when a test first needs them
     from pluggy import Result
 
@@ -58,6 +60,12 @@ MODES = ("replay", "record", "rewrite", "update", "off")
 DEFAULT_REPORT_DIR = "llm-reports"
 #: The title of the report section that says how an ``update`` settled a test's recording.
 UPDATE_SECTION = "openprogram update"
+#: The title of the report section that names the errors a test's live calls ended in.
+CALLS_SECTION = "openprogram model calls"
+#: The title of the report section that says a failed test's new recording was not kept.
+RECORDING_SECTION = "openprogram recording"
+#: The ``user_properties`` key of a test that had no recording to replay.
+MISSING_PROPERTY = "openprogram_missing_recording"
 MARKER = "llm_recording"
 #: A test meant to call models live: replay mode does not block it.
 LIVE_MARKER = "llm_live"
@@ -190,6 +198,11 @@ class LlmRecording:
         self.scope: RecordingScope | None = None
         #: Where this test's drift page goes (set by the fixture).
         self.drift_page: Path | None = None
+        #: What the test's live calls went through (record, rewrite, update and off modes).
+        self.watch = CallWatch()
+        #: Set when the test had no recording to replay, or failed and lost its new recording.
+        self.missing = False
+        self.discarded = False
 
     @property
     def call_count(self) -> int:
@@ -307,8 +320,16 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, Result[None], None
         finally:
             test.obj = function
         return
-    if handle is None or handle.mode == "off" or function is None:
+    if handle is None or function is None:
         yield
+        return
+    if handle.mode == "off":
+        test = cast(pytest.Function, item)
+        test.obj = _watched(function, handle)
+        try:
+            yield
+        finally:
+            test.obj = function
         return
     keep_failed = item.config.getoption("--llm-keep-failed")
     temporary = getattr(item, "funcargs", {}).get("tmp_path")
@@ -337,6 +358,17 @@ def pytest_runtest_makereport(
     update = handle.scope.update if handle.scope is not None else None
     if update is not None and update.report is not None:
         report.sections.append((UPDATE_SECTION, update.report.message))
+    if handle.watch.failures:
+        report.sections.append((CALLS_SECTION, "\n".join(f.describe() for f in handle.watch.failures)))
+    if handle.missing:
+        report.user_properties.append((MISSING_PROPERTY, handle.nodeid))
+    if handle.discarded:
+        report.sections.append((
+            RECORDING_SECTION,
+            f"The test failed, so its new recording was not kept ({handle.path} is as it was). "
+            "To keep it and see what the model said, run it again with --llm-keep-failed:\n"
+            f"  pytest {shlex.quote(handle.nodeid)} --llm-record-mode={handle.mode} --llm-keep-failed",
+        ))
     if call.excinfo is None:
         if report.passed:
             _remove_drift_pages(handle)
@@ -361,19 +393,52 @@ def pytest_runtest_makereport(
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """One line per test whose recording an ``update`` run settled: updated, or left unchanged
-    and why (also under xdist: the lines travel in the test reports)."""
-    lines = [
-        f"{report.nodeid}: {content}"
+    """At the end of the run (also under xdist: all of it travels in the test reports): how an
+    ``update`` run settled each test's recording, and the errors the tests' live calls
+    ended in."""
+    reports = [
+        report
         for reports in terminalreporter.stats.values()
         for report in reports
-        for title, content in getattr(report, "sections", ())
-        if title == UPDATE_SECTION and getattr(report, "when", None) == "call"
+        if getattr(report, "when", None) == "call"
     ]
-    if lines:
-        terminalreporter.write_sep("-", "openprogram update")
-        for line in lines:
-            terminalreporter.write_line(line)
+    for title, heading in ((UPDATE_SECTION, "openprogram update"), (CALLS_SECTION, "openprogram model calls")):
+        lines = [
+            f"{report.nodeid}: {line}"
+            for report in reports
+            for section, content in getattr(report, "sections", ())
+            if section == title
+            for line in content.splitlines()
+        ]
+        if lines:
+            terminalreporter.write_sep("-", heading)
+            for line in lines:
+                terminalreporter.write_line(line)
+
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True, specname="pytest_terminal_summary")
+def pytest_terminal_summary_closing_lines(terminalreporter: Any) -> Generator[None, None, None]:
+    """The run's closing lines (after pytest's short summary): one command that records every
+    test that had no recording."""
+    yield
+    missing = sorted({
+        value
+        for reports in terminalreporter.stats.values()
+        for report in reports
+        for key, value in getattr(report, "user_properties", ())
+        if key == MISSING_PROPERTY
+    })
+    if missing:
+        terminalreporter.write_sep("-", "openprogram: missing recordings")
+        terminalreporter.write_line(missing_recordings_command(missing))
+
+
+def missing_recordings_command(nodeids: list[str]) -> str:
+    """One shell line that records every test in ``nodeids`` (shell-quoted)."""
+    count = f"{len(nodeids)} test{'s' if len(nodeids) != 1 else ''} had no recording"
+    return f"{count}; record {'them all' if len(nodeids) != 1 else 'it'} with:\n  pytest " + " ".join(
+        shlex.quote(nodeid) for nodeid in nodeids
+    ) + " --llm-record-mode=record"
 
 
 def _write_drift_page(handle: LlmRecording, mismatch: ReplayMismatch) -> str:
@@ -568,13 +633,17 @@ def _session(handle: LlmRecording, keep_failed: bool) -> Iterator[None]:
             except RecordingFileError as error:
                 pytest.fail(_unreadable_message(error, handle), pytrace=False)
             handle.scope = scope
-            yield
+            # A call the vendor never answered fails the test inside the scope, so the update
+            # ends as a failed run: the file stays as it was.
+            with _failing_unanswered(handle, f"{handle.path} is left as it was"):
+                yield
         # Nothing drifted but calls were left unused: the file stayed, and the test fails as
         # its replay would (after the scope, so the report says "nothing drifted").
         scope.assert_consumed()
         return
     if handle.mode == "replay" or (handle.mode == "record" and exists):
         if not exists:
+            handle.missing = True
             pytest.fail(
                 f"no LLM recording for {handle.nodeid} at {handle.path}; record it with:\n"
                 f"  pytest {shlex.quote(handle.nodeid)} --llm-record-mode=record{_legacy_hint(handle)}",
@@ -608,11 +677,63 @@ def _session(handle: LlmRecording, keep_failed: bool) -> Iterator[None]:
             secrets=handle.secrets,
         ) as scope:
             handle.scope = scope
-            yield
+            kept = "no recording was kept (not even with --llm-keep-failed: it would replay the failure forever)"
+            with _failing_unanswered(handle, kept):
+                yield
         succeeded = True
     finally:
-        if succeeded or keep_failed:
+        if (succeeded or keep_failed) and not handle.watch.unanswered:
             os.replace(pending, handle.path)
         else:
+            handle.discarded = not handle.watch.unanswered
             with contextlib.suppress(FileNotFoundError):
                 pending.unlink()
+
+
+@contextlib.contextmanager
+def _failing_unanswered(handle: LlmRecording, outcome: str) -> Iterator[None]:
+    """Watch the body's calls; when one got no answer from the vendor, fail the test with that
+    cause, whatever the body made of the error (an agent loop turns it into an answer, and the
+    test then fails on an empty string, or passes)."""
+    with watching(handle.watch):
+        try:
+            yield
+        except Exception:
+            if not handle.watch.unanswered:
+                raise
+            # The test's own failure followed from the unanswered call: the cause replaces it
+            # (raised outside this handler, so it is not shown as a second exception).
+        _fail_if_unanswered(handle, outcome)
+
+
+def _fail_if_unanswered(handle: LlmRecording, outcome: str) -> None:
+    unanswered = handle.watch.unanswered
+    if not unanswered:
+        return
+    causes = "\n".join(f"  {failure.describe()}" for failure in unanswered)
+    pytest.fail(
+        f"{handle.nodeid}: a live call got no answer from the vendor, so {outcome}:\n{causes}\n"
+        "Start the model server, or set the key, and run it again:\n"
+        f"  pytest {shlex.quote(handle.nodeid)} --llm-record-mode={handle.mode}",
+        pytrace=False,
+    )
+
+
+def _watched(function: Callable[..., Any], handle: LlmRecording) -> Callable[..., Any]:
+    """``function`` with its calls watched (``off`` mode: live calls, nothing recorded, the
+    errors they ended in named in the report)."""
+    if inspect.iscoroutinefunction(function):
+
+        @functools.wraps(function)
+        async def run_async(*args: Any, **kwargs: Any) -> Any:
+            with watching(handle.watch):
+                return await function(*args, **kwargs)
+
+        return run_async
+
+    @functools.wraps(function)
+    def run_sync(*args: Any, **kwargs: Any) -> Any:
+        with watching(handle.watch):
+            return function(*args, **kwargs)
+
+    return run_sync

@@ -76,6 +76,11 @@ def test_record_run_replay_offline_mismatch_and_manage(isolated_home):
         "replay mismatch at call 0, field context.messages[0].content:\n"
         "recorded '/calculator 6*7', incoming '/calculator 6*8'\n"
     ) in changed.stderr
+    # ... and says that replay is on for the profile, and how to turn it off
+    assert (
+        "(replay is on: the record_replay configuration replays 'demo' for every model call; "
+        "'openprogram recordings off' calls models live again"
+    ) in changed.stderr
 
     # 4. the offline guard is not vacuous: with replay off, the same wrapper fails
     assert recordings(home, "off").returncode == 0

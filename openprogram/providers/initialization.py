@@ -221,9 +221,12 @@ def _install_for(plan: ActivationPlan) -> None:
 
         configure_provider_transform(record_transform)
     else:
+        from ..recordings.store.activation import replay_note
         from ..recordings.store.sessions import ChoosingReplayProvider
 
-        replay = ChoosingReplayProvider(path, ignore=plan.ignore, normalize=plan.normalize)
+        replay = ChoosingReplayProvider(
+            path, ignore=plan.ignore, normalize=plan.normalize, replay_note=replay_note(plan)
+        )
 
         def replay_transform(api: str, original: ApiProvider) -> ApiProvider:
             return replay

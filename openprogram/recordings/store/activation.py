@@ -150,6 +150,15 @@ def recover_hint(error: RecordingFileError) -> str:
     return f"; to keep the calls that ended before the writer died, run '{recover_command(error)}'"
 
 
+def replay_note(plan: ActivationPlan) -> str:
+    """The line that ends every mismatch of the runtime's replay: replay is on for every model
+    call of the profile, which a user who ran ``recordings replay`` days ago has forgotten."""
+    return (
+        f"(replay is on: the record_replay configuration replays '{plan.selector}' for every model "
+        f"call; '{CMD} off' calls models live again, '{CMD} status' shows the settings)"
+    )
+
+
 def plan_activation(
     config: dict[str, Any], profile: str | None = None, *, check_file: bool = True
 ) -> ActivationPlan:

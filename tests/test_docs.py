@@ -63,16 +63,25 @@ def test_every_tutorial_command_runs_as_written(tmp_path, isolated_home):
         wanted = int(expected.group(1)) if expected else 0
         assert result.returncode == wanted, f"{command!r} exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
         assert "Traceback" not in result.stderr, command
-        outputs.setdefault(command, result.stdout + result.stderr)  # first run of each
+        outputs.setdefault(command, []).append(result.stdout + result.stderr)  # every run, in order
 
-    assert "42" in outputs['openprogram run "/calculator 6*7"']
-    assert "--llm-record-mode=record" in outputs["pytest -q"]
+    assert "42" in outputs['openprogram run "/calculator 6*7"'][0]
+    assert "--llm-record-mode=record" in outputs["pytest -q"][0]
     recording = project / "recordings" / "test_agent" / "test_uses_the_calculator.jsonl"
     assert recording.exists()
-    conversation = outputs[f"openprogram recordings show {recording.relative_to(project)} --conversation"]
+    conversation = outputs[f"openprogram recordings show {recording.relative_to(project)} --conversation"][0]
     assert "calculator" in conversation and "42" in conversation
     concurrent = project / "recordings" / "test_concurrent" / "test_sub_agents_in_a_dated_session.jsonl"
     assert "{{tmp_path}}" in concurrent.read_text() and "pytest-of-" not in concurrent.read_text()
+    # Section 4, as written: the changed test fails with the mismatch it shows, and the diff
+    # of the two recordings shows the change.
+    drifted = outputs["pytest -q"][2]
+    assert (
+        "replay mismatch at call 0, field context.messages[0].content:\n"
+        "recorded '/calculator 6*7', incoming '/calculator 6*8'"
+    ) in drifted
+    diff = outputs[f"openprogram recordings diff before.jsonl {recording.relative_to(project)}"][0]
+    assert "6*7" in diff and "6*8" in diff and "identical" not in diff
     tracked = subprocess.run(["git", "ls-files"], cwd=project, capture_output=True, text=True).stdout.split()
     assert str(recording.relative_to(project)) in tracked
 

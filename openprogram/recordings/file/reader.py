@@ -199,25 +199,29 @@ class _Chain:
 
 
 def _served(entries: list[Any]) -> Iterator[AssistantMessageEvent]:
-    """The events of a call's entries, each built when it is reached."""
+    """The events of a call's entries, each built when it is reached.
+
+    Written for speed: this runs for every event of a replay. The appends a stored event
+    after kept ones needs (the plain way patches a dict) are taken from the entries between
+    them when such an event is reached, not collected event by event."""
     chain = _Chain()
-    for entry in entries:
+    served: Any = None  # the bound Snapshots.served of the latest stored snapshot
+    since = 0  # the entries after the latest stored snapshot
+    for position, entry in enumerate(entries):
         kind = type(entry)
         if kind is tuple:
-            kept, append = entry
-            snapshots: Snapshots = chain.snapshots  # type: ignore[assignment]  # set by the stored snapshot every kept entry follows (no cast: a call per event)
-            if append:
-                chain.pending.append(append)
-            yield snapshots.served(kept, append)  # served_event(kept, snapshot) after grow(append)
+            yield served(*entry)  # served_event(kept, snapshot) after grow(append)
         elif kind is dict:
             if "partial_patch" in entry:
+                chain.pending = [kept[1] for kept in entries[since:position] if type(kept) is tuple and kept[1]]
                 dump = entry.copy()
                 dump["partial"] = chain.patched(dump.pop("partial_patch"))
             else:
                 dump = entry
                 chain.restart(entry["partial"])
             event = EVENT_CLASSES[dump["type"]].__pydantic_validator__.validate_python(dump)
-            chain.snapshots = Snapshots(event.partial)
+            served = Snapshots(event.partial).served
+            since = position + 1
             yield event
         else:
             yield entry
@@ -240,7 +244,7 @@ def read_recording_file(path: str | os.PathLike[str], *, summary_only: bool = Fa
 class _CallState:
     """A call while its lines are read."""
 
-    __slots__ = ("call", "chain", "placeholder", "count", "open")
+    __slots__ = ("call", "chain", "placeholder", "count", "open", "last_t")
 
     def __init__(self, call: RecordedCall) -> None:
         self.call = call
@@ -252,6 +256,9 @@ class _CallState:
         self.placeholder: Any = None
         self.count = 0
         self.open = True
+        #: The ``t`` of the latest event when it was read by :meth:`_Reader.delta_line` (the
+        #: digits as in the line): the call's ``duration_ms`` once its ``call_end`` is read.
+        self.last_t: bytes | None = None
 
 
 class _Reader:
@@ -262,6 +269,8 @@ class _Reader:
         self.header_line = 0
         self.version = 0  # the header's format_version, once read
         self.calls: dict[int, _CallState] = {}
+        #: The calls not yet ended, by their ``call_index`` as the writer's line form spells it.
+        self.open_calls: dict[bytes, _CallState] = {}
         #: Every call's resolved context, for the ``context_patch`` of a later call to name.
         self.contexts: dict[int, Any] = {}
         #: The fields set the events kept for later share, the latest one per event class.
@@ -307,14 +316,14 @@ class _Reader:
             total += len(line)
             if total > budget:
                 raise self.fail("the file grew while it was read (still being recorded?); read it again later")
+            growth = match_delta(line)  # this writer's streamed deltas (ending with "\n"): the hot path
+            if growth is not None and delta_line(number, growth):
+                continue
             if line[-1:] != b"\n":  # only the last line can lack it: one the writer never finished
                 raise self.fail("the last line is incomplete (no newline at its end)", number, kind="interrupted")
             if line.isspace():
                 continue
-            if line.startswith(b'{"type":"event",'):  # this writer's event lines: the hot path
-                growth = match_delta(line)
-                if growth is not None and delta_line(number, growth):
-                    continue
+            if line.startswith(b'{"type":"event",'):  # this writer's other event lines
                 try:
                     row = loads(line)
                 except orjson.JSONDecodeError:
@@ -413,7 +422,7 @@ class _Reader:
         call = RecordedCall(index, request, number, lane=lane, session=session)
         if self.summary_only:
             call.rows, call.has_all_events = [], False
-        self.calls[index] = _CallState(call)
+        self.calls[index] = self.open_calls[b"%d" % index] = _CallState(call)
 
     def event_row(self, number: int, row: dict[str, Any]) -> None:
         """The hot path of reading: written for speed, the checks of :meth:`open_call` are
@@ -435,6 +444,7 @@ class _Reader:
             if not state.count:
                 call.first_event_ms = t
         call.duration_ms = None if t is _NO_TIME else t
+        state.last_t = None
         stored = row.get("event")
         if type(stored) is not dict:
             raise self.fail("the event must be a JSON object", number, index)
@@ -473,29 +483,29 @@ class _Reader:
         regular-expression match: no dict, no validation), as :meth:`event_row` would; False
         when the line needs the general path (which then accepts it or says what is wrong).
         Written for speed: it runs for nearly every line of a file."""
-        call_index, event_index, t, kind, index, delta, field_name = line.groups()
-        state = self.calls.get(int(call_index))
-        if state is None or not state.open or int(event_index) != state.count:
+        call_index, event_index, t, kind, index, delta = line.groups()
+        state = self.open_calls.get(call_index)  # the form's numbers have no leading zero
+        if state is None or int(event_index) != state.count:
             return False
         chain = state.chain
         snapshots = chain.snapshots
-        shape = _DELTA_SHAPES[kind]
-        if snapshots is None or chain.partial is None or shape[0] != field_name:
+        if snapshots is None or chain.partial is None:
             return False
         try:
             delta = orjson.loads(delta)
         except orjson.JSONDecodeError:
             return False
-        block = int(index)
-        append = snapshots.append_to(block, shape[1], delta)
+        field_name, delta_kind = _DELTA_SHAPES[kind]
+        block = _INDEXES.get(index)
+        append = snapshots.append_to(int(index) if block is None else block, field_name, delta)
         if append is None:
             return False
-        call = state.call
-        call.duration_ms = int(t)
+        state.last_t = t  # its digits: only the last event's become the call's duration_ms
         chain.pending.append(append)
         state.count += 1
+        call = state.call
         call.event_lines.append(number)
-        call.entries.append((shape[2], append))  # the delta is the append's suffix: see DeltaKind
+        call.entries.append((delta_kind, append))  # the delta is the append's suffix: see DeltaKind
         return True
 
     def patched(self, state: _CallState, stored: dict[str, Any], number: int) -> tuple[dict[str, Any], Any]:
@@ -559,7 +569,10 @@ class _Reader:
             )
         call.outcome, call.event_count, call.end_line = outcome, count, number
         call.redactions = redactions
+        if state.last_t is not None:
+            call.duration_ms = int(state.last_t)
         state.open = False
+        del self.open_calls[b"%d" % call.call_index]
         state.chain = state.placeholder = None  # type: ignore[assignment]
 
     def finish(self, line_count: int) -> Recording:
@@ -637,16 +650,18 @@ assert set(_ROW_READERS) == LINE_TYPES, "every line type of the format has its r
 #: which also checks its escapes and UTF-8. Anything else takes the general path.
 _DELTA_LINE = re.compile(
     rb'\{"type":"event","call_index":(0|[1-9][0-9]*),"event_index":(0|[1-9][0-9]*),"t":(0|[1-9][0-9]*),'
-    rb'"event":\{"type":"(text_delta|thinking_delta)","content_index":(0|[1-9][0-9]*),'
-    rb'"delta":("(?:[^"\\\x00-\x1f]|\\.)*"),'
-    rb'"partial_patch":\[\["append",\["content",\5,"(text|thinking)"\],\6\]\]\}\}\n\Z'
+    rb'"event":\{"type":"(text|thinking)_delta","content_index":(0|[1-9][0-9]*),'
+    rb'"delta":("[^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*"),'
+    rb'"partial_patch":\[\["append",\["content",\5,"\4"\],\6\]\]\}\}\n\Z'
 ).match
-#: Per event type of :data:`_DELTA_LINE`: the field name as in the line, as a string, and
-#: what a call keeps for the event besides its append (one shared value per kind).
-_DELTA_SHAPES: dict[bytes, tuple[bytes, str, DeltaKind]] = {
-    b"text_delta": (b"text", "text", DeltaKind(EVENT_CLASSES["text_delta"], "text_delta")),
-    b"thinking_delta": (b"thinking", "thinking", DeltaKind(EVENT_CLASSES["thinking_delta"], "thinking_delta")),
+#: Per block kind of :data:`_DELTA_LINE` (its group 4): the field appended to, and what a call
+#: keeps for the event besides its append (one shared value per kind).
+_DELTA_SHAPES: dict[bytes, tuple[str, DeltaKind]] = {
+    b"text": ("text", DeltaKind(EVENT_CLASSES["text_delta"], "text_delta")),
+    b"thinking": ("thinking", DeltaKind(EVENT_CLASSES["thinking_delta"], "thinking_delta")),
 }
+#: Block indexes as the line form spells them, the common ones read without ``int``.
+_INDEXES: dict[bytes, int] = {b"%d" % index: index for index in range(64)}
 
 
 def _no_match(line: bytes) -> None:

@@ -87,15 +87,18 @@ class Snapshots:
     message object (with its own content list) sharing the immutable blocks, so whatever a
     consumer does to an event it received cannot change the next snapshot."""
 
-    __slots__ = ("_cls", "_message", "_content", "_fields_set", "_extra")
+    __slots__ = ("_cls", "_message", "_content", "_fields_set", "_extra", "_accepted")
 
     def __init__(self, snapshot: Any) -> None:
         """Start from ``snapshot``, a validated message (it is copied, not kept)."""
         self._cls = type(snapshot)
         self._message = dict(snapshot.__dict__)
         self._content = list(self._message["content"])
-        self._fields_set = frozenset(snapshot.__pydantic_fields_set__)
+        self._fields_set = set(snapshot.__pydantic_fields_set__)  # copied for each snapshot
         self._extra = snapshot.__pydantic_extra__
+        #: Per block index, the field :meth:`append_to` last accepted there: which appends
+        #: qualify depends only on the blocks' kinds, which growing text never changes.
+        self._accepted: dict[int, str] = {}
 
     def append_of(self, patch: Any) -> Append | tuple[()] | None:
         """The append ``patch`` makes when it is one ``append`` to a free-text string field
@@ -119,13 +122,17 @@ class Snapshots:
     def append_to(self, index: int, field: str, suffix: str) -> Append | None:
         """:meth:`append_of` of the one patch ``["append", ["content", index, field], suffix]``
         (already taken apart, as by the reader's line template for a streamed delta)."""
+        accepted = self._accepted.get(index)
+        if accepted is not None and accepted == field:
+            return index, accepted, suffix
         content = self._content
-        if not 0 <= index < len(content):
+        if type(index) is not int or not 0 <= index < len(content):
             return None
         block = content[index]
         if type(block.__dict__.get(field)) is not str or field not in _free_text_fields(type(block)):
             return None
-        return index, _FIELD_NAMES.setdefault(field, field), suffix
+        field = self._accepted[index] = _FIELD_NAMES.setdefault(field, field)
+        return index, field, suffix
 
     def grow(self, append: Append | tuple[()]) -> None:
         """Apply what :meth:`append_of` accepted: the block is replaced by a copy whose
@@ -159,17 +166,18 @@ class Snapshots:
             _set_private(grown, None)
             content[index] = grown
         message: BaseModel = _new(self._cls)
-        _set_dict(message, {**self._message, "content": content.copy()})
-        _set_fields_set(message, set(self._fields_set))
-        _set_extra(message, None if self._extra is None else dict(self._extra))
+        _set_dict(message, dict(self._message, content=content.copy()))
+        _set_fields_set(message, self._fields_set.copy())
+        extra = self._extra
+        _set_extra(message, None if extra is None else dict(extra))
         _set_private(message, None)
         if type(kept) is DeltaKind:
             event: BaseModel = _new(kept.cls)
             _set_dict(event, {"type": kept.name, "content_index": append[0], "delta": append[2], "partial": message})  # type: ignore[misc]  # a delta's append is never empty
-            _set_fields_set(event, set(_DELTA_FIELDS_SET))
+            _set_fields_set(event, _DELTA_FIELDS_SET.copy())
         else:
             event = _new(type(kept))
-            _set_dict(event, {**kept.__dict__, "partial": message})
+            _set_dict(event, dict(kept.__dict__, partial=message))
             _set_fields_set(event, set(kept.__pydantic_fields_set__))
         _set_extra(event, None)
         _set_private(event, None)
@@ -222,7 +230,7 @@ def kept_for_later(
 
 #: What validation makes the fields set of a stored delta (``type``, ``content_index``,
 #: ``delta`` and ``partial``).
-_DELTA_FIELDS_SET = frozenset({"type", "content_index", "delta", "partial"})
+_DELTA_FIELDS_SET = {"type", "content_index", "delta", "partial"}  # copied for each event
 
 
 class DeltaKind(NamedTuple):

@@ -177,8 +177,10 @@ def test_snapshots_share_no_mutable_object_only_frozen_blocks(tmp_path):
     messages = [event.partial for event in served if "partial" in type(event).model_fields]
     assert len({id(message) for message in messages}) == len(messages)
     assert len({id(message.content) for message in messages}) == len(messages)
-    assert len({id(message.__pydantic_fields_set__) for message in messages}) == len(messages)
-    assert len({id(event.__pydantic_fields_set__) for event in served}) == len(served)
+    for model in [*messages, *served]:  # a fields set is shared only when it names every field
+        shared = [other for other in [*messages, *served] if other.model_fields_set is model.model_fields_set]
+        if len(shared) > 1:
+            assert model.model_fields_set == set(type(model).model_fields)
     assert len({id(event.__dict__) for event in served}) == len(served)
     shared = {id(block): block for message in messages for block in message.content}
     assert len(shared) < sum(len(message.content) for message in messages)  # blocks are shared
@@ -221,3 +223,28 @@ def test_interleaved_calls_of_two_sinks_replay_exactly(tmp_path):
     recording = read_recording_file(path)
     assert [list(call.events()) for call in recording.calls] == expected
     assert [list(call.events()) for call in recording.calls] == expected  # served twice alike
+
+
+def test_a_shared_complete_fields_set_never_changes(tmp_path):
+    """Served messages and deltas whose fields set names every field share one set per
+    class: pydantic only adds field names to it (an assignment adds the one assigned), so
+    assigning every field of one event leaves every other event's set as it was."""
+    from openprogram.recordings.file import reader_fast
+
+    for kind in ("text_delta", "thinking_delta"):
+        assert set(EVENT_CLASSES[kind].model_fields) == reader_fast._DELTA_FIELDS_SET
+    path = tmp_path / "r.jsonl"
+    _record(path, 1)
+    served = [event for events in _replayed(path, len(_answers()), change=False) for event in events]
+    before = [_fields_sets(event) for event in served]
+    for event in served:
+        for model in (event, getattr(event, "partial", None)):
+            if model is None:
+                continue
+            for name in type(model).model_fields:
+                setattr(model, name, getattr(model, name))
+            name = next(iter(type(model).model_fields))
+            copied = model.model_copy(update={name: getattr(model, name)})  # copies the set, then adds
+            assert copied.model_fields_set is not model.model_fields_set
+    assert [_fields_sets(event) for event in served] == before
+    assert served == [event for events in _expected_events(path) for event in events]

@@ -485,14 +485,17 @@ class _Reader:
         Written for speed: it runs for nearly every line of a file."""
         call_index, event_index, t, kind, index, delta = line.groups()
         state = self.open_calls.get(call_index)  # the form's numbers have no leading zero
-        if state is None or int(event_index) != state.count:
+        if state is None:
+            return False
+        count = state.count
+        if (_DIGITS[count] if count < _DIGITS_KEPT else b"%d" % count) != event_index:
             return False
         chain = state.chain
         snapshots = chain.snapshots
         if snapshots is None or chain.partial is None:
             return False
         try:
-            delta = orjson.loads(delta)
+            delta = _loads(delta)
         except orjson.JSONDecodeError:
             return False
         field_name, delta_kind = _DELTA_SHAPES[kind]
@@ -502,7 +505,7 @@ class _Reader:
             return False
         state.last_t = t  # its digits: only the last event's become the call's duration_ms
         chain.pending.append(append)
-        state.count += 1
+        state.count = count + 1
         call = state.call
         call.event_lines.append(number)
         call.entries.append((delta_kind, append))  # the delta is the append's suffix: see DeltaKind
@@ -651,7 +654,7 @@ assert set(_ROW_READERS) == LINE_TYPES, "every line type of the format has its r
 _DELTA_LINE = re.compile(
     rb'\{"type":"event","call_index":(0|[1-9][0-9]*),"event_index":(0|[1-9][0-9]*),"t":(0|[1-9][0-9]*),'
     rb'"event":\{"type":"(text|thinking)_delta","content_index":(0|[1-9][0-9]*),'
-    rb'"delta":("[^"\\\x00-\x1f]*(?:\\.[^"\\\x00-\x1f]*)*"),'
+    rb'"delta":("[^"\\\x00-\x1f]*+(?:\\.[^"\\\x00-\x1f]*+)*+"),'
     rb'"partial_patch":\[\["append",\["content",\5,"\4"\],\6\]\]\}\}\n\Z'
 ).match
 #: Per block kind of :data:`_DELTA_LINE` (its group 4): the field appended to, and what a call
@@ -662,6 +665,10 @@ _DELTA_SHAPES: dict[bytes, tuple[str, DeltaKind]] = {
 }
 #: Block indexes as the line form spells them, the common ones read without ``int``.
 _INDEXES: dict[bytes, int] = {b"%d" % index: index for index in range(64)}
+#: Event indexes as the line form spells them, the first ones compared without formatting.
+_DIGITS_KEPT = 4096
+_DIGITS: list[bytes] = [b"%d" % index for index in range(_DIGITS_KEPT)]
+_loads = orjson.loads
 
 
 def _no_match(line: bytes) -> None:

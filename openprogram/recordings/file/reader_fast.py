@@ -17,6 +17,12 @@ and memory on large files and change no result; the tests hold them to the plain
   slimmed, instead of a parsed line: the memory of a large recording. :func:`served_event`
   builds it back exactly: the values are the ones validation produced, only ``partial`` is
   put back.
+* A served message or delta event whose fields set names every field of its class (what
+  validation of a full dump gives) shares one such set per class with the others, instead
+  of a copy each. It is correct because pydantic only ever adds field names to a model's
+  fields set (an assignment adds the field assigned; ``model_copy`` copies the set first),
+  so a set that already holds them all never changes: no consumer's assignment to one event
+  is seen in another. A set missing a field is copied for each object.
 * :func:`collector_paused` saves the cyclic collector's rescans while a file is read and kept.
   It is correct because reading creates no reference cycles, so a paused collector frees
   nothing late; afterwards the collector is as it was, the objects read now in its oldest
@@ -87,14 +93,18 @@ class Snapshots:
     message object (with its own content list) sharing the immutable blocks, so whatever a
     consumer does to an event it received cannot change the next snapshot."""
 
-    __slots__ = ("_cls", "_message", "_content", "_fields_set", "_extra", "_accepted")
+    __slots__ = ("_cls", "_message", "_content", "_fields_set", "_complete", "_extra", "_accepted")
 
     def __init__(self, snapshot: Any) -> None:
         """Start from ``snapshot``, a validated message (it is copied, not kept)."""
         self._cls = type(snapshot)
         self._message = dict(snapshot.__dict__)
         self._content = list(self._message["content"])
-        self._fields_set = set(snapshot.__pydantic_fields_set__)  # copied for each snapshot
+        self._fields_set = set(snapshot.__pydantic_fields_set__)
+        #: Whether the snapshots share that set (it holds every field: see the module's docstring).
+        self._complete = _complete_fields_set(self._cls, self._fields_set)
+        if self._complete:
+            self._fields_set = _COMPLETE_FIELDS_SETS[self._cls]
         self._extra = snapshot.__pydantic_extra__
         #: Per block index, the field :meth:`append_to` last accepted there: which appends
         #: qualify depends only on the blocks' kinds, which growing text never changes.
@@ -167,14 +177,15 @@ class Snapshots:
             content[index] = grown
         message: BaseModel = _new(self._cls)
         _set_dict(message, dict(self._message, content=content.copy()))
-        _set_fields_set(message, self._fields_set.copy())
+        fields_set = self._fields_set
+        _set_fields_set(message, fields_set if self._complete else fields_set.copy())
         extra = self._extra
         _set_extra(message, None if extra is None else dict(extra))
         _set_private(message, None)
         if type(kept) is DeltaKind:
             event: BaseModel = _new(kept.cls)
             _set_dict(event, {"type": kept.name, "content_index": append[0], "delta": append[2], "partial": message})  # type: ignore[misc]  # a delta's append is never empty
-            _set_fields_set(event, _DELTA_FIELDS_SET.copy())
+            _set_fields_set(event, _DELTA_FIELDS_SET)  # every field of the class: shared
         else:
             event = _new(type(kept))
             _set_dict(event, dict(kept.__dict__, partial=message))
@@ -228,9 +239,23 @@ def kept_for_later(
     return event, append
 
 
+#: One fields set naming every field, per class, shared by the objects served whose fields
+#: set is complete (see the module's docstring).
+_COMPLETE_FIELDS_SETS: dict[type[BaseModel], set[str]] = {}
+
+
+def _complete_fields_set(cls: type[BaseModel], fields_set: set[str] | frozenset[str]) -> bool:
+    """Whether ``fields_set`` names every field of ``cls`` (then its objects may share
+    ``_COMPLETE_FIELDS_SETS[cls]``)."""
+    shared = _COMPLETE_FIELDS_SETS.get(cls)
+    if shared is None:
+        shared = _COMPLETE_FIELDS_SETS[cls] = set(cls.__pydantic_fields__)
+    return fields_set == shared
+
+
 #: What validation makes the fields set of a stored delta (``type``, ``content_index``,
-#: ``delta`` and ``partial``).
-_DELTA_FIELDS_SET = {"type", "content_index", "delta", "partial"}  # copied for each event
+#: ``delta`` and ``partial``): every field of both delta classes, so one set is shared.
+_DELTA_FIELDS_SET = {"type", "content_index", "delta", "partial"}
 
 
 class DeltaKind(NamedTuple):

@@ -433,8 +433,14 @@ class ReplayProvider:
                 call = self.take(model, context, options)
         else:
             call = self.take(model, context, options)
-        async for event in self.serve(call):
+        # serve(call), inlined: one async generator per event instead of two.
+        events = call.events()
+        if self._values:
+            events = (with_run_values(event, self._values) for event in events)
+        for event in events:
             yield event
+        if call.outcome != "complete":
+            raise RecordedCallInterrupted(call.call_index, call.outcome)
 
     async def serve(self, call: RecordedCall) -> AsyncIterator[AssistantMessageEvent]:
         """The recorded events of a call :meth:`take` handed out, as the live run saw them."""

@@ -8,7 +8,8 @@ a ``pyproject.toml`` without the table is passed by), holds:
 * ``models``: the same entries as the configuration's ``models`` (a local server, a gateway);
   the user's configuration overrides an entry of the same provider and id (a local port, say);
 * ``record_replay``: ``ignore``, ``normalize`` and ``secret_env``, the rules a replay of the
-  project's recordings needs.
+  project's recordings needs;
+* ``proxy.upstream``: where the ``llm_proxy`` fixture's live calls go, by api (``API = URL``).
 
 Like :mod:`openprogram.state` this imports nothing of openprogram at import time, so every
 layer may read it. The lookup is a few ``stat`` calls per folder up to the root, and a file is
@@ -33,7 +34,7 @@ PROJECT_FILE_NAMES = ("openprogram.toml", "pyproject.toml")
 #: A project file is a handful of settings and a model list.
 MAX_PROJECT_BYTES = 1024 * 1024
 _RECORD_REPLAY_KEYS = ("ignore", "normalize", "secret_env")
-_TOP_KEYS = ("models", "record_replay")
+_TOP_KEYS = ("models", "record_replay", "proxy")
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,8 @@ class ProjectConfig:
     table: str = ""
     models: list[dict[str, Any]] = field(default_factory=list)
     record_replay: dict[str, Any] = field(default_factory=dict)
+    #: ``proxy.upstream``: api -> URL (checked as the proxy checks ``--upstream`` when used).
+    proxy_upstream: dict[str, str] = field(default_factory=dict)
 
     def where(self, key: str) -> str:
         """A key of this project as a message names it: the file and the key in it."""
@@ -160,7 +163,18 @@ def _parse(path: Path) -> ProjectConfig:
         )
     models = _models(project, table.get("models", []))
     record_replay = _record_replay(project, table.get("record_replay", {}))
-    return ProjectConfig(path=path, table=label, models=models, record_replay=record_replay)
+    upstream = _proxy_upstream(project, table.get("proxy", {}))
+    return ProjectConfig(path=path, table=label, models=models, record_replay=record_replay, proxy_upstream=upstream)
+
+
+def _proxy_upstream(project: ProjectConfig, value: Any) -> dict[str, str]:
+    example = '[tool.openprogram.proxy.upstream]\n"openai-completions" = "http://127.0.0.1:8080/v1"'
+    if not isinstance(value, dict) or sorted(value) not in ([], ["upstream"]):
+        raise ConfigError(f"{project.where('proxy')} must be a table with one key, upstream, e.g.\n{example}")
+    upstream = value.get("upstream", {})
+    if not isinstance(upstream, dict) or not all(isinstance(url, str) for url in upstream.values()):
+        raise ConfigError(f"{project.where('proxy.upstream')} must be a table of API = URL strings, e.g.\n{example}")
+    return dict(upstream)
 
 
 def _models(project: ProjectConfig, value: Any) -> list[dict[str, Any]]:

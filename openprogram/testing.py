@@ -33,6 +33,7 @@ tests that share an event loop, and it never touches the process-wide provider t
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import functools
 import hashlib
 import inspect
@@ -54,6 +55,9 @@ if TYPE_CHECKING:  # the recordings modules are imported when a test first needs
     from openprogram.recordings.file.format import RecordingFileError
     from openprogram.recordings.replay.differences import ReplayMismatch
     from openprogram.recordings.store.scoped import RecordingScope
+
+#: The ``llm_proxy`` fixture (a module of its own: it needs this one's names).
+pytest_plugins = ["openprogram.testing_proxy"]
 
 MODES = ("replay", "record", "rewrite", "update", "off")
 #: The folder of drift pages, in the rootdir unless ``--llm-report-dir`` says otherwise.
@@ -203,6 +207,11 @@ class LlmRecording:
         #: Set when the test had no recording to replay, or failed and lost its new recording.
         self.missing = False
         self.discarded = False
+        #: Set by the ``llm_proxy`` fixture: the test's calls arrive through a proxy.
+        self.proxied = False
+        #: The context of the running test body (its recording scope, run values, declared
+        #: secrets): the one ``llm_proxy``'s requests run in. None while no body runs.
+        self.context: contextvars.Context | None = None
 
     @property
     def call_count(self) -> int:
@@ -381,10 +390,16 @@ def pytest_runtest_makereport(
         # the file and what to do, not a traceback through the agent loop.
         report.longrepr = f"{call.excinfo.value}\nThe recording {handle.path} is left as it was."
         return
-    if isinstance(call.excinfo.value, ReplayMismatch):
-        page = _write_drift_page(handle, call.excinfo.value)
+    mismatch = call.excinfo.value if isinstance(call.excinfo.value, ReplayMismatch) else handle.watch.mismatch
+    if mismatch is not None:
+        # Through llm_proxy the client got the mismatch as an HTTP 400 and raised its own
+        # error: the report is the mismatch's all the same.
+        client = "" if mismatch is call.excinfo.value else (
+            f"(the client got it from llm_proxy as an HTTP 400: {type(call.excinfo.value).__name__})\n"
+        )
+        page = _write_drift_page(handle, mismatch)
         report.longrepr = (
-            f"{call.excinfo.value}\n\n"
+            f"{mismatch}\n{client}\n"
             f"The test's requests no longer match its recording {handle.path}.\n"
             f"{page}"
             f"If the change is intended, re-record it with:\n"
@@ -662,7 +677,8 @@ def _session(handle: LlmRecording, keep_failed: bool) -> Iterator[None]:
             except RecordingFileError as error:
                 pytest.fail(_unreadable_message(error, handle), pytrace=False)
             handle.scope = scope
-            yield
+            with _test_body(handle, watched=handle.proxied):  # a proxy's mismatch is seen there
+                yield
             scope.assert_consumed()
         return
 
@@ -695,7 +711,7 @@ def _failing_unanswered(handle: LlmRecording, outcome: str) -> Iterator[None]:
     """Watch the body's calls; when one got no answer from the vendor, fail the test with that
     cause, whatever the body made of the error (an agent loop turns it into an answer, and the
     test then fails on an empty string, or passes)."""
-    with watching(handle.watch):
+    with _test_body(handle, watched=True):
         try:
             yield
         except Exception:
@@ -726,14 +742,26 @@ def _watched(function: Callable[..., Any], handle: LlmRecording) -> Callable[...
 
         @functools.wraps(function)
         async def run_async(*args: Any, **kwargs: Any) -> Any:
-            with watching(handle.watch):
+            with _test_body(handle, watched=True):
                 return await function(*args, **kwargs)
 
         return run_async
 
     @functools.wraps(function)
     def run_sync(*args: Any, **kwargs: Any) -> Any:
-        with watching(handle.watch):
+        with _test_body(handle, watched=True):
             return function(*args, **kwargs)
 
     return run_sync
+
+
+@contextlib.contextmanager
+def _test_body(handle: LlmRecording, *, watched: bool) -> Iterator[None]:
+    """Around the test body: its calls watched (when asked), and its context kept for the
+    requests ``llm_proxy`` answers from another thread."""
+    with watching(handle.watch) if watched else contextlib.nullcontext():
+        handle.context = contextvars.copy_context()
+        try:
+            yield
+        finally:
+            handle.context = None

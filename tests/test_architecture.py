@@ -133,12 +133,12 @@ def test_imports_point_one_way(source, target):
 
 def test_the_proxy_reaches_record_replay_only_through_the_public_faces():
     """``openprogram proxy`` is a client of the provider layer like any application: it never
-    reaches into the engine, and only the command line starts it."""
+    reaches into the engine, and only the command line and the ``llm_proxy`` fixture start it."""
     assert _violations("openprogram.proxy", "openprogram.recordings") == []
     importers = sorted(
         module for module, imports in GRAPH.items() if any(_in(m, "openprogram.proxy") for m in imports) and not _in(module, "openprogram.proxy")
     )
-    assert importers == ["openprogram.cli.proxy_cmd"]
+    assert importers == ["openprogram.cli.proxy_cmd", "openprogram.testing_proxy"]
 
 
 def test_the_provider_layer_reaches_record_replay_only_through_its_seam():

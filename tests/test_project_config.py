@@ -78,7 +78,9 @@ def test_a_project_file_changed_is_read_again(project):
     ("table", "message"),
     [
         ('[[tool.openprogram.models]]\nid = "x"\napi = "openai-completions"\n', "pyproject.toml: tool.openprogram.models[0]: provider: Field required"),
-        ('[tool.openprogram]\nmodel = "faux/echo"\n', "pyproject.toml: tool.openprogram.model: unknown key; a project file takes models, record_replay"),
+        ('[tool.openprogram]\nmodel = "faux/echo"\n', "pyproject.toml: tool.openprogram.model: unknown key; a project file takes models, record_replay, proxy"),
+        ('[tool.openprogram.proxy]\nupstreams = {}\n', "tool.openprogram.proxy must be a table with one key, upstream"),
+        ('[tool.openprogram.proxy.upstream]\n"openai-completions" = 8080\n', "tool.openprogram.proxy.upstream must be a table of API = URL strings"),
         ('[tool.openprogram.record_replay]\nmode = "record"\n', "tool.openprogram.record_replay.mode: not a project setting"),
         ('[tool.openprogram.record_replay]\nnormalize = [["(", "x"]]\n', "tool.openprogram.record_replay.normalize:"),
         ('[tool.openprogram.record_replay]\nsecret_env = ["9LIVES"]\n', "tool.openprogram.record_replay.secret_env: '9LIVES' is not an environment variable name"),

@@ -20,6 +20,7 @@ what was worth retrying, and a retry of a mismatch would only mismatch again.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -84,7 +85,27 @@ class ProxyFailure(Exception):
 async def answer(
     wire_format: WireFormat, settings: ProxySettings, lanes: LaneBook, request: IncomingRequest, send: Send
 ) -> None:
-    """Answer one request of ``wire_format``."""
+    """Answer one request of ``wire_format``: in this task, or, when the settings name the
+    context calls run in (a pytest fixture's: the test's recording scope, run values and
+    declared secrets), in a task of its own that runs in a copy of that context."""
+    if settings.call_context is None:
+        await _answer(wire_format, settings, lanes, request, send)
+        return
+    try:
+        context = settings.call_context()
+    except Exception as error:  # noqa: BLE001 - a request the context refuses (outside the test)
+        status, message = _failure(error)
+        await send_json(send, status, wire_format.vendor.error_body(status, message))
+        return
+    call = asyncio.get_running_loop().create_task(
+        _answer(wire_format, settings, lanes, request, send), context=context.copy()
+    )
+    await call  # a client that goes away cancels this task, and with it the call's
+
+
+async def _answer(
+    wire_format: WireFormat, settings: ProxySettings, lanes: LaneBook, request: IncomingRequest, send: Send
+) -> None:
     vendor = wire_format.vendor
     try:
         call = _prepare(wire_format, settings, lanes, request)

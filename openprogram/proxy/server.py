@@ -93,6 +93,8 @@ def describe_mode(settings: ProxySettings) -> tuple[str, str | None]:
     call would)."""
     if settings.session_mode is not None:
         return settings.session_mode, str(settings.recording)
+    if settings.call_context is not None:  # the caller's own session (a test's)
+        return settings.mode or "live", None if settings.recording is None else str(settings.recording)
     from ..providers.initialization import initialize_provider_runtime
 
     snapshot = initialize_provider_runtime()

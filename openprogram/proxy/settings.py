@@ -3,7 +3,8 @@ runs one of its own), and the base-URL variables that point each SDK at it."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextvars
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -20,9 +21,9 @@ DEFAULT_UPSTREAMS: dict[str, str] = {
     "google-generative-ai": "https://generativelanguage.googleapis.com",
 }
 
-#: The base-URL environment variable each SDK reads (checked in the installed SDKs: openai's
-#: client, anthropic's client, google-genai's ``_base_url.get_base_url``) and what follows the
-#: proxy's address in it.
+#: The base-URL environment variable each SDK reads, and what follows the proxy's address in
+#: it: openai from 1.3.0, anthropic from 0.7.0, google-genai from 1.13.0 (its
+#: ``_base_url.get_base_url``; the host only). Checked in the released wheels (docs/proxy.md).
 SDK_BASE_URL_VARIABLES: tuple[tuple[str, str, str], ...] = (
     ("openai", "OPENAI_BASE_URL", "/v1"),
     ("anthropic", "ANTHROPIC_BASE_URL", ""),
@@ -51,6 +52,11 @@ class ProxySettings:
     normalize: tuple[tuple[str, str], ...] = ()
     values: Mapping[str, str] | None = None
     secrets: tuple[str, ...] | None = None
+    #: The context every call runs in, asked for at each request (the ``llm_proxy`` fixture's:
+    #: the running test's, with its recording scope; it raises for a request that comes while
+    #: no test body runs). The proxy then runs no session of its own; ``mode`` and
+    #: ``recording`` say what the calls do there, for the lane book of a replay.
+    call_context: Callable[[], contextvars.Context] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
         for api, url in self.upstreams.items():
@@ -66,7 +72,7 @@ class ProxySettings:
     @property
     def session_mode(self) -> ProxyMode | None:
         """The mode of the proxy's own session, or None when the configuration's applies."""
-        if self.recording is None:
+        if self.recording is None or self.call_context is not None:
             return None
         return self.mode or "replay"
 

@@ -1,0 +1,111 @@
+"""The ``llm_proxy`` pytest fixture: the test's recording, served to code that calls a vendor
+SDK directly (docs/proxy.md, "In pytest").
+
+The fixture starts an ``openprogram proxy`` on a free loopback port for one test and points the
+SDKs at it through their base-URL environment variables, so code that builds its own
+``openai.OpenAI()`` (or Anthropic, or google-genai) client needs no change. It is the
+``llm_recording`` fixture underneath: the same marker, modes, file naming, drift pages and
+reports. Each request the proxy answers runs in the context of the test body (its recording
+scope, run values and declared secrets), so recording, replay, update and the failure rules are
+the plugin's own, not a second implementation.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import functools
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+
+from openprogram.testing import MARKER, LlmRecording
+
+if TYPE_CHECKING:
+    from openprogram.proxy import RunningProxy
+
+#: What replay gives an SDK that insists on a key when none is set: the proxy never sends it
+#: anywhere (a replay calls no vendor), and a recording run uses the real one.
+REPLAY_PLACEHOLDER_KEY = "openprogram-replay-needs-no-key"
+#: The key variables each SDK refuses to start without (google-genai takes either of two).
+SDK_KEY_VARIABLES = (("OPENAI_API_KEY",), ("ANTHROPIC_API_KEY",), ("GEMINI_API_KEY", "GOOGLE_API_KEY"))
+
+
+def proxy_upstreams(item: pytest.Item) -> dict[str, str]:
+    """Where the proxy's live calls go, by api: the project's ``proxy.upstream`` table, then
+    the marker's ``upstream={API: URL}`` (which wins for its apis); an api named by neither goes
+    to the vendor's own server."""
+    from openprogram.project import project_config
+    from openprogram.proxy.settings import check_upstream
+    from openprogram.state import ConfigError
+
+    try:
+        project = project_config(Path(str(item.config.rootpath)))
+    except ConfigError as error:
+        raise pytest.UsageError(f"openprogram project configuration: {error}") from None
+    for api, url in project.proxy_upstream.items():
+        try:
+            check_upstream(api, url)
+        except ValueError as error:
+            pytest.fail(f"{project.where('proxy.upstream')}: {error}", pytrace=False)
+    upstreams = dict(project.proxy_upstream)
+    marker = item.get_closest_marker(MARKER)
+    named = marker.kwargs.get("upstream", {}) if marker is not None else {}
+    if not isinstance(named, dict):
+        pytest.fail(f"@pytest.mark.{MARKER}(upstream=...) takes a dict of API: URL, not {named!r}", pytrace=False)
+    upstreams.update(named)
+    return upstreams
+
+
+def _test_context(handle: LlmRecording) -> contextvars.Context:
+    """The running test body's context, for one proxied request."""
+    if handle.context is None:
+        raise RuntimeError(
+            f"llm_proxy of {handle.nodeid}: a request came while the test body was not running (in a "
+            "fixture's set-up or tear-down); only the calls the test body makes are recorded and replayed"
+        )
+    return handle.context
+
+
+@pytest.fixture
+def llm_proxy(
+    llm_recording: LlmRecording, request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[RunningProxy]:
+    """A proxy serving this test's recording, with ``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``
+    and ``GOOGLE_GEMINI_BASE_URL`` pointing at it for the test (clients built inside the test;
+    a client built at import time keeps the address it read then). In replay the SDKs' key
+    variables get a placeholder when unset. ``llm_proxy.url`` is its address;
+    ``llm_recording.scope`` the test's recording scope while the body runs."""
+    from openprogram.proxy import ProxySettings, start_proxy
+
+    handle = llm_recording
+    handle.proxied = True
+    replaying = handle.mode == "replay" or (handle.mode == "record" and handle.path.exists())
+    try:
+        settings = ProxySettings(
+            upstreams=proxy_upstreams(request.node),
+            call_context=functools.partial(_test_context, handle),
+        )
+    except ValueError as error:  # an upstream that is no http(s) URL, or an unknown api
+        pytest.fail(f"llm_proxy: {error}", pytrace=False)
+    if replaying and handle.path.exists():
+        replay = dataclasses.replace(settings, mode="replay", recording=handle.path)
+        try:
+            proxy = start_proxy(replay)  # its lane book reads the recording's conversations
+        except Exception:  # noqa: BLE001 - an unreadable file: the test body reports it, with the fix
+            proxy = start_proxy(settings)
+    else:
+        proxy = start_proxy(settings)
+    try:
+        for name, value in proxy.environment().items():
+            monkeypatch.setenv(name, value)
+        if replaying:
+            for names in SDK_KEY_VARIABLES:
+                if not any(os.environ.get(name) for name in names):
+                    monkeypatch.setenv(names[0], REPLAY_PLACEHOLDER_KEY)
+        yield proxy
+    finally:
+        proxy.stop()

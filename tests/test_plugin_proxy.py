@@ -1,0 +1,153 @@
+"""The ``llm_proxy`` fixture (docs/proxy.md, "In pytest"): a test of code that builds its own
+``openai.OpenAI()`` client records through the proxy, replays offline with no key, drifts with
+the plugin's report and drift page, and updates, with no change to that code; live calls go
+where the marker's ``upstream=`` or the project's ``proxy.upstream`` table says."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from tests.test_plugin_live_guard import CountingEchoServer
+
+CODE_UNDER_TEST = '''
+import os
+
+import openai
+
+
+def ask(question):
+    """Application code: its own client, configured from the environment only."""
+    client = openai.OpenAI()
+    reply = client.chat.completions.create(model="echo", messages=[{"role": "user", "content": question}])
+    return reply.choices[0].message.content
+
+
+async def ask_streaming(question):
+    client = openai.AsyncOpenAI()
+    stream = await client.chat.completions.create(
+        model="echo", messages=[{"role": "user", "content": question}], stream=True
+    )
+    return "".join([chunk.choices[0].delta.content or "" async for chunk in stream if chunk.choices])
+'''
+
+TESTS = '''
+import os
+
+import pytest
+
+from agent_code import ask, ask_streaming
+
+QUESTION = os.environ.get("QUESTION", "hello")
+
+
+@pytest.mark.llm_recording(UPSTREAM)
+def test_direct_sdk(llm_proxy):
+    assert llm_proxy.url.startswith("http://127.0.0.1:")
+    assert os.environ["OPENAI_BASE_URL"] == llm_proxy.url + "/v1"
+    assert ask(QUESTION) == "echo: " + QUESTION
+
+
+@pytest.mark.llm_recording(UPSTREAM)
+async def test_direct_async_stream(llm_proxy):
+    assert await ask_streaming(QUESTION + " again") == "echo: " + QUESTION + " again"
+'''
+
+
+def _closed_port_url() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}/v1"
+
+
+def _project(pytester: pytest.Pytester, *, by_marker: bool) -> None:
+    pytester.makepyfile(agent_code=CODE_UNDER_TEST)
+    if by_marker:
+        pytester.makepyfile(test_app=TESTS.replace("UPSTREAM", 'upstream={"openai-completions": os.environ["UPSTREAM_URL"]}'))
+    else:
+        pytester.makepyfile(test_app=TESTS.replace("(UPSTREAM)", ""))
+
+
+def _run(pytester: pytest.Pytester, *args: str, upstream: str, question: str = "hello", key: str | None = "sk-local-test") -> pytest.RunResult:
+    pytester._monkeypatch.setenv("UPSTREAM_URL", upstream)
+    pytester._monkeypatch.setenv("QUESTION", question)
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
+        pytester._monkeypatch.delenv(name, raising=False)
+    if key is not None:
+        pytester._monkeypatch.setenv("OPENAI_API_KEY", key)
+    return pytester.runpytest_subprocess(
+        "-p", "asyncio", "-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function", "-q", *args
+    )
+
+
+def _recording(pytester: pytest.Pytester, name: str) -> bytes:
+    return (pytester.path / "recordings" / "test_app" / f"{name}.jsonl").read_bytes()
+
+
+def test_record_replay_offline_drift_and_update_through_the_fixture(pytester):
+    _project(pytester, by_marker=True)
+    with CountingEchoServer() as server:
+        recorded = _run(pytester, "--llm-record-mode=record", upstream=server.base_url)
+        assert server.requests == 2
+    recorded.assert_outcomes(passed=2)
+    first = _recording(pytester, "test_direct_sdk")
+    assert b"echo: hello" in first and b"sk-local-test" not in first
+
+    # Offline: the server is gone, and no key is set (the SDK gets a placeholder).
+    replayed = _run(pytester, upstream=_closed_port_url(), key=None)
+    replayed.assert_outcomes(passed=2)
+
+    # A changed prompt: the client gets a 400, the test's report is the plugin's mismatch.
+    drifted = _run(pytester, "-k", "test_direct_sdk", upstream=_closed_port_url(), question="goodbye")
+    drifted.assert_outcomes(failed=1)
+    drifted.stdout.fnmatch_lines([
+        "*replay mismatch at call 0 (lane 'conversation-*'), field context.messages?0?.content:*",
+        "*recorded 'hello', incoming 'goodbye'*",
+        "*the client got it from llm_proxy as an HTTP 400: BadRequestError*",
+        "*See the drift in a browser: *test_direct_sdk.drift.html*",
+        "*pytest test_app.py::test_direct_sdk --llm-record-mode=rewrite*",
+    ])
+    assert list(pytester.path.glob("llm-reports/**/test_direct_sdk.drift.html"))
+
+    # Update: the drifted call goes live and the file is rewritten; the other test's stays.
+    other = _recording(pytester, "test_direct_async_stream")
+    with CountingEchoServer() as server:
+        updated = _run(pytester, "--llm-record-mode=update", upstream=server.base_url, question="goodbye")
+        assert server.requests == 2
+    updated.assert_outcomes(passed=2)
+    assert b"echo: goodbye" in _recording(pytester, "test_direct_sdk")
+    assert b"echo: hello" not in _recording(pytester, "test_direct_sdk")
+    assert b"echo: goodbye again" in _recording(pytester, "test_direct_async_stream")
+    assert other != _recording(pytester, "test_direct_async_stream")
+    # ... and replays offline again.
+    _run(pytester, upstream=_closed_port_url(), question="goodbye", key=None).assert_outcomes(passed=2)
+
+
+def test_the_project_table_names_the_upstream(pytester):
+    _project(pytester, by_marker=False)
+    with CountingEchoServer() as server:
+        pytester.makepyprojecttoml(
+            f'[tool.openprogram.proxy.upstream]\n"openai-completions" = "{server.base_url}"\n'
+        )
+        recorded = _run(pytester, "--llm-record-mode=record", upstream="unused")
+        assert server.requests == 2
+    recorded.assert_outcomes(passed=2)
+    _run(pytester, upstream="unused", key=None).assert_outcomes(passed=2)
+
+
+def test_a_bad_upstream_in_the_project_is_named(pytester):
+    _project(pytester, by_marker=False)
+    pytester.makepyprojecttoml('[tool.openprogram.proxy.upstream]\n"openai-chat" = "http://127.0.0.1:1/v1"\n')
+    result = _run(pytester, "-k", "test_direct_sdk", "--llm-record-mode=record", upstream="unused")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*pyproject.toml: tool.openprogram.proxy.upstream: unknown api 'openai-chat'*"])
+
+
+def test_the_server_down_while_recording_fails_naming_it(pytester):
+    _project(pytester, by_marker=True)
+    result = _run(pytester, "-k", "test_direct_sdk", "--llm-record-mode=record", upstream=_closed_port_url())
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*a live call got no answer from the vendor, so no recording was kept*", "*connection failed*"])
+    assert not (pytester.path / "recordings" / "test_app" / "test_direct_sdk.jsonl").exists()

@@ -190,6 +190,35 @@ async def test_a_second_update_or_a_recorder_is_refused_while_an_update_runs(tmp
         await run(["a", "b"])
 
 
+async def test_a_sink_refused_by_another_process_s_update_closes_what_it_opened(tmp_path, live):
+    import subprocess
+    import sys
+
+    from openprogram.recordings.file.sink import RecordingSink
+
+    if not os.path.isdir("/proc/self/fd"):
+        pytest.skip("counts open descriptors through /proc")
+    path = tmp_path / "agent.jsonl"
+    await recorded(path, ["a"])
+    holder = subprocess.Popen(
+        [sys.executable, "-c", (
+            "import sys; from pathlib import Path; "
+            "from openprogram.recordings.file.writer_lock import claim_for_update; "
+            f"claim = claim_for_update(Path({str(path)!r})); print('held', flush=True); sys.stdin.read()"
+        )],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        open_before = len(os.listdir("/proc/self/fd"))
+        for _ in range(3):
+            with pytest.raises(RecordingBusyError):
+                RecordingSink(path)
+        assert len(os.listdir("/proc/self/fd")) == open_before
+    finally:
+        holder.communicate("", timeout=30)
+
+
 async def test_an_update_is_refused_while_another_process_records_into_the_file(tmp_path, live):
     path = tmp_path / "agent.jsonl"
     await recorded(path, ["a"])

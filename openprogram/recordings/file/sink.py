@@ -218,12 +218,13 @@ class RecordingSink:
         # is replaced meanwhile; every write still goes to the end (O_APPEND).
         fd = _open_regular_for_append(path)
         self._fd, self._pid, self._generation = fd, os.getpid(), _fork_generation
-        # Marks the file as being recorded (for ``recordings delete``/``prune``) until the
-        # descriptor closes, however this process ends.
-        hold_writer_lock(fd)
         self._known_size = self._line_count = self._next_index = self._count_origin = 0
         self._unchecked_bytes = self._unchecked_lines = 0
         try:
+            # Marks the file as being recorded (for ``recordings delete``/``prune``) until the
+            # descriptor closes, however this process ends; a file an ``update`` run holds is
+            # refused here, and the descriptor is closed with the rest below.
+            hold_writer_lock(fd)
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
                 size = os.fstat(fd).st_size

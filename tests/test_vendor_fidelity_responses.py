@@ -163,6 +163,32 @@ async def test_client_executed_item_known_only_from_the_completed_response_is_an
     assert "tool_search_call" in events[-1].error.error_message
 
 
+#: Items of client-run tools that have no home in openprogram, shaped as the SDK's types.
+UNSUPPORTED_CLIENT_ITEMS = [
+    {"type": "custom_tool_call", "id": "ctc_01", "call_id": "call_c", "name": "sql", "input": "SELECT 1", "status": "completed"},
+    {"type": "shell_call", "id": "sh_01", "call_id": "call_s", "action": {"commands": ["ls"]}, "status": "completed"},
+    {"type": "local_shell_call", "id": "lsh_01", "call_id": "call_l", "action": {"type": "exec", "command": ["ls"], "env": {}}, "status": "completed"},
+    {"type": "apply_patch_call", "id": "ap_01", "call_id": "call_p", "operation": {"type": "create_file", "path": "a.txt", "diff": "+hi"}, "status": "completed"},
+    {"type": "computer_call", "id": "cu_01", "call_id": "call_u", "action": {"type": "screenshot"}, "pending_safety_checks": [], "status": "completed"},
+]
+
+
+@pytest.mark.parametrize("item", UNSUPPORTED_CLIENT_ITEMS, ids=lambda item: item["type"])
+async def test_a_client_run_item_openprogram_cannot_run_is_an_error_naming_it(server, item):
+    events = await events_of(server, r.tool_search_items(r.Transcript(), item).completed(input_tokens=5, output_tokens=1))
+    assert outline(events) == [("start",), ("error", "error")]
+    assert events[-1].error.error_message == (
+        f"openai: OpenAIStreamError: the response asks the client to run a {item['type']} item, which "
+        "openprogram does not support (it runs function tools only); offer the model a function tool instead"
+    )
+
+
+async def test_a_shell_call_the_server_runs_is_server_activity(server):
+    item = {**UNSUPPORTED_CLIENT_ITEMS[1], "execution": "server"}
+    message = await answer(server, r.tool_search_items(r.Transcript(), item).completed(input_tokens=5, output_tokens=1))
+    assert [block.kind for block in message.content] == ["shell_call"]
+
+
 # --------------------------------------------------------------------------- recorded
 
 

@@ -103,6 +103,12 @@ SERVER_ITEM_TYPES = frozenset(
 MODEL_BOUND_ITEM_TYPES = frozenset({"compaction"})
 #: Items marked ``"execution": "client"`` that map onto something the agent acts on.
 CLIENT_ITEM_TYPES = frozenset({"function_call"})
+#: Items of tools the client is to run that have no home here (a custom tool's free-form
+#: input, a shell, a patch, a computer): an answer holding one ends in an error naming it,
+#: never as a silent empty ``stop``. One marked ``"execution": "server"`` is server activity.
+UNSUPPORTED_CLIENT_ITEM_TYPES = frozenset(
+    {"custom_tool_call", "local_shell_call", "shell_call", "apply_patch_call", "computer_call"}
+)
 #: The kind of the block that holds a message's annotations.
 ANNOTATIONS = "annotations"
 
@@ -353,7 +359,13 @@ class StreamTranslator:
         """Keep (or bring up to date) a server-side item; False for any other item. An item
         the client is asked to execute and that we cannot map ends the stream with an error,
         not with an answer that silently lacks it."""
-        if item.get("execution") == "client" and item.get("type") not in CLIENT_ITEM_TYPES:
+        kind, execution = item.get("type"), item.get("execution")
+        if kind in UNSUPPORTED_CLIENT_ITEM_TYPES and execution != "server":
+            raise OpenAIStreamError(
+                f"the response asks the client to run a {kind} item, which openprogram does not "
+                "support (it runs function tools only); offer the model a function tool instead"
+            )
+        if execution == "client" and kind not in CLIENT_ITEM_TYPES:
             raise OpenAIStreamError(
                 f"the response asks the client to execute a {item.get('type')} item "
                 '(execution "client"), which openprogram does not support; use the tool with '

@@ -141,15 +141,17 @@ EXPECTED_BODY = {
             "parts": [
                 {"text": "Need weather.", "thought": True, "thoughtSignature": t.THOUGHT_SIGNATURE},
                 {"text": "Let me check.", "thoughtSignature": t.TEXT_SIGNATURE},
-                {"functionCall": {"args": {"city": "Paris"}, "name": "get_weather"}},
-                {"functionCall": {"args": {"city": "Rome"}, "name": "get_weather"}},
+                # The calls' own ids (a Gemini turn's: Gemini 3 names its calls) go back, and
+                # each result names its call.
+                {"functionCall": {"args": {"city": "Paris"}, "id": "c1", "name": "get_weather"}},
+                {"functionCall": {"args": {"city": "Rome"}, "id": "c2", "name": "get_weather"}},
             ],
         },
         {
             "role": "user",
             "parts": [
-                {"functionResponse": {"name": "get_weather", "response": {"output": "18C"}}},
-                {"functionResponse": {"name": "get_weather", "response": {"error": "(see attached image)"}}},
+                {"functionResponse": {"id": "c1", "name": "get_weather", "response": {"output": "18C"}}},
+                {"functionResponse": {"id": "c2", "name": "get_weather", "response": {"error": "(see attached image)"}}},
                 {"inlineData": {"data": PNG, "mime_type": "image/png"}},
             ],
         },

@@ -149,6 +149,27 @@ async def test_each_function_call_goes_back_with_its_own_signature_and_no_placeh
     ]
 
 
+async def test_gemini_s_own_call_ids_go_back_on_the_call_and_its_response(server):
+    """Gemini 3 names each function call (``functionCall.id``): the call goes back with its id
+    and its result names it (``functionResponse.id``); made-up ids of calls that came without
+    one are never sent."""
+    model = GOOGLE.model(server.url, id=g.GEMINI_3_ID)
+    chunks = [
+        g.chunk(
+            {"functionCall": {"id": "fc_7k2q", "name": "get_weather", "args": {"city": "Paris"}}, "thoughtSignature": g.CALL_SIGNATURE},
+            g.call("get_weather", {"city": "Rome"}),
+            finish="STOP",
+            usage=g.usage(60, 10),
+        )
+    ]
+    first = await answer(server, chunks, model)
+    assert [b.id for b in first.content if isinstance(b, ToolCall)][0] == "fc_7k2q"
+    body = await follow_up(server, GOOGLE, model, first)
+    assert [part["functionCall"].get("id") for part in model_turn(body)] == ["fc_7k2q", None]
+    (results,) = [c["parts"] for c in body["contents"] if c["role"] == "user" and "functionResponse" in c["parts"][0]]
+    assert [part["functionResponse"].get("id") for part in results] == ["fc_7k2q", None]
+
+
 async def test_a_call_that_never_had_a_signature_gets_the_placeholder_on_gemini_3(server):
     """The same turn recorded from Gemini 2.5 without signatures: Gemini 3 is sent the
     documented placeholder, Gemini 2.5 nothing."""

@@ -246,7 +246,10 @@ def _model_parts(message: AssistantMessage, model: Model) -> list[dict[str, Any]
             if server_part is not None:
                 parts.append(server_part)
         elif isinstance(block, ToolCall):
-            part = {"function_call": {"name": block.name, "args": block.arguments}}
+            function: dict[str, Any] = {"name": block.name, "args": block.arguments}
+            if own_api and not _own_call_id(block):
+                function["id"] = block.id  # Gemini's own id (Gemini 3 sends one) goes back
+            part = {"function_call": function}
             signature = _signature_bytes(block.thought_signature) if own_api else None
             if signature:
                 part["thought_signature"] = signature
@@ -274,19 +277,31 @@ def _server_part(block: ServerToolContent) -> dict[str, Any] | None:
     return part
 
 
-def _function_response_part(result: ToolResultMessage) -> dict[str, Any]:
+def _function_response_part(result: ToolResultMessage, sent_ids: set[str]) -> dict[str, Any]:
+    """The result of a call; it names the call's id when the call went back with Gemini's."""
     text = text_of(result.content)
     if not text and any(isinstance(item, ImageContent) for item in result.content):
         text = "(see attached image)"
     payload = {"error": text} if result.is_error else {"output": text}
-    return {"function_response": {"name": result.tool_name, "response": payload}}
+    response: dict[str, Any] = {"name": result.tool_name, "response": payload}
+    if result.tool_call_id in sent_ids:
+        response["id"] = result.tool_call_id
+    return {"function_response": response}
 
 
 def convert_contents(context: Context, model: Model) -> list[dict[str, Any]]:
     """Our conversation as Gemini contents. Function responses of one assistant turn go into a
     single user turn, and images a tool returned follow them as inline data."""
     contents: list[dict[str, Any]] = []
-    for message in prepare_messages(context.messages, model):
+    messages = list(prepare_messages(context.messages, model))
+    sent_ids = {
+        block.id
+        for message in messages
+        if isinstance(message, AssistantMessage) and message.api == GOOGLE_API
+        for block in message.content
+        if isinstance(block, ToolCall) and not _own_call_id(block)
+    }
+    for message in messages:
         if isinstance(message, UserMessage):
             parts = _user_parts(message.content, model)
             if parts:
@@ -296,7 +311,7 @@ def convert_contents(context: Context, model: Model) -> list[dict[str, Any]]:
             if parts:
                 contents.append({"role": "model", "parts": parts})
         elif isinstance(message, ToolResultMessage):
-            parts = [_function_response_part(message)]
+            parts = [_function_response_part(message, sent_ids)]
             if "image" in model.input:
                 parts.extend(_image_part(item) for item in message.content if isinstance(item, ImageContent))
             previous = contents[-1] if contents else None

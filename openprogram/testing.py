@@ -270,12 +270,42 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if item.get_closest_marker(MARKER) is not None and MARKER not in getattr(item, "fixturenames", ()):
             cast(pytest.Function, item).fixturenames.append(MARKER)  # declared on Function, not Item
+    _refuse_shared_recordings(items)
+
+
+def _refuse_shared_recordings(items: list[pytest.Item]) -> None:
+    """Two tests whose names map to one file (``test_load[user_admin]`` and
+    ``test_load_user[admin]`` both read ``test_load_user_admin``; methods of two classes with
+    one name) would record over and replay each other's calls: both fail, saying how to part
+    them, and the rest of the suite runs. Tests that give the marker the same ``name=`` share
+    a recording on purpose and are left alone."""
+    owners: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        if MARKER in getattr(item, "fixturenames", ()) and not _named_by_marker(item):
+            owners.setdefault(recording_path(item), []).append(item)
+    for path, sharing in owners.items():
+        if len(sharing) < 2:
+            continue
+        names = " and ".join(item.nodeid for item in sharing)
+        for item in sharing:
+            item._openprogram_shared_recording = (  # type: ignore[attr-defined]
+                f"{names} would share the recording {path}; give each a name of its own: "
+                f'@pytest.mark.{MARKER}(name="...")'
+            )
+
+
+def _named_by_marker(item: pytest.Item) -> bool:
+    marker = item.get_closest_marker(MARKER)
+    return marker is not None and bool(marker.kwargs.get("name") or marker.args)
 
 
 @pytest.fixture
 def llm_recording(request: pytest.FixtureRequest) -> LlmRecording:
     """The test's recording. Routing happens while the test function runs."""
     node = request.node
+    shared = getattr(node, "_openprogram_shared_recording", None)
+    if shared is not None:
+        pytest.fail(shared, pytrace=False)
     ignore, normalize = volatile_settings(node)
     handle = LlmRecording(
         recording_path(node),

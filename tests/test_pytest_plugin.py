@@ -323,3 +323,52 @@ def test_a_crashed_recording_fails_naming_the_recover_command(inner):
     result.stdout.fnmatch_lines([f"*openprogram recordings recover {path}*"])
     result.stdout.fnmatch_lines(["*--llm-record-mode=rewrite*"])
 
+
+
+SHARING = """
+import pytest
+from openprogram.providers.stream import complete
+from openprogram.providers.types import Context, Model, UserMessage
+
+FAUX = Model(id="echo", api="faux", provider="faux")
+
+
+async def echo(text):
+    return (await complete(FAUX, Context(messages=[UserMessage(content=text)]))).content[0].text
+
+
+@pytest.mark.llm_recording
+@pytest.mark.parametrize("who", ["user_admin"])
+async def test_load(who):
+    assert await echo(who) == f"echo: {who}"
+
+
+@pytest.mark.llm_recording
+@pytest.mark.parametrize("who", ["admin"])
+async def test_load_user(who):
+    assert await echo(who) == f"echo: {who}"
+
+
+@pytest.mark.llm_recording
+async def test_alone():
+    assert await echo("alone") == "echo: alone"
+"""
+
+
+def test_two_tests_whose_names_map_to_one_file_fail_saying_how_to_part_them(pytester):
+    """``test_load[user_admin]`` and ``test_load_user[admin]`` both map to
+    ``test_load_user_admin.jsonl``: each would record over and replay the other's calls."""
+    pytester.makepyfile(test_shared=SHARING)
+    result = run_inner(pytester, "--llm-record-mode=record")
+    result.assert_outcomes(passed=1, errors=2)  # at set-up: neither body runs
+    result.stdout.fnmatch_lines([
+        "*test_shared.py::test_load?user_admin? and test_shared.py::test_load_user?admin? would share the "
+        "recording *test_load_user_admin.jsonl; give each a name of its own: @pytest.mark.llm_recording(name=\"...\")*",
+    ])
+    assert not (pytester.path / "recordings" / "test_shared" / "test_load_user_admin.jsonl").exists()
+    pytester.makepyfile(test_shared=SHARING.replace(
+        '@pytest.mark.llm_recording\n@pytest.mark.parametrize("who", ["admin"])',
+        '@pytest.mark.llm_recording(name="load_user_admin")\n@pytest.mark.parametrize("who", ["admin"])',
+    ))
+    run_inner(pytester, "--llm-record-mode=record").assert_outcomes(passed=3)
+    run_inner(pytester).assert_outcomes(passed=3)

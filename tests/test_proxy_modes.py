@@ -71,6 +71,40 @@ def test_without_a_session_of_its_own_the_configured_mode_applies(tmp_path, isol
         process.wait(timeout=30)
 
 
+def test_mode_off_calls_live_whatever_the_configuration_says(tmp_path, isolated_home):
+    """``openprogram proxy --mode off`` with a configuration that replays: the call goes to the
+    upstream, and no file is written."""
+    import subprocess
+
+    from tests.conftest import PYTHON, cli_env
+
+    configured = tmp_path / "configured.jsonl"
+    (isolated_home / "config.json").write_text(json.dumps({"record_replay": {"mode": "replay", "file": str(configured)}}))
+    with VendorServer() as server:
+        server.queue(ScriptedResponse(chunks=_answer("live answer")))
+        process = subprocess.Popen(
+            [PYTHON, "-m", "openprogram", "proxy", "--port", "0", "--mode", "off",
+             "--upstream", f"{COMPLETIONS.api}={server.url}/v1"],
+            env=cli_env(isolated_home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        try:
+            first = process.stdout.readline()
+            assert first.rstrip().endswith("(mode off)"), first
+            url = first.split("listening on ", 1)[1].split(" ", 1)[0]
+            assert call(COMPLETIONS, url, streaming=True, prompt="one")[1]["text"] == "live answer"
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+        assert len(server.requests) == 1
+    assert not configured.exists()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_mode_off_takes_no_recording():
+    with pytest.raises(ValueError, match="mode off records nothing"):
+        ProxySettings(mode="off", recording="x.jsonl")
+
+
 def test_a_stream_broken_part_way_is_the_vendor_s_in_stream_error_live_and_replayed(tmp_path):
     import anthropic
 

@@ -39,9 +39,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     parser.add_argument(
         "--mode",
-        choices=("record", "replay", "update"),
-        help="record, replay or update --recording for this session (default replay), instead "
-        "of the record_replay configuration",
+        choices=("record", "replay", "update", "off"),
+        help="record, replay or update --recording for this session (default replay), or off "
+        "(every call live, nothing recorded), instead of the record_replay configuration",
     )
     parser.add_argument("--recording", metavar="FILE", help="the recording file of this session")
     parser.set_defaults(handler=run)

@@ -30,6 +30,10 @@ START_TIMEOUT_SECONDS = 30.0
 def recording_session(settings: ProxySettings) -> Iterator[RecordingScope | None]:
     """``use_recording`` for the proxy's own session (None when it has none): the upstream's
     address is left out of what replay compares (see :data:`.settings.IGNORED_IN_REPLAY`)."""
+    if settings.session_mode == "off":
+        with _live_calls():
+            yield None
+        return
     if settings.recording is None or settings.session_mode is None:
         yield None
         return
@@ -44,6 +48,19 @@ def recording_session(settings: ProxySettings) -> Iterator[RecordingScope | None
         secrets=settings.secrets,
     ) as scope:
         yield scope
+
+
+@contextlib.contextmanager
+def _live_calls() -> Iterator[None]:
+    """Every call to the registered vendor provider itself, past whatever the ``record_replay``
+    configuration installed for the process (``--mode off``)."""
+    from ..providers.api_registry import _scoped_route
+
+    token = _scoped_route.set(lambda api, original: original)
+    try:
+        yield
+    finally:
+        _scoped_route.reset(token)
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
@@ -91,6 +108,8 @@ def describe_mode(settings: ProxySettings) -> tuple[str, str | None]:
     """The mode calls go through and its recording file: the proxy's own session, else what
     the ``record_replay`` configuration activated (initialising the runtime, as the first
     call would)."""
+    if settings.session_mode == "off":
+        return "off", None
     if settings.session_mode is not None:
         return settings.session_mode, str(settings.recording)
     if settings.call_context is not None:  # the caller's own session (a test's)

@@ -34,8 +34,9 @@ SDK_BASE_URL_VARIABLES: tuple[tuple[str, str, str], ...] = (
 #: (a test's scripted server listens on a new port at every run, and a replay calls none).
 IGNORED_IN_REPLAY = ("model.base_url",)
 
-ProxyMode = Literal["record", "replay", "update"]
-PROXY_MODES: tuple[ProxyMode, ...] = ("record", "replay", "update")
+ProxyMode = Literal["record", "replay", "update", "off"]
+#: ``off``: every call live, nothing recorded, whatever the configuration says.
+PROXY_MODES: tuple[ProxyMode, ...] = ("record", "replay", "update", "off")
 
 
 @dataclass(frozen=True)
@@ -63,8 +64,10 @@ class ProxySettings:
             check_upstream(api, url)
         if self.mode is not None and self.mode not in PROXY_MODES:
             raise ValueError(f"the proxy's mode must be one of {', '.join(PROXY_MODES)}, not {self.mode!r}")
-        if self.mode is not None and self.recording is None:
+        if self.mode not in (None, "off") and self.recording is None:
             raise ValueError("a mode needs a recording file to apply to (--recording FILE)")
+        if self.mode == "off" and self.recording is not None:
+            raise ValueError("mode off records nothing: drop --recording, or choose record or update")
 
     def upstream(self, api: str) -> str:
         return self.upstreams.get(api) or DEFAULT_UPSTREAMS[api]
@@ -72,7 +75,11 @@ class ProxySettings:
     @property
     def session_mode(self) -> ProxyMode | None:
         """The mode of the proxy's own session, or None when the configuration's applies."""
-        if self.recording is None or self.call_context is not None:
+        if self.call_context is not None:
+            return None
+        if self.mode == "off":
+            return "off"
+        if self.recording is None:
             return None
         return self.mode or "replay"
 

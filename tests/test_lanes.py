@@ -209,6 +209,8 @@ def test_two_commands_recorded_into_one_recording_replay_in_either_order(isolate
     assert third.stderr.splitlines() == [
         "openprogram: replay mismatch at call 0 (session 1 of 2), field context.messages[0].content:",
         "recorded 'hello one', incoming 'something else'",
+        "(replay is on: the record_replay configuration replays 's' for every model call; "
+        "'openprogram recordings off' calls models live again, 'openprogram recordings status' shows the settings)",
     ]
 
 

@@ -134,9 +134,18 @@ def _replay_all(path: Path, calls: int) -> None:
     asyncio.run(replay())
 
 
-def _replay_cost(folder: Path, name: str, calls: int, deltas: int, limit: float) -> Row:
+#: ``open + replay 50 x 200``'s limit, against validating the same event dicts with pydantic.
+#: The issue asked 0.8x; the floor row below (parse every line, build every served object the
+#: cheapest way, nothing checked, matched or awaited) measures 0.77-0.82x of that baseline in
+#: the same run, so 0.8x is out of reach for any replay. A replay adds request matching (about
+#: 0.05x), the async generator (about 0.03x) and strict validation at open: 1.15x is the target.
+REPLAY_LIMIT = 1.15
+
+
+def _replay_cost(folder: Path, name: str, calls: int, deltas: int, limit: float) -> list[Row]:
     """Open (strict validation included) and replay every call, vs validating the same event
-    dicts with pydantic; the events per second of the replay are in the note."""
+    dicts with pydantic; the events per second of the replay are in the note. The floor of any
+    replay, in the same run, is the second row."""
     path = folder / name
     _record(path, calls, deltas)
     dumps = [dump for call in read_recording_file(path).calls for dump in call.event_dumps()]
@@ -147,12 +156,69 @@ def _replay_cost(folder: Path, name: str, calls: int, deltas: int, limit: float)
             EVENT_CLASSES[dump["type"]].model_validate(dump)
 
     baseline, measured = paired_best(build, lambda: _replay_all(path, calls), 9)
+    floor_baseline, floor = paired_best(build, lambda: _replay_floor(path), 9)
     rate = len(dumps) / measured if measured > 0 else float("inf")
-    return ratio_row(
-        f"open + replay {calls} x {deltas}", measured, baseline, limit,
-        f"{rate / 1000:.1f}k events/s ({len(dumps)} events, CPU time); "
-        "vs validating the same event dicts with pydantic",
+    floor_ratio = floor / floor_baseline if floor_baseline > 0 else float("inf")
+    return [
+        ratio_row(
+            f"open + replay {calls} x {deltas}", measured, baseline, limit,
+            f"{rate / 1000:.1f}k events/s ({len(dumps)} events, CPU time); "
+            "vs validating the same event dicts with pydantic",
+        ),
+        Row(
+            f"open + replay {calls} x {deltas}: the floor of any replay",
+            f"{floor_ratio:.2f}x ({floor * 1000:.1f} ms vs {floor_baseline * 1000:.1f} ms)",
+            "(reference)",
+            True,
+            "orjson.loads of every line and the cheapest construction of every served object "
+            "(a block, a message, an event per delta): nothing checked, matched or awaited",
+        ),
+    ]
+
+
+def _replay_floor(path: Path) -> None:
+    """What no replay of ``path`` can do without: parse each line, and per text delta build
+    the grown block, the message holding it and the event, the cheapest way pydantic allows
+    (no validation, fields sets shared). Only text deltas, which is all the file holds."""
+    from openprogram.providers.types import AssistantMessage, EventTextDelta, TextContent
+    from openprogram.recordings.file.reader_fast import (
+        _new,
+        _set_dict,
+        _set_extra,
+        _set_fields_set,
+        _set_private,
     )
+
+    message_fields, event_fields = set(AssistantMessage.model_fields), set(EventTextDelta.model_fields)
+
+    def construct(cls: type, values: dict, fields: set) -> object:
+        built = _new(cls)
+        _set_dict(built, values)
+        _set_fields_set(built, fields)
+        _set_extra(built, None)
+        _set_private(built, None)
+        return built
+
+    with open(path, "rb") as handle:
+        rows = [orjson.loads(line) for line in handle]
+    base: dict = {}
+    content: list = []
+    for row in rows:
+        event = row.get("event") if row.get("type") == "event" else None
+        if event is None:
+            continue
+        if "partial" in event:  # a call's first event holds its whole snapshot
+            base = dict(EVENT_CLASSES[event["type"]].model_validate(event).partial.__dict__)
+            content = list(base["content"])
+        elif event["type"] != "text_delta":
+            for op in event.get("partial_patch") or ():
+                if op[0] == "push":
+                    content.append(TextContent.model_validate(op[2]))
+        else:
+            block = content[0]
+            content[0] = construct(TextContent, {**block.__dict__, "text": block.text + event["delta"]}, block.__pydantic_fields_set__)
+            message = construct(AssistantMessage, dict(base, content=content.copy()), message_fields)
+            construct(EventTextDelta, {"type": "text_delta", "content_index": 0, "delta": event["delta"], "partial": message}, event_fields)
 
 
 #: The issue's target for the 20,000-delta answer is 60k events/s (CPU time) on the 2-core
@@ -413,7 +479,7 @@ def run() -> list[Row]:
         folder = Path(name)
         rows = [_recording_overhead(folder)]
         rows.extend(_long_answer(folder))
-        rows.append(_replay_cost(folder, "replay.jsonl", CALLS, DELTAS, 2.0))
+        rows.extend(_replay_cost(folder, "replay.jsonl", CALLS, DELTAS, REPLAY_LIMIT))
         rows.append(_long_replay_cost(folder))
         rows.append(_replay_memory(folder))
         big = folder / "thousand.jsonl"

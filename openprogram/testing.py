@@ -532,21 +532,25 @@ def _remove_drift_pages(handle: LlmRecording) -> None:
             continue
 
 
-def _wrap(
-    function: Callable[..., Any], handle: LlmRecording, keep_failed: bool
-) -> Callable[..., Any]:
+def _wrap(function: Callable[..., Any], handle: LlmRecording, keep_failed: bool) -> Callable[..., Any]:
+    return _inside(function, lambda: _session(handle, keep_failed))
+
+
+def _inside(function: Callable[..., Any], enter: Callable[[], contextlib.AbstractContextManager[Any]]) -> Callable[..., Any]:
+    """``function`` (sync or async) run inside the context ``enter()`` makes at each call:
+    entered in the test function's own frame, so a context variable it sets is the test's."""
     if inspect.iscoroutinefunction(function):
 
         @functools.wraps(function)
         async def run_async(*args: Any, **kwargs: Any) -> Any:
-            with _session(handle, keep_failed):
+            with enter():
                 return await function(*args, **kwargs)
 
         return run_async
 
     @functools.wraps(function)
     def run_sync(*args: Any, **kwargs: Any) -> Any:
-        with _session(handle, keep_failed):
+        with enter():
             return function(*args, **kwargs)
 
     return run_sync
@@ -604,21 +608,7 @@ def _live_calls_refused(nodeid: str) -> Iterator[None]:
 
 
 def _without_live_calls(function: Callable[..., Any], nodeid: str) -> Callable[..., Any]:
-    if inspect.iscoroutinefunction(function):
-
-        @functools.wraps(function)
-        async def run_async(*args: Any, **kwargs: Any) -> Any:
-            with _live_calls_refused(nodeid):
-                return await function(*args, **kwargs)
-
-        return run_async
-
-    @functools.wraps(function)
-    def run_sync(*args: Any, **kwargs: Any) -> Any:
-        with _live_calls_refused(nodeid):
-            return function(*args, **kwargs)
-
-    return run_sync
+    return _inside(function, lambda: _live_calls_refused(nodeid))
 
 
 def _legacy_hint(handle: LlmRecording) -> str:
@@ -768,21 +758,7 @@ def _fail_if_unanswered(handle: LlmRecording, outcome: str) -> None:
 def _watched(function: Callable[..., Any], handle: LlmRecording) -> Callable[..., Any]:
     """``function`` with its calls watched (``off`` mode: live calls, nothing recorded, the
     errors they ended in named in the report)."""
-    if inspect.iscoroutinefunction(function):
-
-        @functools.wraps(function)
-        async def run_async(*args: Any, **kwargs: Any) -> Any:
-            with _test_body(handle, watched=True):
-                return await function(*args, **kwargs)
-
-        return run_async
-
-    @functools.wraps(function)
-    def run_sync(*args: Any, **kwargs: Any) -> Any:
-        with _test_body(handle, watched=True):
-            return function(*args, **kwargs)
-
-    return run_sync
+    return _inside(function, lambda: _test_body(handle, watched=True))
 
 
 @contextlib.contextmanager

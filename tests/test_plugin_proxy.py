@@ -151,3 +151,61 @@ def test_the_server_down_while_recording_fails_naming_it(pytester):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*a live call got no answer from the vendor, so no recording was kept*", "*connection failed*"])
     assert not (pytester.path / "recordings" / "test_app" / "test_direct_sdk.jsonl").exists()
+
+
+OTHER_SDKS = '''
+import os
+
+import pytest
+
+
+@pytest.mark.llm_recording(upstream={"anthropic-messages": os.environ["UPSTREAM_URL"]})
+def test_anthropic_client(llm_proxy):
+    import anthropic
+
+    assert os.environ["ANTHROPIC_BASE_URL"] == llm_proxy.url
+    message = anthropic.Anthropic().messages.create(
+        model="claude-haiku-4-5", max_tokens=100, messages=[{"role": "user", "content": "hello"}]
+    )
+    assert "".join(block.text for block in message.content if block.type == "text") == "Hello, world!"
+
+
+@pytest.mark.llm_recording(upstream={"google-generative-ai": os.environ["UPSTREAM_URL"]})
+def test_gemini_client(llm_proxy):
+    from google import genai
+
+    assert os.environ["GOOGLE_GEMINI_BASE_URL"] == llm_proxy.url
+    client = genai.Client()  # kept: google-genai closes its HTTP client when the Client goes
+    response = client.models.generate_content(model="gemini-2.5-flash", contents="hello")
+    assert response.text == "Hello, world!"
+'''
+
+
+@pytest.mark.parametrize(
+    ("test", "chunks", "key_variable"),
+    [
+        ("test_anthropic_client", "anthropic", "ANTHROPIC_API_KEY"),
+        ("test_gemini_client", "google", "GEMINI_API_KEY"),
+    ],
+)
+def test_the_anthropic_and_google_sdks_find_the_proxy_from_their_variables(pytester, test, chunks, key_variable):
+    """Each SDK's own client, built with no argument, reaches the proxy through the variable the
+    fixture sets; in replay it starts with the placeholder key, as no key is set."""
+    from tests.transcripts import anthropic_streams, google_streams
+    from tests.vendor_server import ScriptedResponse, VendorServer
+
+    transcript = {"anthropic": anthropic_streams.PLAIN_TEXT, "google": google_streams.PLAIN_TEXT}[chunks]
+    pytester.makepyfile(test_sdks=OTHER_SDKS)
+    for name in ("ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL"):
+        pytester._monkeypatch.delenv(name, raising=False)
+    with VendorServer() as server:
+        server.queue(ScriptedResponse(chunks=transcript))
+        pytester._monkeypatch.setenv(key_variable, "live-key-for-the-test")
+        pytester._monkeypatch.setenv("UPSTREAM_URL", server.url)
+        recorded = pytester.runpytest_subprocess("-q", "-k", test, "--llm-record-mode=record")
+        assert len(server.requests) == 1
+    recorded.assert_outcomes(passed=1)
+    assert b"live-key-for-the-test" not in (pytester.path / "recordings" / "test_sdks" / f"{test}.jsonl").read_bytes()
+    pytester._monkeypatch.delenv(key_variable)
+    pytester._monkeypatch.setenv("UPSTREAM_URL", _closed_port_url())
+    pytester.runpytest_subprocess("-q", "-k", test).assert_outcomes(passed=1)

@@ -478,7 +478,7 @@ def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> 
     messages = wire.required(body, "messages", list, "body")
     name = model_id or wire.required(body, "model", str, "body")
     max_field = "max_tokens" if "max_tokens" in body and "max_completion_tokens" not in body else "max_completion_tokens"
-    system, start = _leading_system(messages)
+    system, start = wire.leading_system(messages, "messages", ("text",))
     model = Model(
         id=name,
         api=API,
@@ -502,16 +502,6 @@ def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> 
     rebuilt = build_request_body(model, context, options)
     extra = wire.carried_fields(body, rebuilt, typed=("messages", "stream", "stream_options"))
     return model, context, options.model_copy(update={"extra_body": extra})
-
-
-def _leading_system(messages: list[Any]) -> tuple[str | None, int]:
-    """The system (or developer) messages a conversation starts with, as one system prompt."""
-    texts: list[str] = []
-    for position, message in enumerate(messages):
-        if not isinstance(message, dict) or message.get("role") not in ("system", "developer"):
-            return ("\n\n".join(texts) if texts else None), position
-        texts.append(wire.text_of_parts(message.get("content"), f"messages[{position}].content", ("text",)))
-    return ("\n\n".join(texts) if texts else None), len(messages)
 
 
 def _image_from_url(url: Any, where: str) -> ImageContent:

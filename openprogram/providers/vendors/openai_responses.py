@@ -544,7 +544,7 @@ def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> 
     name = model_id or wire.required(body, "model", str, "body")
     raw = body.get("input")
     items: list[Any] = [{"role": "user", "content": raw}] if isinstance(raw, str) else wire.required(body, "input", list, "body")
-    system, start = _leading_system(items)
+    system, start = wire.leading_system(items, "input", ("input_text",))
     first_role = items[0].get("role") if items and isinstance(items[0], dict) else None
     model = Model(
         id=name,
@@ -568,15 +568,6 @@ def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> 
     rebuilt = build_request_body(model, context, options)
     extra = wire.carried_fields(body, rebuilt, typed=("input", "stream"))
     return model, context, options.model_copy(update={"extra_body": extra})
-
-
-def _leading_system(items: list[Any]) -> tuple[str | None, int]:
-    texts: list[str] = []
-    for position, item in enumerate(items):
-        if not isinstance(item, dict) or item.get("role") not in ("system", "developer"):
-            return ("\n\n".join(texts) if texts else None), position
-        texts.append(wire.text_of_parts(item.get("content"), f"input[{position}].content", ("input_text",)))
-    return ("\n\n".join(texts) if texts else None), len(items)
 
 
 def _user_content(content: Any, where: str) -> list[UserContent]:

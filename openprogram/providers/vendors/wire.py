@@ -112,6 +112,18 @@ def text_of_parts(content: Any, where: str, kinds: tuple[str, ...]) -> str:
     return "".join(texts)
 
 
+def leading_system(messages: list[Any], field: str, kinds: tuple[str, ...]) -> tuple[str | None, int]:
+    """The system (or developer) messages a request's ``field`` starts with, as one system
+    prompt (their texts joined by a blank line), and the position of the first other message.
+    Chat Completions and Responses both open a conversation this way."""
+    texts: list[str] = []
+    for position, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in ("system", "developer"):
+            return ("\n\n".join(texts) if texts else None), position
+        texts.append(text_of_parts(message.get("content"), f"{field}[{position}].content", kinds))
+    return ("\n\n".join(texts) if texts else None), len(messages)
+
+
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"

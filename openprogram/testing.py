@@ -349,37 +349,33 @@ def drift_page_path(config: pytest.Config, recording: Path) -> Path:
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> Generator[None, Result[None], None]:
-    handle: LlmRecording | None = getattr(item, "_openprogram_recording", None)
+    """Run the test function wrapped (see :func:`_wrapped_test`), and put it back after."""
     function = getattr(item, "obj", None)
-    if handle is None and function is not None and _blocks_live_calls(item):
-        test = cast(pytest.Function, item)
-        test.obj = _without_live_calls(function, item.nodeid)
-        try:
-            yield
-        finally:
-            test.obj = function
-        return
-    if handle is None or function is None:
+    wrapped = None if function is None else _wrapped_test(item, function)
+    if wrapped is None:
         yield
         return
-    if handle.mode == "off":
-        test = cast(pytest.Function, item)
-        test.obj = _watched(function, handle)
-        try:
-            yield
-        finally:
-            test.obj = function
-        return
-    keep_failed = item.config.getoption("--llm-keep-failed")
-    temporary = getattr(item, "funcargs", {}).get("tmp_path")
-    if temporary is not None:  # a prompt that names it replays in later runs (other folders)
-        handle.values = {"tmp_path": str(temporary)}
-    test = cast(pytest.Function, item)  # an item with an ``obj`` (checked above), like Function
-    test.obj = _wrap(function, handle, keep_failed)
+    test = cast(pytest.Function, item)  # an item with an ``obj``, like Function
+    test.obj = wrapped
     try:
         yield
     finally:
         test.obj = function
+
+
+def _wrapped_test(item: pytest.Item, function: Callable[..., Any]) -> Callable[..., Any] | None:
+    """What the test function runs inside: its recording session (replay, record, update),
+    the watch of its live calls (``off``), the refusal of live calls (a test without a
+    recording in replay mode), or nothing."""
+    handle: LlmRecording | None = getattr(item, "_openprogram_recording", None)
+    if handle is None:
+        return _without_live_calls(function, item.nodeid) if _blocks_live_calls(item) else None
+    if handle.mode == "off":
+        return _watched(function, handle)
+    temporary = getattr(item, "funcargs", {}).get("tmp_path")
+    if temporary is not None:  # a prompt that names it replays in later runs (other folders)
+        handle.values = {"tmp_path": str(temporary)}
+    return _wrap(function, handle, item.config.getoption("--llm-keep-failed"))
 
 
 @pytest.hookimpl(hookwrapper=True)

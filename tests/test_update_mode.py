@@ -7,39 +7,16 @@ import os
 
 import pytest
 
-from openprogram.providers import api_registry
 from openprogram.providers.faux import FauxProvider
 from openprogram.providers.replay import read_recording_file
 from openprogram.providers.scoped import use_recording
-from openprogram.providers.stream import complete
-from openprogram.providers.types import Context, Model, UserMessage
-
-MODEL = Model(id="counted", api="update-test", provider="faux")
+from tests.update_support import register_live_provider, requests_in, run
 
 
 @pytest.fixture
 def live(fresh_registry) -> FauxProvider:
     """A provider that answers every prompt with 'live: PROMPT' and counts its calls."""
-    from openprogram.providers.faux import faux_text
-
-    def answer(model, context, options):
-        return faux_text(f"live: {context.messages[-1].content}")
-
-    provider = FauxProvider([answer] * 100)
-    api_registry.register_api_provider("update-test", provider)
-    return provider
-
-
-async def run(prompts: list[str]) -> list[str]:
-    answers = []
-    for prompt in prompts:
-        message = await complete(MODEL, Context(messages=[UserMessage(content=prompt, timestamp=0)]))
-        answers.append(message.content[0].text)
-    return answers
-
-
-def requests_in(path) -> list[str]:
-    return [call.context["messages"][0]["content"] for call in read_recording_file(path).calls]
+    return register_live_provider()
 
 
 async def test_a_changed_third_prompt_makes_one_live_call(tmp_path, live):

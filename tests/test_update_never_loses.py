@@ -11,40 +11,18 @@ import time
 
 import pytest
 
-from openprogram.providers import api_registry
-from openprogram.providers.faux import FauxProvider, faux_text
+from openprogram.providers.faux import FauxProvider
 from openprogram.providers.replay import ReplayMismatch, read_recording_file
 from openprogram.providers.scoped import use_recording
-from openprogram.providers.stream import complete
-from openprogram.providers.types import Context, Model, UserMessage
 from openprogram.recordings.file.writer_lock import RecordingBusyError
 from tests.test_recordings_cli import writer_holding
-
-MODEL = Model(id="counted", api="update-test", provider="faux")
+from tests.update_support import register_live_provider, requests_in, run
 
 
 @pytest.fixture
 def live(fresh_registry) -> FauxProvider:
     """A provider that answers every prompt with 'live: PROMPT' and counts its calls."""
-
-    def answer(model, context, options):
-        return faux_text(f"live: {context.messages[-1].content}")
-
-    provider = FauxProvider([answer] * 500)
-    api_registry.register_api_provider("update-test", provider)
-    return provider
-
-
-async def run(prompts: list[str]) -> list[str]:
-    answers = []
-    for prompt in prompts:
-        message = await complete(MODEL, Context(messages=[UserMessage(content=prompt, timestamp=0)]))
-        answers.append(message.content[0].text)
-    return answers
-
-
-def requests_in(path) -> list[str]:
-    return [call.context["messages"][0]["content"] for call in read_recording_file(path).calls]
+    return register_live_provider()
 
 
 def sessions_in(path) -> list[list[str]]:

@@ -13,6 +13,7 @@ import copy
 import errno
 import fcntl
 import os
+import re
 import stat
 import tempfile
 from collections.abc import Callable, Iterator
@@ -136,6 +137,31 @@ def _models(value: Any) -> Any:
     return value
 
 
+def _trusted_hosts(value: Any) -> Any:
+    """Hosts your keys may go to besides the vendors' own and loopback (docs/project.md,
+    "Security"): host names or addresses, no scheme, port or path."""
+    example = 'e.g. ["llm-gateway.internal", "10.0.0.5"]'
+    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+        raise ConfigError(f"must be a JSON list of host names, {example}")
+    for item in value:
+        if not _is_host(item):
+            raise ConfigError(f"{item!r} is not a host name (no scheme, port, path or spaces), {example}")
+    return value
+
+
+_HOST_NAME = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_])?\.?\Z")
+
+
+def _is_host(text: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(text[1:-1] if text.startswith("[") and text.endswith("]") else text)
+        return True
+    except ValueError:
+        return bool(_HOST_NAME.match(text)) and ".." not in text
+
+
 def _tool_names(value: Any) -> Any:
     from .tools import BUILTIN_TOOL_NAMES
 
@@ -221,6 +247,7 @@ def _check_record_replay(before: dict[str, Any], after: dict[str, Any]) -> None:
 KEY_VALIDATORS: dict[str, Validator] = {
     "default_model": _model_ref,
     "models": _models,
+    "trusted_hosts": _trusted_hosts,
     "tools.enabled": _tool_names,
     "run.max_turns": _positive_int,
     "record_replay.mode": _record_replay_mode,

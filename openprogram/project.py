@@ -2,8 +2,9 @@
 with a fresh state folder and no command run first (docs/project.md).
 
 A ``[tool.openprogram]`` table in the nearest ``pyproject.toml``, or an ``openprogram.toml``
-in the same place (searched from the current directory upward, as pytest and ruff find theirs;
-a ``pyproject.toml`` without the table is passed by), holds:
+in the same place (searched from the current directory upward to the repository root or the
+home; a ``pyproject.toml`` without the table is passed by, and so is a file another user owns
+or may write), holds:
 
 * ``models``: the same entries as the configuration's ``models`` (a local server, a gateway);
   the user's configuration overrides an entry of the same provider and id (a local port, say);
@@ -18,16 +19,28 @@ parsed again only when it changes.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
+import shlex
 import stat
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .state import ConfigError
 
-__all__ = ["PROJECT_FILE_NAMES", "ProjectConfig", "find_project_file", "project_config", "secret_env_problem"]
+__all__ = [
+    "PROJECT_FILE_NAMES",
+    "ProjectConfig",
+    "ProjectSearch",
+    "find_project_file",
+    "project_config",
+    "search_project_file",
+    "secret_env_problem",
+    "untrusted_reason",
+]
 
 #: Where a project's table may live, in the order looked at in each folder.
 PROJECT_FILE_NAMES = ("openprogram.toml", "pyproject.toml")
@@ -48,6 +61,8 @@ class ProjectConfig:
     record_replay: dict[str, Any] = field(default_factory=dict)
     #: ``proxy.upstream``: api -> URL (checked as the proxy checks ``--upstream`` when used).
     proxy_upstream: dict[str, str] = field(default_factory=dict)
+    #: Project files the search passed by unread, each with the reason (docs/project.md).
+    passed_by: tuple[str, ...] = ()
 
     def where(self, key: str) -> str:
         """A key of this project as a message names it: the file and the key in it."""
@@ -61,9 +76,29 @@ _cache: dict[tuple[Any, ...], ProjectConfig] = {}
 _tables: dict[tuple[Any, ...], bool] = {}
 
 
+@dataclass(frozen=True)
+class ProjectSearch:
+    """Where the upward search found a project file (``path``, or None), and the files it passed
+    by without reading them, each with the reason (another user's, or writable by others)."""
+
+    path: Path | None
+    passed_by: tuple[str, ...] = ()
+
+
 def find_project_file(start: Path | None = None) -> Path | None:
     """The nearest project file from ``start`` (the current directory) upward, or None."""
+    return search_project_file(start).path
+
+
+def search_project_file(start: Path | None = None) -> ProjectSearch:
+    """The upward search of docs/project.md ("Which file applies"): from ``start`` (the current
+    directory) up to the first folder holding ``.git`` or the user's home, whichever comes
+    first. A file in a shared parent folder (``/tmp``, a checkout root others can write) must
+    not redirect this user's calls, so the search never goes past the repository or the home,
+    and a file the user does not own, or that others may write, is passed by unread."""
     directory = os.path.abspath(start if start is not None else os.getcwd())
+    home = _home()
+    passed_by: list[str] = []
     while True:
         for name in PROJECT_FILE_NAMES:
             candidate = os.path.join(directory, name)
@@ -71,32 +106,75 @@ def find_project_file(start: Path | None = None) -> Path | None:
                 info = os.stat(candidate)
             except OSError:
                 continue
-            if stat.S_ISREG(info.st_mode) and (name == "openprogram.toml" or _has_table(candidate, info)):
-                return Path(candidate)
+            if not stat.S_ISREG(info.st_mode):
+                continue
+            distrust = untrusted_reason(candidate, info)
+            if distrust is not None:
+                passed_by.append(f"{candidate}: not read, {distrust}")
+                continue
+            if name == "openprogram.toml" or _has_table(candidate, info):
+                return ProjectSearch(Path(candidate), tuple(passed_by))
         parent = os.path.dirname(directory)
-        if parent == directory:
-            return None
+        if parent == directory or directory == home or os.path.lexists(os.path.join(directory, ".git")):
+            return ProjectSearch(None, tuple(passed_by))
         directory = parent
+
+
+def untrusted_reason(path: str, info: os.stat_result) -> str | None:
+    """Why a project file with this ``stat`` must not be read (None: it may be). A file is the
+    user's when the user owns it (root's files count too, as OpenSSH counts them for its own
+    configuration: only root can write them) and no one else may write it: not others, and not
+    a group other than the user's own (a umask of 002 leaves files group-writable for the
+    user's private group, which is the user)."""
+    uid = os.getuid()
+    if info.st_uid not in (uid, 0):
+        return f"it belongs to user id {info.st_uid}, not to you (user id {uid}); a project file must be yours"
+    if info.st_mode & stat.S_IWOTH or (info.st_mode & stat.S_IWGRP and info.st_gid != os.getgid()):
+        return (
+            f"others may write to it (mode {stat.S_IMODE(info.st_mode):04o}); "
+            f"make it yours alone with: chmod go-w {shlex.quote(path)}"
+        )
+    return None
+
+
+def _home() -> str | None:
+    try:
+        return os.path.abspath(os.path.expanduser("~"))
+    except (KeyError, RuntimeError):  # no HOME and no passwd entry
+        return None
 
 
 def project_config(start: Path | None = None) -> ProjectConfig:
     """The project configuration that applies in ``start`` (the current directory); an empty
     one when there is no project file. Raises :class:`ConfigError` naming the file, the key
-    and the fix for a table that is not valid."""
-    path = find_project_file(start)
+    and the fix for a table that is not valid. A file passed by is said once per process on
+    stderr (and kept in ``passed_by`` for ``recordings status`` and the pytest header)."""
+    search = search_project_file(start)
+    _say_passed_by(search.passed_by)
+    path = search.path
     if path is None:
-        return _NO_PROJECT
+        return ProjectConfig(passed_by=search.passed_by) if search.passed_by else _NO_PROJECT
     try:
         info = path.stat()
     except OSError as error:
         raise ConfigError(f"cannot read {path}: {error.strerror}") from None
-    stamp = (str(path), info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
+    stamp = (str(path), info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_uid, info.st_mode)
     cached = _cache.get(stamp)
     if cached is None:
         cached = _parse(path)
         _cache.clear()  # one project at a time: the cache holds the current one
         _cache[stamp] = cached
-    return cached
+    return dataclasses.replace(cached, passed_by=search.passed_by) if search.passed_by else cached
+
+
+_said: set[str] = set()
+
+
+def _say_passed_by(lines: tuple[str, ...]) -> None:
+    for line in lines:
+        if line not in _said:
+            _said.add(line)
+            print(f"openprogram: project file {line}", file=sys.stderr)
 
 
 # ============================================================================ reading
@@ -133,15 +211,32 @@ def _read_has_table(path: str) -> bool:
     return isinstance(tool, dict) and "openprogram" in tool
 
 
+def _read_trusted(path: Path) -> bytes:
+    """The file's bytes, its owner and mode checked again on the opened descriptor: a file
+    swapped in after the search is not read either."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as error:
+        raise ConfigError(f"cannot read {path}: {error.strerror}") from None
+    try:
+        info = os.fstat(fd)
+        distrust = untrusted_reason(str(path), info) if stat.S_ISREG(info.st_mode) else "it is not a regular file"
+        if distrust is not None:
+            raise ConfigError(f"{path}: not read, {distrust}")
+        if info.st_size > MAX_PROJECT_BYTES:
+            raise ConfigError(f"{path} is larger than {MAX_PROJECT_BYTES // 1024} KB; a project file is a few settings")
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            return handle.read(MAX_PROJECT_BYTES + 1)
+    except OSError as error:
+        raise ConfigError(f"cannot read {path}: {error.strerror}") from None
+    finally:
+        os.close(fd)
+
+
 def _parse(path: Path) -> ProjectConfig:
     import tomllib
 
-    try:
-        raw = path.read_bytes()
-    except OSError as error:
-        raise ConfigError(f"cannot read {path}: {error.strerror}") from None
-    if len(raw) > MAX_PROJECT_BYTES:
-        raise ConfigError(f"{path} is larger than {MAX_PROJECT_BYTES // 1024} KB; a project file is a few settings")
+    raw = _read_trusted(path)
     try:
         document = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
@@ -156,6 +251,12 @@ def _parse(path: Path) -> ProjectConfig:
     project = ProjectConfig(path=path, table=label)
     if not isinstance(table, dict):
         raise ConfigError(f"{project.where('')[:-1]}openprogram must be a table")
+    if "trusted_hosts" in table:
+        raise ConfigError(
+            f"{project.where('trusted_hosts')}: not a project setting: a project cannot choose where "
+            "your keys go; each user trusts a host in their own configuration "
+            """(openprogram config set trusted_hosts '["HOST"]')"""
+        )
     unknown = sorted(set(table) - set(_TOP_KEYS))
     if unknown:
         raise ConfigError(

@@ -52,6 +52,7 @@ from openprogram.testing_watch import CallWatch, watching
 if TYPE_CHECKING:  # the recordings modules are imported when a test first needs them
     from pluggy import Result
 
+    from openprogram.project import ProjectConfig
     from openprogram.recordings.file.format import RecordingFileError
     from openprogram.recordings.replay.differences import ReplayMismatch
     from openprogram.recordings.store.scoped import RecordingScope
@@ -133,6 +134,24 @@ def pytest_configure(config: pytest.Config) -> None:
         f"{LIVE_MARKER}: this test calls models live on purpose; replay mode (the default) does not "
         "block its calls",
     )
+    _project_of(config)  # an invalid project table: said once, as a usage error, before any test
+
+
+def pytest_report_header(config: pytest.Config) -> list[str]:
+    """Which project file applies (docs/project.md), and the files passed by unread."""
+    project = _project_of(config)
+    lines = [f"openprogram: project file {project.path}"] if project.path is not None else []
+    return lines + [f"openprogram: project file {line}" for line in project.passed_by]
+
+
+def _project_of(config: pytest.Config) -> ProjectConfig:
+    from openprogram.project import project_config
+    from openprogram.state import ConfigError
+
+    try:
+        return project_config(Path(str(config.rootpath)))
+    except ConfigError as error:
+        raise pytest.UsageError(f"openprogram project configuration: {error}") from None
 
 
 def record_mode(config: pytest.Config) -> str:

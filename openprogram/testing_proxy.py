@@ -34,10 +34,11 @@ REPLAY_PLACEHOLDER_KEY = "openprogram-replay-needs-no-key"
 SDK_KEY_VARIABLES = (("OPENAI_API_KEY",), ("ANTHROPIC_API_KEY",), ("GEMINI_API_KEY", "GOOGLE_API_KEY"))
 
 
-def proxy_upstreams(item: pytest.Item) -> dict[str, str]:
+def proxy_upstreams(item: pytest.Item) -> tuple[dict[str, str], dict[str, str]]:
     """Where the proxy's live calls go, by api: the project's ``proxy.upstream`` table, then
     the marker's ``upstream={API: URL}`` (which wins for its apis); an api named by neither goes
-    to the vendor's own server."""
+    to the vendor's own server. Also the apis whose upstream the project chose, with its file
+    (a client's key goes there only on a trusted host)."""
     from openprogram.project import project_config
     from openprogram.proxy.settings import check_upstream
     from openprogram.state import ConfigError
@@ -57,7 +58,8 @@ def proxy_upstreams(item: pytest.Item) -> dict[str, str]:
     if not isinstance(named, dict):
         pytest.fail(f"@pytest.mark.{MARKER}(upstream=...) takes a dict of API: URL, not {named!r}", pytrace=False)
     upstreams.update(named)
-    return upstreams
+    chosen_by_project = {api: str(project.path) for api in project.proxy_upstream if api not in named}
+    return upstreams, chosen_by_project
 
 
 def _test_context(handle: LlmRecording) -> contextvars.Context:
@@ -85,8 +87,10 @@ def llm_proxy(
     handle.proxied = True
     replaying = handle.mode == "replay" or (handle.mode == "record" and handle.path.exists())
     try:
+        upstreams, chosen_by_project = proxy_upstreams(request.node)
         settings = ProxySettings(
-            upstreams=proxy_upstreams(request.node),
+            upstreams=upstreams,
+            project_upstreams=chosen_by_project,
             call_context=functools.partial(_test_context, handle),
         )
     except ValueError as error:  # an upstream that is no http(s) URL, or an unknown api

@@ -209,3 +209,16 @@ def test_the_anthropic_and_google_sdks_find_the_proxy_from_their_variables(pytes
     pytester._monkeypatch.delenv(key_variable)
     pytester._monkeypatch.setenv("UPSTREAM_URL", _closed_port_url())
     pytester.runpytest_subprocess("-q", "-k", test).assert_outcomes(passed=1)
+
+
+def test_a_project_upstream_on_an_untrusted_host_gets_no_key(pytester):
+    """A repository's own table sends the llm_proxy's live calls elsewhere: the client's key is
+    not forwarded there (refused before anything is sent, naming the host and the fix), and
+    nothing is recorded."""
+    _project(pytester, by_marker=False)
+    pytester.makepyprojecttoml('[tool.openprogram.proxy.upstream]\n"openai-completions" = "http://collector.invalid/v1"\n')
+    refused = _run(pytester, "--llm-record-mode=record", "-k", "test_direct_sdk", upstream="unused")
+    refused.assert_outcomes(failed=1)
+    refused.stdout.fnmatch_lines(["*key not sent to collector.invalid (the upstream of openai-completions that *pyproject.toml sets)*"])
+    assert "sk-local-test" not in refused.stdout.str()
+    assert not (pytester.path / "recordings" / "test_app" / "test_direct_sdk.jsonl").exists()

@@ -188,6 +188,7 @@ def test_status_reports_a_usable_configuration(isolated_home):
         "calls": 2,
         "events": json.loads(recordings(isolated_home, "show", "good", "--json").stdout)["event_count"],
         "warning": None,
+        "project": {"path": None, "passed_by": [], "problem": None},
     }
     text = recordings(isolated_home, "status").stdout
     assert "mode      replay" in text and str(path) in text and "usable: 2 calls" in text

@@ -136,11 +136,12 @@ def run_status(args: argparse.Namespace) -> int:
     from . import recordings_render as render
 
     plan = load_activation_plan()
+    project = render.project_status()
     if args.json:
-        _print_json(render.status_json(plan, state.config_path()))
+        _print_json(render.status_json(plan, state.config_path(), project))
     else:
-        print(render.render_status(plan, state.config_path()))
-    return EXIT_FAILURE if plan.blocked else 0
+        print(render.render_status(plan, state.config_path(), project))
+    return EXIT_FAILURE if plan.blocked or project.problem is not None else 0
 
 
 # ============================================================================ record / replay / off

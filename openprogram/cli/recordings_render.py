@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,9 +28,37 @@ NEXT_START = "takes effect at the next start"
 # ----------------------------------------------------------------------------- status
 
 
-def status_json(plan: ActivationPlan, config_file: Path) -> dict[str, Any]:
+@dataclass(frozen=True)
+class ProjectStatus:
+    """The project file ``status`` names (docs/project.md): the one in use, the files the
+    search passed by unread, and what is wrong with the one in use, if anything."""
+
+    path: Path | None
+    passed_by: tuple[str, ...]
+    problem: str | None
+
+
+def project_status() -> ProjectStatus:
+    from openprogram.project import project_config, search_project_file
+    from openprogram.state import ConfigError
+
+    search = search_project_file()
+    try:
+        project_config()
+    except ConfigError as error:
+        return ProjectStatus(search.path, search.passed_by, str(error))
+    return ProjectStatus(search.path, search.passed_by, None)
+
+
+def status_json(plan: ActivationPlan, config_file: Path, project: ProjectStatus | None = None) -> dict[str, Any]:
     """The stable ``recordings status --json`` schema, from the activation plan."""
+    project = project or project_status()
     return {
+        "project": {
+            "path": None if project.path is None else str(project.path),
+            "passed_by": list(project.passed_by),
+            "problem": project.problem,
+        },
         "schema_version": SCHEMA_VERSION,
         "config_path": str(config_file),
         "mode": plan.configured_mode,
@@ -47,11 +76,15 @@ def status_json(plan: ActivationPlan, config_file: Path) -> dict[str, Any]:
     }
 
 
-def render_status(plan: ActivationPlan, config_file: Path) -> str:
+def render_status(plan: ActivationPlan, config_file: Path, project: ProjectStatus | None = None) -> str:
+    project = project or project_status()
     mode = plan.configured_mode
     selector = _selector_text(plan.selector)
     lines = [
         f"config    {safe(config_file)}",
+        f"project   {safe(project.path) if project.path is not None else 'none'}",
+        *(f"          passed by {safe(line)}" for line in project.passed_by),
+        *([f"problem   {safe(project.problem)}"] if project.problem is not None and plan.problem != "invalid_project" else []),
         f"mode      {safe(mode)}",
         f"selector  {selector}" + ("  (kept while off)" if mode == "off" and plan.selector else ""),
         f"path      {safe(plan.path) if plan.path is not None else '-'}",

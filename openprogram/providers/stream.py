@@ -8,6 +8,7 @@ from typing import TypeVar
 
 from . import credentials
 from .api_registry import ApiProvider, get_api_provider
+from .key_trust import key_refusal
 from .types import (
     AssistantMessage,
     AssistantMessageEvent,
@@ -39,8 +40,8 @@ def _with_key(
     if getattr(provider, "requires_credentials", True) is False:
         return options
     key = credentials.resolve_provider_key(model.provider)
-    if key is None:
-        return options
+    if key is None or (model.base_url and key_refusal(model) is not None):
+        return options  # an untrusted host gets no key; the provider's key check says why
     if options is None:
         return options_class(api_key=key)
     return options.model_copy(update={"api_key": key})

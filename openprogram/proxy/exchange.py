@@ -153,6 +153,9 @@ def _prepare(
         segments = lane_segments(header, lanes.lane_for(derived) if derived and not header else derived)
     except (WireRequestError, ValueError) as error:
         raise ProxyFailure(400, f"{PREFIX}{error}") from None
+    refusal = settings.key_refusal(wire_format.api)
+    if refusal is not None and client_credential(request.headers, request.query):
+        raise ProxyFailure(403, f"{PREFIX}{refusal}")
     forwarded = {name: request.headers[name] for name in wire_format.forwarded_headers if name in request.headers}
     model = model.model_copy(update={"base_url": settings.upstream(wire_format.api)})
     options = options.model_copy(

@@ -58,6 +58,9 @@ class ProxySettings:
     #: no test body runs). The proxy then runs no session of its own; ``mode`` and
     #: ``recording`` say what the calls do there, for the lane book of a replay.
     call_context: Callable[[], contextvars.Context] | None = field(default=None, compare=False)
+    #: The apis whose upstream a project file chose, and that file: a client's key goes to
+    #: such an upstream only on a host the user trusts (docs/project.md, "Security").
+    project_upstreams: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         for api, url in self.upstreams.items():
@@ -71,6 +74,21 @@ class ProxySettings:
 
     def upstream(self, api: str) -> str:
         return self.upstreams.get(api) or DEFAULT_UPSTREAMS[api]
+
+    def key_refusal(self, api: str) -> str | None:
+        """Why a client's key must not go to ``api``'s upstream (None: it may): only an
+        upstream a project file chose is checked, against the vendor's own host, loopback and
+        the hosts the user trusts."""
+        source = self.project_upstreams.get(api)
+        if source is None or self.upstream(api) != self.upstreams.get(api):
+            return None
+        from ..providers.key_trust import host_of, host_trusted_for_key, untrusted_host_message
+
+        host = host_of(self.upstream(api))
+        vendor = host_of(DEFAULT_UPSTREAMS[api])
+        if host is None or host_trusted_for_key(host, frozenset({vendor} if vendor else ())):
+            return None
+        return untrusted_host_message(host, f"{host} (the upstream of {api} that {source} sets)")
 
     @property
     def session_mode(self) -> ProxyMode | None:

@@ -12,8 +12,9 @@ import hashlib
 import re
 from typing import Any
 
-from ..credentials import key_required, missing_key_message
+from ..credentials import key_required, missing_key_message, resolve_provider_key
 from ..guard import CallNotSent, ErrorDescriber
+from ..key_trust import key_refusal
 from ..types import (
     AssistantMessage,
     ImageContent,
@@ -40,6 +41,9 @@ def api_key_for(model: Model, options: StreamOptions | None) -> str:
     key = options.api_key if options is not None else None
     if key:
         return key
+    refusal = key_refusal(model) if resolve_provider_key(model.provider) is not None else None
+    if refusal is not None:  # the environment's key exists but may not go to this host
+        raise MissingApiKey(refusal)
     if not key_required(model):
         return PLACEHOLDER_KEY
     raise MissingApiKey(missing_key_message(model))

@@ -14,7 +14,14 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .exchange import PREFIX, IncomingRequest, answer, send_error
-from .formats import FORMATS, GEMINI_VERSIONS, WireFormat, client_credential, format_guess
+from .formats import (
+    FORMATS,
+    GEMINI_VERSIONS,
+    WireFormat,
+    client_credential,
+    format_guess,
+    scope_credential,
+)
 from .guard import OwnerOnly
 from .lanes import LaneBook
 from .settings import ProxySettings
@@ -80,7 +87,7 @@ async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
         "POST /v1/responses, POST /v1/messages, POST /v1beta/models/MODEL:generateContent "
         "(and :streamGenerateContent) and GET /v1/models"
     )
-    await send_error(send, format_guess(scope).vendor, 404, message)
+    await send_error(send, format_guess(scope).vendor, 404, message, scope_credential(scope))
 
 
 async def _models(request: Request) -> Any:

@@ -10,6 +10,7 @@ import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
+from urllib.parse import parse_qsl
 
 from ..providers.types import AssistantMessage, AssistantMessageEvent
 from ..providers.vendors.wire import ParsedRequest
@@ -101,4 +102,11 @@ def client_credential(headers: Mapping[str, str], query: Mapping[str, str]) -> s
     return key.strip() if key and key.strip() else None
 
 
-__all__ = ["FORMATS", "GEMINI_VERSIONS", "VendorWire", "WireEncoder", "WireFormat", "client_credential", "format_guess"]
+def scope_credential(scope: Mapping[str, Any]) -> str | None:
+    """:func:`client_credential` of an ASGI request not read yet (its scope)."""
+    headers = {bytes(name).decode("latin-1").lower(): bytes(value).decode("latin-1") for name, value in scope.get("headers", [])}
+    query = dict(parse_qsl(bytes(scope.get("query_string", b"")).decode("latin-1")))
+    return client_credential(headers, query)
+
+
+__all__ = ["FORMATS", "GEMINI_VERSIONS", "VendorWire", "WireEncoder", "WireFormat", "client_credential", "format_guess", "scope_credential"]

@@ -44,19 +44,19 @@ import ipaddress
 import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
-from urllib.parse import parse_qsl, urlsplit
+from urllib.parse import urlsplit
 
 from .exchange import PREFIX, send_error
-from .formats import client_credential, format_guess
+from .formats import format_guess, scope_credential
 
 Scope = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[MutableMapping[str, Any]]]
 Send = Callable[[MutableMapping[str, Any]], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-#: Characters no ``Host`` header holds; ``urlsplit`` would read them as userinfo, a path, a
-#: query or a fragment (``evil.example@127.0.0.1``), so a value holding one is refused.
-_NOT_IN_A_HOST = frozenset("@/?#\\ \t")
+#: A ``Host`` value: a name or a bracketed IPv6 address, then an optional port; nothing else
+#: (no ``@``, ``/``, ``?``, ``#`` or spaces, so ``evil.example@127.0.0.1`` is no loopback).
+_HOST = re.compile(r"(?:\[(?P<ipv6>[0-9A-Fa-f:.]+)\]|(?P<name>[A-Za-z0-9._-]+))(?::[0-9]{0,5})?\Z")
 #: What a refusal may quote of a header's value: short, and of characters no secret hides in
 #: unnoticed (a longer or stranger value is described instead of shown).
 _QUOTABLE = re.compile(r"[A-Za-z0-9.:\[\]/_+;= -]{1,80}\Z")
@@ -69,17 +69,12 @@ _BODILESS = frozenset({"GET", "HEAD"})
 def hostname_of(host_header: str) -> str | None:
     """The lower-case host name in a ``Host`` header value (brackets, port and one trailing dot
     dropped), or None when the value is not one."""
-    if not host_header or _NOT_IN_A_HOST & set(host_header):
+    found = _HOST.match(host_header)
+    if found is None:
         return None
-    try:
-        parsed = urlsplit(f"//{host_header}")
-        parsed.port  # noqa: B018 - raises ValueError for a port that is not a number
-    except ValueError:
-        return None
-    hostname = parsed.hostname
-    if not hostname:
-        return None
-    return hostname.removesuffix(".") or None
+    if found["ipv6"] is not None:
+        return found["ipv6"].lower() if isinstance(_address(found["ipv6"]), ipaddress.IPv6Address) else None
+    return found["name"].lower().removesuffix(".") or None
 
 
 def is_loopback(hostname: str) -> bool:
@@ -156,7 +151,7 @@ class OwnerOnly:
             await self.app(scope, receive, send)
             return
         status, message = refusal
-        await send_error(send, format_guess(scope).vendor, status, PREFIX + "refused: " + message)
+        await send_error(send, format_guess(scope).vendor, status, PREFIX + "refused: " + message, scope_credential(scope))
 
     def refusal(self, scope: Scope) -> tuple[int, str] | None:
         """Why a request is refused (its status and the message), or None to answer it."""
@@ -180,7 +175,7 @@ class OwnerOnly:
                 "this proxy answers programs on this machine and pages served from localhost only; "
                 "call it from your code (SDKs send no Origin), not from a browser page elsewhere"
             )
-        if self.client_token is not None and not self._carries_token(headers, scope):
+        if self.client_token is not None and not self._carries_token(scope):
             return 401, (
                 "this proxy serves one test's llm_proxy fixture and answers only requests that carry "
                 "that test's key; build the SDK client inside the test, so that it reads the key "
@@ -197,9 +192,8 @@ class OwnerOnly:
                 )
         return None
 
-    def _carries_token(self, headers: dict[str, str], scope: Scope) -> bool:
-        query = dict(parse_qsl(bytes(scope.get("query_string", b"")).decode("latin-1")))
-        credential = client_credential(headers, query)
+    def _carries_token(self, scope: Scope) -> bool:
+        credential = scope_credential(scope)
         assert self.client_token is not None
         return credential is not None and hmac.compare_digest(credential.encode(), self.client_token.encode())
 

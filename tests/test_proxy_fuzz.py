@@ -263,3 +263,34 @@ def test_a_body_nested_deeper_than_the_limit_is_refused_naming_where(recorded):
         (answer,) = asyncio.run(_send_all(build_app(settings), [("openai-completions", json.dumps(body).encode(), [])]))
     assert answer.status_code == 400
     assert "body.metadata" in answer.json()["error"]["message"] and "nests deeper than 128 levels" in answer.text
+
+
+def test_a_value_where_a_name_belongs_is_described_not_quoted():
+    from openprogram.providers.vendors import anthropic_messages, google_generative_ai
+    from openprogram.providers.vendors.wire import WireRequestError
+
+    secret = "sk-proj-" + "A1b2C3d4" * 5
+    with pytest.raises(WireRequestError) as role:
+        anthropic_messages.parse_request_body({"model": "m", "max_tokens": 1, "messages": [{"role": secret, "content": "hi"}]})
+    with pytest.raises(WireRequestError) as part:
+        google_generative_ai.parse_request_body({"contents": [{"parts": [{secret: 1, "fileData": {}}]}]}, model_id="g")
+    assert str(role.value).startswith("messages[0]: openprogram proxy cannot carry a message of role a string of 48 characters")
+    assert "part with fileData, a string of 48 characters (" in str(part.value)
+    assert "A1b2C3d4" not in str(role.value) + str(part.value)
+
+
+def test_what_reading_a_body_raises_unforeseen_is_still_a_400(recorded, caplog, monkeypatch):
+    """The net under the checks: a body that makes a parser fail in a way no check foresaw is
+    the client's to fix all the same (a 400 naming the failure), not a 500 with a traceback."""
+    from openprogram.providers.vendors import openai_completions
+
+    def broken(body: dict[str, Any], *, model_id: str | None = None) -> Any:
+        raise KeyError("messages")
+
+    monkeypatch.setattr(openai_completions, "parse_request_body", broken)
+    settings = ProxySettings(recording=recorded, mode="replay")
+    with recording_session(settings):
+        (answer,) = asyncio.run(_send_all(build_app(settings), [("openai-completions", b"{}", [])]))
+    assert answer.status_code == 400
+    assert "the request body could not be read (KeyError: 'messages')" in answer.json()["error"]["message"]
+    assert [record for record in caplog.records if record.exc_info] == []

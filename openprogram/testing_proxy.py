@@ -8,6 +8,11 @@ SDKs at it through their base-URL environment variables, so code that builds its
 reports. Each request the proxy answers runs in the context of the test body (its recording
 scope, run values and declared secrets), so recording, replay, update and the failure rules are
 the plugin's own, not a second implementation.
+
+In replay the SDKs' key variables hold a random token made for the test, and the proxy answers
+only requests that carry it: another program on the machine (which cannot read the test's
+environment) can neither read the test's recorded calls nor add to them (docs/proxy.md,
+"Security"). In record and update the real keys are used, as the client sends them.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ from __future__ import annotations
 import contextvars
 import dataclasses
 import functools
-import os
+import secrets
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -27,11 +32,17 @@ from openprogram.testing import MARKER, LlmRecording
 if TYPE_CHECKING:
     from openprogram.proxy import RunningProxy
 
-#: What replay gives an SDK that insists on a key when none is set: the proxy never sends it
-#: anywhere (a replay calls no vendor), and a recording run uses the real one.
-REPLAY_PLACEHOLDER_KEY = "openprogram-replay-needs-no-key"
-#: The key variables each SDK refuses to start without (google-genai takes either of two).
+#: What starts the per-test key of a replay: the proxy never sends it anywhere (a replay calls
+#: no vendor), and a recording run uses the real keys.
+REPLAY_TOKEN_PREFIX = "openprogram-replay-"
+#: The key variables each SDK reads (google-genai takes either of two, and prefers the second:
+#: the first is set, the second removed for the test).
 SDK_KEY_VARIABLES = (("OPENAI_API_KEY",), ("ANTHROPIC_API_KEY",), ("GEMINI_API_KEY", "GOOGLE_API_KEY"))
+
+
+def replay_token() -> str:
+    """A key for one test's replay: random, so that no other program can guess it."""
+    return REPLAY_TOKEN_PREFIX + secrets.token_urlsafe(24)
 
 
 def proxy_upstreams(item: pytest.Item) -> tuple[dict[str, str], dict[str, str]]:
@@ -79,19 +90,21 @@ def llm_proxy(
     """A proxy serving this test's recording, with ``OPENAI_BASE_URL``, ``ANTHROPIC_BASE_URL``
     and ``GOOGLE_GEMINI_BASE_URL`` pointing at it for the test (clients built inside the test;
     a client built at import time keeps the address it read then). In replay the SDKs' key
-    variables get a placeholder when unset. ``llm_proxy.url`` is its address;
-    ``llm_recording.scope`` the test's recording scope while the body runs."""
+    variables hold a per-test token, the only key the proxy answers. ``llm_proxy.url`` is its
+    address; ``llm_recording.scope`` the test's recording scope while the body runs."""
     from openprogram.proxy import ProxySettings, start_proxy
 
     handle = llm_recording
     handle.proxied = True
     replaying = handle.mode == "replay" or (handle.mode == "record" and handle.path.exists())
+    token = replay_token() if replaying else None
     try:
         upstreams, chosen_by_project = proxy_upstreams(request.node)
         settings = ProxySettings(
             upstreams=upstreams,
             project_upstreams=chosen_by_project,
             call_context=functools.partial(_test_context, handle),
+            client_token=token,
         )
     except ValueError as error:  # an upstream that is no http(s) URL, or an unknown api
         pytest.fail(f"llm_proxy: {error}", pytrace=False)
@@ -106,10 +119,11 @@ def llm_proxy(
     try:
         for name, value in proxy.environment().items():
             monkeypatch.setenv(name, value)
-        if replaying:
-            for names in SDK_KEY_VARIABLES:
-                if not any(os.environ.get(name) for name in names):
-                    monkeypatch.setenv(names[0], REPLAY_PLACEHOLDER_KEY)
+        if token is not None:
+            for first, *others in SDK_KEY_VARIABLES:
+                monkeypatch.setenv(first, token)
+                for name in others:
+                    monkeypatch.delenv(name, raising=False)
         yield proxy
     finally:
         proxy.stop()

@@ -57,6 +57,24 @@ async def test_explicit_key_wins_and_missing_key_passes_none(monkeypatch):
     assert provider.calls[1][2] is None
 
 
+async def test_environment_keys_can_be_withheld_for_a_block(monkeypatch):
+    """A proxy's calls (docs/proxy.md, "Security"): inside the block, a call without a key of
+    its own gets none from the environment, and a missing key says how to allow it; a key the
+    call carries still goes, and outside the block the environment's is used again."""
+    provider = KeyedFaux([faux_text("a"), faux_text("b"), faux_text("c")])
+    register_api_provider("keyed-test-3", provider)
+    monkeypatch.setenv("OPENAI_API_KEY", "env-key-123456")
+    with credentials.withhold_environment_keys("start the proxy with --env-keys"):
+        assert credentials.environment_keys_withheld()
+        await complete(model("keyed-test-3"), CONTEXT)
+        await complete(model("keyed-test-3"), CONTEXT, StreamOptions(api_key="client-key-1"))
+        message = credentials.missing_key_message(model("keyed-test-3"))
+    await complete(model("keyed-test-3"), CONTEXT)
+    assert [call[2].api_key if call[2] else None for call in provider.calls] == [None, "client-key-1", "env-key-123456"]
+    assert "the request carried none" in message and message.endswith("start the proxy with --env-keys")
+    assert not credentials.environment_keys_withheld()
+
+
 async def test_resolver_is_never_called_when_credentials_are_not_required(monkeypatch):
     def fail(provider):
         raise AssertionError("the key resolver must not be called")

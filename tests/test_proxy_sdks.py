@@ -423,7 +423,7 @@ def test_requests_the_proxy_cannot_read_are_answered_in_the_vendor_shape(tmp_pat
         assert raised_anthropic.value.body["error"]["type"] == "invalid_request_error"
         assert "'document' block" in raised_anthropic.value.body["error"]["message"]
         # a body that is not JSON, and a path the proxy does not serve
-        broken = httpx.post(proxy.url + "/v1/chat/completions", content=b"{not json")
+        broken = httpx.post(proxy.url + "/v1/chat/completions", content=b"{not json", headers={"content-type": "application/json"})
         assert broken.status_code == 400 and "not JSON" in broken.json()["error"]["message"]
         unknown = httpx.post(proxy.url + "/v1/embeddings", json={})
         assert unknown.status_code == 404 and "no route for POST /v1/embeddings" in unknown.json()["error"]["message"]

@@ -24,7 +24,8 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
             "/v1beta/models/MODEL:generateContent (streaming or not) and GET /v1/models. Each "
             "call goes through the mode in force (the record_replay configuration, or "
             "--mode/--recording for this session only). Live calls use the client's own key, "
-            "which is never recorded."
+            "which is never recorded. Only requests addressed to localhost and sent as JSON are "
+            "answered, none from a web page elsewhere (docs/proxy.md, Security)."
         ),
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1, loopback only)")
@@ -44,6 +45,12 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "(every call live, nothing recorded), instead of the record_replay configuration",
     )
     parser.add_argument("--recording", metavar="FILE", help="the recording file of this session")
+    parser.add_argument(
+        "--env-keys",
+        action="store_true",
+        help="send a request that carries no key of its own with this process's key "
+        "(OPENAI_API_KEY ...); by default it gets none, so no one else can spend your keys",
+    )
     parser.set_defaults(handler=run)
 
 
@@ -56,6 +63,7 @@ def run(args: argparse.Namespace) -> int:
             upstreams=upstreams,
             recording=Path(args.recording) if args.recording else None,
             mode=args.mode,
+            env_keys=args.env_keys,
         )
     except ValueError as error:
         raise CliError(str(error), EXIT_USAGE) from None
@@ -65,7 +73,9 @@ def run(args: argparse.Namespace) -> int:
     if not _is_loopback(args.host):
         print(
             f"openprogram proxy: listening on {args.host}, beyond this machine: anyone who reaches "
-            "it can make calls with the keys clients send, and read what replays serve",
+            "it can make calls with the keys clients send"
+            + (", and with this process's own (--env-keys)" if args.env_keys else "")
+            + ", and read what replays serve",
             file=sys.stderr,
         )
     from openprogram.providers.replay import RecordingFileError

@@ -5,6 +5,9 @@ from __future__ import annotations
 import ipaddress
 import os
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from urllib.parse import urlparse
 
 from .types import Model
@@ -31,6 +34,9 @@ MIN_SECRET_LENGTH = 8
 _seen_lock = threading.Lock()
 _seen_keys: set[str] = set()
 
+#: Why environment keys are withheld from the calls of this context (None: they are not).
+_withheld: ContextVar[str | None] = ContextVar("openprogram_withhold_environment_keys", default=None)
+
 
 def provider_env_vars(provider: str) -> tuple[str, ...]:
     """The environment variables consulted for ``provider``'s key, most preferred first."""
@@ -48,6 +54,24 @@ def resolve_provider_key(provider: str) -> str | None:
         if value:
             return value
     return None
+
+
+@contextmanager
+def withhold_environment_keys(how_to_allow: str) -> Iterator[None]:
+    """Inside the block (and the tasks it starts), a call that carries no key of its own gets
+    none from the environment: for calls made on someone else's behalf, such as a proxy's,
+    whose client must send its own key (docs/proxy.md, "Security"). ``how_to_allow`` ends the
+    error of a call that needed a key, saying how to let the environment's be used."""
+    token = _withheld.set(how_to_allow)
+    try:
+        yield
+    finally:
+        _withheld.reset(token)
+
+
+def environment_keys_withheld() -> bool:
+    """Whether :func:`withhold_environment_keys` is in force here."""
+    return _withheld.get() is not None
 
 
 def key_required(model: Model) -> bool:
@@ -69,6 +93,12 @@ def key_required(model: Model) -> bool:
 
 def missing_key_message(model: Model) -> str:
     names = " or ".join(provider_env_vars(model.provider))
+    withheld = _withheld.get()
+    if withheld is not None:
+        return (
+            f"no API key for provider '{model.provider}' (model {model.provider}/{model.id}): the "
+            f"request carried none, and {names} of this process is not used for it; {withheld}"
+        )
     return (
         f"no API key for provider '{model.provider}' (model {model.provider}/{model.id}): "
         f"set {names}, or pass options.api_key"

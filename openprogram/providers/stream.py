@@ -39,6 +39,8 @@ def _with_key(
         return options
     if getattr(provider, "requires_credentials", True) is False:
         return options
+    if credentials.environment_keys_withheld():  # a proxied call without a key of its own
+        return options
     key = credentials.resolve_provider_key(model.provider)
     if key is None or (model.base_url and key_refusal(model) is not None):
         return options  # an untrusted host gets no key; the provider's key check says why

@@ -1,4 +1,5 @@
-"""The proxy's ASGI application: the routes of the four wire formats and ``GET /v1/models``.
+"""The proxy's ASGI application: the routes of the four wire formats and ``GET /v1/models``,
+behind :class:`.guard.OwnerOnly`, which every request passes first.
 
 Built on Starlette (the ``openprogram[proxy]`` extra), imported only when a proxy starts."""
 
@@ -10,17 +11,22 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .exchange import PREFIX, IncomingRequest, answer, send_json
-from .formats import FORMATS, WireFormat
+from .exchange import PREFIX, IncomingRequest, answer, send_error
+from .formats import (
+    FORMATS,
+    GEMINI_VERSIONS,
+    WireFormat,
+    client_credential,
+    format_guess,
+    scope_credential,
+)
+from .guard import OwnerOnly
 from .lanes import LaneBook
 from .settings import ProxySettings
 
 logger = logging.getLogger("openprogram.proxy")
-
-#: The Gemini API versions a client's SDK may put in its paths.
-GEMINI_VERSIONS = ("v1", "v1beta", "v1alpha")
 
 
 class _Endpoint:
@@ -63,19 +69,8 @@ class _Endpoint:
             logger.exception("openprogram proxy: a request failed")
             if not started:
                 message = f"{PREFIX}internal error: {type(error).__name__}: {error}"
-                await send_json(send, 500, self.wire_format.vendor.error_body(500, message))
-
-
-def _format_guess(scope: Scope) -> WireFormat:
-    """Whose error shape an unknown path gets: Anthropic's when its SDK's version header is
-    there, Gemini's on a Gemini path, OpenAI's otherwise."""
-    headers = {name.decode().lower() for name, _ in scope.get("headers", [])}
-    path = str(scope.get("path", ""))
-    if "anthropic-version" in headers:
-        return FORMATS["anthropic-messages"]
-    if any(path.startswith(f"/{version}/") for version in GEMINI_VERSIONS if version != "v1") or ":" in path:
-        return FORMATS["google-generative-ai"]
-    return FORMATS["openai-completions"]
+                credential = client_credential(incoming.headers, incoming.query)
+                await send_error(send, self.wire_format.vendor, 500, message, credential)
 
 
 class _NotFound:
@@ -92,7 +87,7 @@ async def _not_found(scope: Scope, receive: Receive, send: Send) -> None:
         "POST /v1/responses, POST /v1/messages, POST /v1beta/models/MODEL:generateContent "
         "(and :streamGenerateContent) and GET /v1/models"
     )
-    await send_json(send, 404, _format_guess(scope).vendor.error_body(404, message))
+    await send_error(send, format_guess(scope).vendor, 404, message, scope_credential(scope))
 
 
 async def _models(request: Request) -> Any:
@@ -115,9 +110,9 @@ async def _models(request: Request) -> Any:
     return JSONResponse({"object": "list", "data": listing})
 
 
-def build_app(settings: ProxySettings, lanes: LaneBook | None = None) -> Starlette:
-    """The application serving ``settings``; ``lanes`` is the replay's lane book (see
-    :class:`.lanes.LaneBook`), if calls replay."""
+def build_app(settings: ProxySettings, lanes: LaneBook | None = None) -> ASGIApp:
+    """The application serving ``settings``, for its owner only (see :mod:`.guard`); ``lanes``
+    is the replay's lane book (see :class:`.lanes.LaneBook`), if calls replay."""
     book = lanes or LaneBook()
     endpoint = {api: _Endpoint(wire_format, settings, book) for api, wire_format in FORMATS.items()}
     routes = [
@@ -128,7 +123,7 @@ def build_app(settings: ProxySettings, lanes: LaneBook | None = None) -> Starlet
         Route("/v1/models", _models, methods=["GET"]),
         Route("/{path:path}", _NotFound()),
     ]
-    return Starlette(routes=routes)
+    return OwnerOnly(Starlette(routes=routes), client_token=settings.client_token)
 
 
 __all__ = ["build_app"]

@@ -9,18 +9,26 @@ What a client can get wrong, and what a replay refuses, is answered in the vendo
 shape with the diagnosis in the message, so the client's SDK raises it as it would raise the
 vendor's own error, and the proxy goes on serving:
 
-- an unreadable body or one ours cannot carry: 400;
+- an unreadable body or one ours cannot carry: 400 (whatever reading it raised: a body that
+  fails in a way no check foresaw is still the client's to fix, never a 500 with a traceback);
 - a replay mismatch (``replay mismatch at call N, field ...``): 400;
 - a vendor failure before the answer started: the vendor's status when the message names one
   (``HTTP 401``), else 502; once the stream has started, the format's in-stream error.
 
 Every error answer says ``x-should-retry: false``: the vendor provider has already retried
-what was worth retrying, and a retry of a mismatch would only mismatch again.
+what was worth retrying, and a retry of a mismatch would only mismatch again. Its message is
+redacted as the recording would be, and rid of the credential the client sent (see
+:func:`send_error`).
+
+Unless the proxy was started with ``--env-keys`` (``ProxySettings.env_keys``), a request that
+carries no credential of its own gets no key of the proxy's environment (docs/proxy.md,
+"Security").
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -28,6 +36,7 @@ from typing import Any
 
 import orjson
 
+from ..providers.credentials import MIN_SECRET_LENGTH, withhold_environment_keys
 from ..providers.types import (
     AssistantMessage,
     AssistantMessageEvent,
@@ -37,7 +46,7 @@ from ..providers.types import (
     SimpleStreamOptions,
 )
 from ..providers.vendors.wire import WireRequestError
-from .formats import WireFormat, client_credential
+from .formats import VendorWire, WireFormat, client_credential
 from .lanes import LANE_HEADER, LaneBook, conversation_lane, in_lane, lane_segments
 from .settings import ProxySettings
 
@@ -47,6 +56,13 @@ Send = Callable[[dict[str, Any]], Awaitable[None]]
 PREFIX = "openprogram proxy: "
 
 _HTTP_STATUS = re.compile(r"\bHTTP (\d{3})\b")
+
+#: What a key-less request is told when the proxy's environment keys are withheld from it.
+ENV_KEYS_HINT = "send the key from the client (its SDK's api_key), or start the proxy with --env-keys"
+
+#: What reading a body may raise besides ``WireRequestError`` when it holds what no check of the
+#: vendor module foresaw: the body's fault all the same, so a 400 rather than a 500.
+_UNFORESEEN = (TypeError, KeyError, AttributeError, IndexError, RecursionError)
 
 
 @dataclass(frozen=True)
@@ -95,7 +111,7 @@ async def answer(
         context = settings.call_context()
     except Exception as error:  # noqa: BLE001 - a request the context refuses (outside the test)
         status, message = _failure(error)
-        await send_json(send, status, wire_format.vendor.error_body(status, message))
+        await send_error(send, wire_format.vendor, status, message, _credential(request))
         return
     call = asyncio.get_running_loop().create_task(
         _answer(wire_format, settings, lanes, request, send), context=context.copy()
@@ -107,14 +123,16 @@ async def _answer(
     wire_format: WireFormat, settings: ProxySettings, lanes: LaneBook, request: IncomingRequest, send: Send
 ) -> None:
     vendor = wire_format.vendor
+    credential = _credential(request)
     try:
         call = _prepare(wire_format, settings, lanes, request)
     except ProxyFailure as failure:
-        await send_json(send, failure.status, vendor.error_body(failure.status, str(failure)))
+        await send_error(send, vendor, failure.status, str(failure), credential)
         return
     from ..providers.stream import stream_simple
 
-    with in_lane(call.lane):
+    keys = contextlib.nullcontext() if settings.env_keys else withhold_environment_keys(ENV_KEYS_HINT)
+    with in_lane(call.lane), keys:
         try:
             events = stream_simple(call.model, call.context, call.options)
             try:
@@ -124,17 +142,17 @@ async def _answer(
                 raise
         except Exception as error:  # a replay mismatch, a blocked runtime, an unknown api
             status, message = _failure(error)
-            await send_json(send, status, vendor.error_body(status, message))
+            await send_error(send, vendor, status, message, credential)
             return
         if first.type == "error":
             await _close(events)
             status = _status_of(first.error)
-            await send_json(send, status, vendor.error_body(status, first.error.error_message or "the call failed"))
+            await send_error(send, vendor, status, first.error.error_message or "the call failed", credential)
             return
         if call.streaming:
-            await _stream(vendor.StreamEncoder(call.body), first, events, send)
+            await _stream(vendor.StreamEncoder(call.body), first, events, send, credential)
         else:
-            await _complete(vendor, call.body, first, events, send)
+            await _complete(vendor, call.body, first, events, send, credential)
 
 
 def _prepare(
@@ -153,14 +171,18 @@ def _prepare(
         segments = lane_segments(header, lanes.lane_for(derived) if derived and not header else derived)
     except (WireRequestError, ValueError) as error:
         raise ProxyFailure(400, f"{PREFIX}{error}") from None
+    except _UNFORESEEN as error:
+        raise ProxyFailure(
+            400, f"{PREFIX}the request body could not be read ({type(error).__name__}: {error}); check it against the vendor's API reference"
+        ) from None
     refusal = settings.key_refusal(wire_format.api)
     if refusal is not None and client_credential(request.headers, request.query):
         raise ProxyFailure(403, f"{PREFIX}{refusal}")
     forwarded = {name: request.headers[name] for name in wire_format.forwarded_headers if name in request.headers}
     model = model.model_copy(update={"base_url": settings.upstream(wire_format.api)})
-    options = options.model_copy(
-        update={"api_key": client_credential(request.headers, request.query), "headers": forwarded or None}
-    )
+    # The llm_proxy fixture's per-test key opens this proxy only; it never travels on.
+    credential = None if settings.client_token is not None else client_credential(request.headers, request.query)
+    options = options.model_copy(update={"api_key": credential, "headers": forwarded or None})
     return PreparedCall(body, wire_format.streams(body, request.action), model, context, options, segments)
 
 
@@ -198,15 +220,20 @@ def _message_of(event: AssistantMessageEvent) -> AssistantMessage:
     return event.partial
 
 
-def _failed_event(last: AssistantMessageEvent, error: BaseException) -> EventError:
+def _failed_event(last: AssistantMessageEvent, error: BaseException, credential: str | None) -> EventError:
     """The ``error`` event a stream that raised part-way ends with (an interrupted recorded
     call replays its events, then raises): what arrived is kept, as the event protocol says."""
-    message = _message_of(last).model_copy(update={"stop_reason": "error", "error_message": f"{PREFIX}{error}"})
+    text = redacted(f"{PREFIX}{error}", credential)
+    message = _message_of(last).model_copy(update={"stop_reason": "error", "error_message": text})
     return EventError(reason="error", error=message)
 
 
 async def _stream(
-    encoder: Any, first: AssistantMessageEvent, events: AsyncIterator[AssistantMessageEvent], send: Send
+    encoder: Any,
+    first: AssistantMessageEvent,
+    events: AsyncIterator[AssistantMessageEvent],
+    send: Send,
+    credential: str | None,
 ) -> None:
     await send(
         {
@@ -222,7 +249,7 @@ async def _stream(
             last = event
             await _send_body(send, encoder.encode(event))
     except Exception as error:
-        await _send_body(send, encoder.encode(_failed_event(last, error)))
+        await _send_body(send, encoder.encode(_failed_event(last, error, credential)))
     finally:
         await _close(events)
     await send({"type": "http.response.body", "body": b"", "more_body": False})
@@ -234,14 +261,19 @@ async def _send_body(send: Send, chunk: bytes) -> None:
 
 
 async def _complete(
-    vendor: Any, body: dict[str, Any], first: AssistantMessageEvent, events: AsyncIterator[AssistantMessageEvent], send: Send
+    vendor: Any,
+    body: dict[str, Any],
+    first: AssistantMessageEvent,
+    events: AsyncIterator[AssistantMessageEvent],
+    send: Send,
+    credential: str | None,
 ) -> None:
     last = first
     try:
         async for event in events:
             last = event
     except Exception as error:
-        last = _failed_event(last, error)
+        last = _failed_event(last, error, credential)
     finally:
         await _close(events)
     if last.type == "done":
@@ -249,7 +281,31 @@ async def _complete(
         return
     message = _message_of(last)
     status = _status_of(message) if last.type == "error" else 502
-    await send_json(send, status, vendor.error_body(status, message.error_message or f"{PREFIX}the stream ended early"))
+    await send_error(send, vendor, status, message.error_message or f"{PREFIX}the stream ended early", credential)
+
+
+def _credential(request: IncomingRequest) -> str | None:
+    return client_credential(request.headers, request.query)
+
+
+def redacted(message: str, credential: str | None = None) -> str:
+    """``message`` as an answer may show it: redacted by the rules the recording file follows
+    (known keys, credential shapes, secrets in URLs), and without the credential the client
+    sent (docs/proxy.md, "Security")."""
+    from ..providers.recording import PLACEHOLDER, remove_secret_values
+
+    text = str(remove_secret_values(message))
+    if credential and len(credential) >= MIN_SECRET_LENGTH:
+        text = text.replace(credential, PLACEHOLDER)
+    return text
+
+
+async def send_error(
+    send: Send, vendor: VendorWire, status: int, message: str, credential: str | None = None
+) -> None:
+    """An error answer in the vendor's shape, its message :func:`redacted`: every message the
+    proxy answers with goes through here, whatever of the client's request it quotes."""
+    await send_json(send, status, vendor.error_body(status, redacted(message, credential)))
 
 
 async def send_json(send: Send, status: int, payload: Any) -> None:
@@ -261,4 +317,4 @@ async def send_json(send: Send, status: int, payload: Any) -> None:
     await send({"type": "http.response.body", "body": orjson.dumps(payload), "more_body": False})
 
 
-__all__ = ["IncomingRequest", "PREFIX", "ProxyFailure", "answer", "send_json"]
+__all__ = ["ENV_KEYS_HINT", "IncomingRequest", "PREFIX", "ProxyFailure", "answer", "redacted", "send_error", "send_json"]

@@ -10,6 +10,7 @@ import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol, cast
+from urllib.parse import parse_qsl
 
 from ..providers.types import AssistantMessage, AssistantMessageEvent
 from ..providers.vendors.wire import ParsedRequest
@@ -59,6 +60,32 @@ FORMATS: dict[str, WireFormat] = {
 }
 
 
+#: The Gemini API versions a client's SDK may put in its paths.
+GEMINI_VERSIONS = ("v1", "v1beta", "v1alpha")
+
+#: The format of each fixed path the proxy serves.
+_FORMAT_OF_PATH = {
+    "/v1/chat/completions": "openai-completions",
+    "/v1/responses": "openai-responses",
+    "/v1/messages": "anthropic-messages",
+}
+
+
+def format_guess(scope: Mapping[str, Any]) -> WireFormat:
+    """Whose error shape a request gets before a route has read it (an unknown path, a refused
+    request): its path's format, else Anthropic's when its SDK's version header is there,
+    Gemini's on a Gemini path, OpenAI's otherwise."""
+    path = str(scope.get("path", ""))
+    if path in _FORMAT_OF_PATH:
+        return FORMATS[_FORMAT_OF_PATH[path]]
+    headers = {bytes(name).decode("latin-1").lower() for name, _ in scope.get("headers", [])}
+    if "anthropic-version" in headers:
+        return FORMATS["anthropic-messages"]
+    if any(path.startswith(f"/{version}/") for version in GEMINI_VERSIONS if version != "v1") or ":" in path:
+        return FORMATS["google-generative-ai"]
+    return FORMATS["openai-completions"]
+
+
 def client_credential(headers: Mapping[str, str], query: Mapping[str, str]) -> str | None:
     """The key the client sent, in whichever place its SDK puts it: ``Authorization: Bearer``
     (OpenAI, and Anthropic's SDK with an auth token), an ``...api-key`` header (Anthropic,
@@ -75,4 +102,11 @@ def client_credential(headers: Mapping[str, str], query: Mapping[str, str]) -> s
     return key.strip() if key and key.strip() else None
 
 
-__all__ = ["FORMATS", "VendorWire", "WireEncoder", "WireFormat", "client_credential"]
+def scope_credential(scope: Mapping[str, Any]) -> str | None:
+    """:func:`client_credential` of an ASGI request not read yet (its scope)."""
+    headers = {bytes(name).decode("latin-1").lower(): bytes(value).decode("latin-1") for name, value in scope.get("headers", [])}
+    query = dict(parse_qsl(bytes(scope.get("query_string", b"")).decode("latin-1")))
+    return client_credential(headers, query)
+
+
+__all__ = ["FORMATS", "GEMINI_VERSIONS", "VendorWire", "WireEncoder", "WireFormat", "client_credential", "format_guess", "scope_credential"]

@@ -17,7 +17,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .settings import DEFAULT_UPSTREAMS, IGNORED_IN_REPLAY, ProxySettings, base_url_environment
+from .settings import (
+    DEFAULT_UPSTREAMS,
+    IGNORED_IN_REPLAY,
+    ProxySettings,
+    base_url_environment,
+    shown_url,
+)
 
 if TYPE_CHECKING:
     from ..providers.scoped import RecordingScope
@@ -122,14 +128,17 @@ def describe_mode(settings: ProxySettings) -> tuple[str, str | None]:
 
 def startup_lines(url: str, settings: ProxySettings) -> list[str]:
     """What the command prints when it starts: where it listens, the mode and file, the
-    variables that point each SDK at it, and where live calls go."""
+    variables that point each SDK at it, where live calls go (each upstream as
+    :func:`.settings.shown_url` shows it: no credential of its URL), and whose keys they use."""
     mode, path = describe_mode(settings)
     where = f"mode {mode}" + (f", recording {path}" if path else "")
     lines = [f"openprogram proxy: listening on {url} ({where})", "  point the SDKs at it:"]
     lines += [f"    export {name}={value}" for name, value in base_url_environment(url).items()]
     if mode != "replay":
-        upstreams = ", ".join(f"{api} {settings.upstream(api)}" for api in DEFAULT_UPSTREAMS)
+        upstreams = ", ".join(f"{api} {shown_url(settings.upstream(api))}" for api in DEFAULT_UPSTREAMS)
         lines.append(f"  live calls go to: {upstreams}")
+    if settings.env_keys:
+        lines.append("  a request without a key of its own gets this process's (--env-keys)")
     lines.append("  the client's own key is used for live calls and never recorded; Ctrl-C stops")
     return lines
 

@@ -4,11 +4,12 @@ runs one of its own), and the base-URL variables that point each SDK at it."""
 from __future__ import annotations
 
 import contextvars
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
-from urllib.parse import urlparse
+from urllib.parse import urlparse, urlsplit, urlunsplit
 
 #: The four wire formats a proxy speaks, by api.
 APIS = ("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai")
@@ -44,7 +45,13 @@ class ProxySettings:
     """``recording`` and ``mode`` give the proxy a recording session of its own (the command's
     ``--recording`` / ``--mode``, or a test fixture's); without them every call goes through
     the mode the ``record_replay`` configuration puts in force, like any other call of the
-    process. ``ignore``, ``normalize``, ``values`` and ``secrets`` are ``use_recording``'s."""
+    process. ``ignore``, ``normalize``, ``values`` and ``secrets`` are ``use_recording``'s.
+
+    ``env_keys`` (the command's ``--env-keys``) lets a request that carries no credential of its
+    own be sent with the key of the proxy's environment (``OPENAI_API_KEY`` ...); by default it
+    gets none, so that whoever reaches the proxy cannot spend its owner's keys.
+    ``client_token``, when set, is a key every request must carry (the ``llm_proxy`` fixture's
+    per-test token in replay): others are refused, and it is never sent on."""
 
     upstreams: Mapping[str, str] = field(default_factory=dict)
     recording: Path | None = None
@@ -53,6 +60,8 @@ class ProxySettings:
     normalize: tuple[tuple[str, str], ...] = ()
     values: Mapping[str, str] | None = None
     secrets: tuple[str, ...] | None = None
+    env_keys: bool = False
+    client_token: str | None = field(default=None, repr=False, compare=False)
     #: The context every call runs in, asked for at each request (the ``llm_proxy`` fixture's:
     #: the running test's, with its recording scope; it raises for a request that comes while
     #: no test body runs). The proxy then runs no session of its own; ``mode`` and
@@ -107,16 +116,49 @@ def check_upstream(api: str, url: str) -> None:
         raise ValueError(f"unknown api {api!r} for an upstream (one of {', '.join(APIS)})")
     parsed = urlparse(url)
     if parsed.scheme not in ("http", "https") or not parsed.netloc:
-        raise ValueError(f"the upstream of {api} must be an http(s) URL, not {url!r}")
+        raise ValueError(f"the upstream of {api} must be an http(s) URL, not {shown_url(url)!r}")
 
 
 def parse_upstream(text: str) -> tuple[str, str]:
     """``API=URL`` (the command's ``--upstream``) as ``(api, url)``; ``ValueError`` otherwise."""
     api, separator, url = text.partition("=")
     if not separator:
-        raise ValueError(f"--upstream takes API=URL (such as openai-completions=http://127.0.0.1:8000/v1), not {text!r}")
+        raise ValueError(
+            f"--upstream takes API=URL (such as openai-completions=http://127.0.0.1:8000/v1), not {shown_url(text)!r}"
+        )
     check_upstream(api.strip(), url.strip())
     return api.strip(), url.strip().rstrip("/")
+
+
+#: An alphanumeric run of 8 or more characters mixing letters and digits: a generated value.
+_GENERATED = re.compile(r"(?=[A-Za-z]*[0-9])(?=[0-9]*[A-Za-z])[A-Za-z0-9]{8,}")
+
+
+def shown_url(url: str) -> str:
+    """``url`` as the proxy prints it (start-up lines, errors): a user name and password
+    replaced, and so is every query value with a secret's name (``key``, ``token``,
+    ``api_key`` ...) or a generated look (``sig=9f8e7d6c...``); the rest redacted as the
+    recording would be. What is shown of an upstream says where calls go, never with what."""
+    from ..providers.recording import PLACEHOLDER, remove_secret_values
+
+    try:
+        parsed = urlsplit(url)
+    except ValueError:
+        return str(remove_secret_values(url))
+    netloc = parsed.netloc
+    if "@" in netloc:
+        netloc = PLACEHOLDER + "@" + netloc.rpartition("@")[2]
+    parts = []
+    for part in parsed.query.split("&") if parsed.query else []:
+        name, separator, value = part.partition("=")
+        secret = (
+            remove_secret_values({name: value}) != {name: value}
+            or remove_secret_values(f"?{part}") != f"?{part}"
+            or any(_GENERATED.fullmatch(run) for run in re.split(r"[^A-Za-z0-9]+", value))
+        )
+        parts.append(f"{name}{separator}{PLACEHOLDER}" if separator and secret else part)
+    shown = urlunsplit((parsed.scheme, netloc, parsed.path, "&".join(parts), parsed.fragment))
+    return str(remove_secret_values(shown))
 
 
 def base_url_environment(url: str) -> dict[str, str]:
@@ -135,4 +177,5 @@ __all__ = [
     "base_url_environment",
     "check_upstream",
     "parse_upstream",
+    "shown_url",
 ]

@@ -541,6 +541,7 @@ def _citations_text(citations: list[dict[str, Any]]) -> str:
     return "\n".join(
         " ".join(str(c[key]) for key in ("title", "url") if c.get(key)) or str(c.get("cited_text", ""))
         for c in citations
+        if isinstance(c, dict)
     )
 
 
@@ -583,6 +584,7 @@ def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> 
     ``cache_retention`` ("long" for a one-hour TTL, "none" when there is none), and go back
     where openprogram puts them: on the system prompt and the last user turn. Raises
     :class:`~.wire.WireRequestError` for what ours cannot hold."""
+    wire.check_depth(body)
     name = model_id or wire.required(body, "model", str, "body")
     messages = wire.required(body, "messages", list, "body")
     model = Model(id=name, api=ANTHROPIC_API, provider=LABEL, input=["text", "image"])
@@ -632,7 +634,7 @@ def _system_text(system: Any) -> str | None:
     texts = []
     for position, block in enumerate(system):
         if wire.field(block, "type", str, f"system[{position}]") != "text":
-            raise wire.unsupported(f"system block of type {block.get('type')!r}", f"system[{position}]")
+            raise wire.unsupported(f"system block of type {wire.shown_value(block.get('type'))}", f"system[{position}]")
         texts.append(wire.required(block, "text", str, f"system[{position}]"))
     return "\n\n".join(texts) or None
 
@@ -661,7 +663,7 @@ def _user_blocks_of(content: Any, where: str) -> list[UserContent]:
         elif kind == "image":
             blocks.append(_image(block, here))
         else:
-            raise wire.unsupported(f"{kind!r} block here", here)
+            raise wire.unsupported(f"{wire.shown_value(kind)} block here", here)
     return blocks
 
 
@@ -677,7 +679,7 @@ def _parse_messages(messages: list[Any], model: Model) -> list[Any]:
             names.update((b.id, b.name) for b in assistant.content if isinstance(b, ToolCall))
             parsed.append(assistant)
         elif role != "user":
-            raise wire.unsupported(f"message of role {role!r}", where)
+            raise wire.unsupported(f"message of role {wire.shown_value(role)}", where)
         elif isinstance(content, str):
             parsed.append(UserMessage(content=content, timestamp=wire.WIRE_TIMESTAMP))
         else:
@@ -715,12 +717,14 @@ def _parse_assistant(content: Any, where: str, model: Model) -> AssistantMessage
     """An assistant turn as the same model's message, so its signatures and server tool
     blocks go back as they came."""
     blocks: list[Any] = []
+    if not isinstance(content, str | list | None):
+        raise wire.WireRequestError(f"{where} must be a string or an array of blocks")
     for position, block in enumerate([{"type": "text", "text": content}] if isinstance(content, str) else content or []):
         here = f"{where}[{position}]"
         kind = wire.field(block, "type", str, here)
         if kind == "text":
             blocks.append(TextContent(text=wire.required(block, "text", str, here)))
-            citations = block.get("citations")
+            citations = wire.field(block, "citations", list, here)
             if citations:
                 blocks.append(_server(CITATIONS, {"citations": list(citations)}, _citations_text(citations)))
         elif kind == "thinking":

@@ -12,7 +12,12 @@ import hashlib
 import re
 from typing import Any
 
-from ..credentials import key_required, missing_key_message, resolve_provider_key
+from ..credentials import (
+    environment_keys_withheld,
+    key_required,
+    missing_key_message,
+    resolve_provider_key,
+)
 from ..guard import CallNotSent, ErrorDescriber
 from ..key_trust import key_refusal
 from ..types import (
@@ -41,7 +46,8 @@ def api_key_for(model: Model, options: StreamOptions | None) -> str:
     key = options.api_key if options is not None else None
     if key:
         return key
-    refusal = key_refusal(model) if resolve_provider_key(model.provider) is not None else None
+    environment_key = not environment_keys_withheld() and resolve_provider_key(model.provider) is not None
+    refusal = key_refusal(model) if environment_key else None
     if refusal is not None:  # the environment's key exists but may not go to this host
         raise MissingApiKey(refusal)
     if not key_required(model):

@@ -608,6 +608,7 @@ def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> 
     ``extra_body`` in the wire's own names, which the SDK merges into the body it sends.
     Function call ids are not sent back (Gemini pairs results with calls by name and order).
     Raises :class:`~.wire.WireRequestError` for what ours cannot hold."""
+    wire.check_depth(body)
     if not model_id:
         raise wire.WireRequestError("the model is named in the path: /v1beta/models/MODEL:generateContent")
     name = model_id.removeprefix("models/")
@@ -701,7 +702,7 @@ def _parse_contents(contents: list[Any], model: Model) -> list[Any]:
             elif "functionResponse" in part:
                 parsed.append(_function_result(part["functionResponse"], f"{here}.functionResponse", pending))
             else:
-                raise wire.unsupported(f"part with {', '.join(sorted(part)) or 'nothing'}", here)
+                raise wire.unsupported(f"part with {wire.shown_names(part)}", here)
         if user:
             parsed.append(UserMessage(content=user, timestamp=wire.WIRE_TIMESTAMP))
     return parsed
@@ -761,7 +762,7 @@ def _parse_model_turn(parts: list[Any], where: str, model: Model, turn: int) -> 
             else:
                 blocks.append(TextContent(text=text, text_signature=signature))
         else:
-            raise wire.unsupported(f"model part with {', '.join(sorted(part)) or 'nothing'}", here)
+            raise wire.unsupported(f"model part with {wire.shown_names(part)}", here)
     return AssistantMessage(content=blocks, api=GOOGLE_API, provider=model.provider, model=model.id, timestamp=wire.WIRE_TIMESTAMP)
 
 

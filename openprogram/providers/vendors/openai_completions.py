@@ -475,6 +475,7 @@ def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> 
     """A Chat Completions request body as ``(Model, Context, SimpleStreamOptions)``, such that
     :func:`build_request_body` gives back every field of ``body`` (those with no typed option
     through ``extra_body``). Raises :class:`~.wire.WireRequestError` for what ours cannot hold."""
+    wire.check_depth(body)
     messages = wire.required(body, "messages", list, "body")
     name = model_id or wire.required(body, "model", str, "body")
     max_field = "max_tokens" if "max_tokens" in body and "max_completion_tokens" not in body else "max_completion_tokens"
@@ -525,9 +526,9 @@ def _user_content(content: Any, where: str) -> str | list[UserContent]:
         if kind == "text":
             blocks.append(TextContent(text=wire.required(part, "text", str, here)))
         elif kind == "image_url":
-            blocks.append(_image_from_url((part.get("image_url") or {}).get("url"), here))
+            blocks.append(_image_from_url(wire.field(part, "image_url", dict, here, {}).get("url"), here))
         else:
-            raise wire.unsupported(f"{kind!r} part", here)
+            raise wire.unsupported(f"{wire.shown_value(kind)} part", here)
     return blocks
 
 
@@ -557,7 +558,7 @@ def _parse_messages(messages: list[Any], start: int, model: Model) -> list[Messa
         elif role in ("system", "developer"):
             raise wire.unsupported("system message after the conversation started", where)
         else:
-            raise wire.unsupported(f"message of role {role!r}", where)
+            raise wire.unsupported(f"message of role {wire.shown_value(role)}", where)
     return parsed
 
 

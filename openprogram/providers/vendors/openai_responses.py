@@ -541,6 +541,7 @@ def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> 
     ``instructions`` and ``reasoning`` included, through ``extra_body``). Raises
     :class:`~.wire.WireRequestError` for what ours cannot hold (``previous_response_id`` is
     carried, but a replay cannot know what that response held)."""
+    wire.check_depth(body)
     name = model_id or wire.required(body, "model", str, "body")
     raw = body.get("input")
     items: list[Any] = [{"role": "user", "content": raw}] if isinstance(raw, str) else wire.required(body, "input", list, "body")
@@ -588,7 +589,7 @@ def _user_content(content: Any, where: str) -> list[UserContent]:
             head, data = url.split(",", 1)
             blocks.append(ImageContent(data=data, mime_type=head[len("data:") : -len(";base64")]))
         else:
-            raise wire.unsupported(f"{kind!r} part", here)
+            raise wire.unsupported(f"{wire.shown_value(kind)} part", here)
     return blocks
 
 
@@ -617,6 +618,8 @@ def _parse_items(items: list[Any], start: int, model: Model) -> list[Any]:
         item, where = items[position], f"input[{position}]"
         if not isinstance(item, dict):
             raise wire.WireRequestError(f"{where} must be a JSON object")
+        for name in ("type", "role"):  # what the item is: both names when present
+            wire.field(item, name, str, where)
         if _is_assistant_item(item):
             turn.extend(_assistant_blocks(item, where, call_ids))
             continue
@@ -635,7 +638,7 @@ def _parse_items(items: list[Any], start: int, model: Model) -> list[Any]:
         elif role in ("system", "developer"):
             raise wire.unsupported("system message after the conversation started", where)
         else:
-            raise wire.unsupported(f"input item of type {kind or role!r}", where)
+            raise wire.unsupported(f"input item of type {wire.shown_value(kind or role)}", where)
     close_turn()
     return messages
 
@@ -644,7 +647,7 @@ def _assistant_blocks(item: dict[str, Any], where: str, call_ids: dict[str, tupl
     kind = item.get("type")
     if kind == "reasoning":
         summary = "\n\n".join(
-            str(part.get("text") or "") for part in item.get("summary") or [] if isinstance(part, dict)
+            str(part.get("text") or "") for part in wire.field(item, "summary", list, where, []) if isinstance(part, dict)
         )
         return [ThinkingContent(thinking=summary, thinking_signature=orjson.dumps(item).decode())]
     if kind == "function_call":
@@ -665,7 +668,7 @@ def _assistant_blocks(item: dict[str, Any], where: str, call_ids: dict[str, tupl
     text = wire.text_of_parts(content, f"{where}.content", ("output_text", "refusal", "input_text"))
     blocks: list[Any] = [TextContent(text=text, text_signature=wire.field(item, "id", str, where))]
     annotations = [
-        a for part in content if isinstance(part, dict) for a in part.get("annotations") or []
+        a for part in content if isinstance(part, dict) for a in wire.field(part, "annotations", list, f"{where}.content", [])
     ] if isinstance(content, list) else []
     if annotations:
         blocks.append(ServerToolContent(vendor="openai", api=API, kind=ANNOTATIONS, payload={ANNOTATIONS: annotations}))

@@ -13,6 +13,7 @@ and noticing the blocks that reach a snapshot without events of their own.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable
 from typing import Any, TypeAlias, TypeVar
 
@@ -44,6 +45,55 @@ class WireRequestError(ValueError):
 
 
 # --------------------------------------------------------------------------- reading a body
+
+#: How deep a request body may nest (objects and arrays): far beyond any real request (a tool's
+#: JSON schema nests a few dozen levels at most), and far enough below the 255 levels that
+#: serialising it again allows (a recording line wraps the body in a few levels of its own).
+MAX_BODY_DEPTH = 128
+
+#: A client's value an error message may quote: short, and of the characters of a name.
+_QUOTABLE = re.compile(r"[A-Za-z0-9_.:/-]{1,32}\Z")
+
+
+def check_depth(body: Any, where: str = "body", limit: int = MAX_BODY_DEPTH) -> None:
+    """A :class:`WireRequestError` naming where ``body`` nests deeper than ``limit`` levels,
+    before anything reads it recursively (a parser, the lane's digest, the recording)."""
+    stack: list[tuple[Any, int, tuple[str | int, ...]]] = [(body, 0, ())]
+    while stack:
+        value, depth, path = stack.pop()
+        if isinstance(value, dict):
+            children: Iterable[tuple[str | int, Any]] = value.items()
+        elif isinstance(value, list):
+            children = enumerate(value)
+        else:
+            continue
+        if depth >= limit:
+            shown = "".join(
+                f"[{step}]" if isinstance(step, int) else f".{step}" if _QUOTABLE.match(step) else ".?" for step in path[:4]
+            )
+            raise WireRequestError(
+                f"{where}{shown}... nests deeper than {limit} levels of objects and arrays; "
+                "openprogram proxy reads no deeper"
+            )
+        stack.extend((child, depth + 1, (*path, key)) for key, child in children)
+
+
+def shown_value(value: Any) -> str:
+    """A client's value as an error message may quote it: a short name-like string as it is
+    (``'input_audio'``), anything else described (``a string of 48 characters``), so an answer
+    never hands back a secret the body held where a type or a role belonged."""
+    if isinstance(value, str) and _QUOTABLE.match(value):
+        return repr(value)
+    if isinstance(value, str):
+        return f"a string of {len(value)} characters"
+    return _json_type(value)
+
+
+def shown_names(value: dict[str, Any]) -> str:
+    """The field names of an object, as an error message may list them (``fileData, text``):
+    a name that is no short name-like string is described, as by :func:`shown_value`."""
+    names = [name if isinstance(name, str) and _QUOTABLE.match(name) else shown_value(name) for name in sorted(value)]
+    return ", ".join(names) or "nothing"
 
 
 def field(value: Any, name: str, kind: type[_T] | tuple[type, ...], where: str, default: Any = None) -> Any:
@@ -107,7 +157,7 @@ def text_of_parts(content: Any, where: str, kinds: tuple[str, ...]) -> str:
     for position, part in enumerate(content):
         kind = field(part, "type", str, f"{where}[{position}]")
         if kind not in kinds:
-            raise unsupported(f"{kind!r} part here", f"{where}[{position}]")
+            raise unsupported(f"{shown_value(kind)} part here", f"{where}[{position}]")
         texts.append(required(part, "text", str, f"{where}[{position}]"))
     return "".join(texts)
 
@@ -216,10 +266,13 @@ __all__ = [
     "WIRE_TIMESTAMP",
     "WireRequestError",
     "carried_fields",
+    "check_depth",
     "field",
     "json_arguments",
     "prompt_tokens",
     "required",
+    "shown_names",
+    "shown_value",
     "sse_frame",
     "unsupported",
     "wire_id",

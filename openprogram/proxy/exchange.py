@@ -28,7 +28,6 @@ carries no credential of its own gets no key of the proxy's environment (docs/pr
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -36,7 +35,11 @@ from typing import Any
 
 import orjson
 
-from ..providers.credentials import MIN_SECRET_LENGTH, withhold_environment_keys
+from ..providers.credentials import (
+    MIN_SECRET_LENGTH,
+    resolve_provider_key,
+    withhold_environment_keys,
+)
 from ..providers.types import (
     AssistantMessage,
     AssistantMessageEvent,
@@ -59,6 +62,7 @@ _HTTP_STATUS = re.compile(r"\bHTTP (\d{3})\b")
 
 #: What a key-less request is told when the proxy's environment keys are withheld from it.
 ENV_KEYS_HINT = "send the key from the client (its SDK's api_key), or start the proxy with --env-keys"
+NO_ENV_KEY_HINT = "send the key from the client (its SDK's api_key), or set it in the proxy's environment"
 
 #: What reading a body may raise besides ``WireRequestError`` when it holds what no check of the
 #: vendor module foresaw: the body's fault all the same, so a 400 rather than a 500.
@@ -131,7 +135,9 @@ async def _answer(
         return
     from ..providers.stream import stream_simple
 
-    keys = contextlib.nullcontext() if settings.env_keys else withhold_environment_keys(ENV_KEYS_HINT)
+    # The environment's key reaches a call only as the explicit key _prepare chose: the host
+    # check of a project's upstream stands in front of it (docs/proxy.md, "Security").
+    keys = withhold_environment_keys(NO_ENV_KEY_HINT if settings.env_keys else ENV_KEYS_HINT)
     with in_lane(call.lane), keys:
         try:
             events = stream_simple(call.model, call.context, call.options)
@@ -175,13 +181,15 @@ def _prepare(
         raise ProxyFailure(
             400, f"{PREFIX}the request body could not be read ({type(error).__name__}: {error}); check it against the vendor's API reference"
         ) from None
-    refusal = settings.key_refusal(wire_format.api)
-    if refusal is not None and client_credential(request.headers, request.query):
-        raise ProxyFailure(403, f"{PREFIX}{refusal}")
     forwarded = {name: request.headers[name] for name in wire_format.forwarded_headers if name in request.headers}
     model = model.model_copy(update={"base_url": settings.upstream(wire_format.api)})
     # The llm_proxy fixture's per-test key opens this proxy only; it never travels on.
     credential = None if settings.client_token is not None else client_credential(request.headers, request.query)
+    if credential is None and settings.env_keys:
+        credential = resolve_provider_key(model.provider)
+    refusal = settings.key_refusal(wire_format.api)
+    if refusal is not None and credential:
+        raise ProxyFailure(403, f"{PREFIX}{refusal}")
     options = options.model_copy(update={"api_key": credential, "headers": forwarded or None})
     return PreparedCall(body, wire_format.streams(body, request.action), model, context, options, segments)
 

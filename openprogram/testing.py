@@ -427,10 +427,28 @@ def pytest_runtest_makereport(
         report.longrepr = (
             f"{mismatch}\n{client}\n"
             f"The test's requests no longer match its recording {handle.path}.\n"
-            f"{page}"
-            f"If the change is intended, re-record it with:\n"
-            f"  pytest {shlex.quote(handle.nodeid)} --llm-record-mode=rewrite"
+            f"{page}{_ways_out(handle.nodeid, mismatch)}"
         )
+
+
+def _ways_out(nodeid: str, mismatch: Any) -> str:
+    """The commands that take a drifted test's change into its recording: ``update`` (live
+    from the first drifted call on, the calls before it replayed) and ``rewrite`` (every call
+    live); for calls left unused only ``rewrite``, since an update keeps a file that did not
+    drift."""
+    from openprogram.recordings.replay.differences import REMAINING_CALLS
+
+    node = shlex.quote(nodeid)
+    if mismatch.field_path == REMAINING_CALLS:
+        return (
+            "If the test now makes fewer calls on purpose, re-record it (an update keeps a "
+            f"recording that did not drift):\n  pytest {node} --llm-record-mode=rewrite"
+        )
+    return (
+        f"If the change is intended, update the recording (the calls before call {mismatch.call_index} "
+        f"are replayed, the rest made live and recorded):\n  pytest {node} --llm-record-mode=update\n"
+        f"or re-record the whole test (every call live):\n  pytest {node} --llm-record-mode=rewrite"
+    )
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

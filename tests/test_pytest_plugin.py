@@ -110,7 +110,10 @@ def test_drifted_prompt_fails_with_the_mismatch_report_and_rewrite_fixes_it(inne
     drifted.stdout.fnmatch_lines([
         "replay mismatch at call 0, field context.messages[[]0[]].content:",
         "recorded '/calculator 6*7', incoming '/calculator 42'",
-        "*--llm-record-mode=rewrite*",
+        "If the change is intended, update the recording (the calls before call 0 are replayed, *",
+        "  pytest test_agent_suite.py::test_agent --llm-record-mode=update",
+        "or re-record the whole test (every call live):",
+        "  pytest test_agent_suite.py::test_agent --llm-record-mode=rewrite",
     ])
     assert "Traceback" not in drifted.stdout.str() and "loop.py" not in drifted.stdout.str()
     rewritten = run_inner(inner, "--llm-record-mode=rewrite", "test_agent_suite.py::test_agent", INNER_PROMPT="/calculator 42")
@@ -134,7 +137,13 @@ def test_agent():
     run_inner(pytester, "--llm-record-mode=record").assert_outcomes(passed=1)
     short = run_inner(pytester, CALLS="1")
     short.assert_outcomes(failed=1)
-    short.stdout.fnmatch_lines(["*replay mismatch at call 1, field remaining_calls*"])
+    short.stdout.fnmatch_lines([
+        "*replay mismatch at call 1, field remaining_calls:",
+        "made 1 of its 2 recorded calls (1 left unused)",
+        "If the test now makes fewer calls on purpose, re-record it *",
+        "  pytest test_agent_suite.py::test_agent --llm-record-mode=rewrite",
+    ])
+    assert "--llm-record-mode=update" not in short.stdout.str()  # an update keeps a file that did not drift
 
 
 def test_failing_test_keeps_no_recording_unless_asked(pytester):

@@ -137,3 +137,39 @@ def test_a_proxy_session_reads_as_one_conversation(api, tmp_path):
     assert "new conversation" not in text, text
     assert text.count("What is the weather in Paris?") == 1 and text.count("22 degrees") == 1
     assert render_recording_page(recording).count('class="newconv"') == 1  # the first call's
+
+
+#: Where the tool's result (openprogram's context.messages[2]) is in each client's second body.
+RESULT_IN_THE_BODY = {
+    "openai-completions": "messages[3]",  # the system prompt is messages[0]
+    "openai-responses": "input[2]",  # the user turn, the function call, its output
+    "anthropic-messages": "messages[2]",
+    "google-generative-ai": "contents[2]",
+}
+
+
+@pytest.mark.parametrize("api", sorted(CLIENTS))
+def test_a_proxy_mismatch_names_the_message_by_the_clients_index_too(api, tmp_path):
+    path = tmp_path / "session.jsonl"
+    bodies = record_two_turns(api, path)
+    drifted = CLIENTS[api].then(bodies[0], _first_answer(api, path), "23 degrees")  # the tool said otherwise
+    with start_proxy(ProxySettings(recording=path, mode="replay")) as proxy:
+        assert _post(proxy.url, api, bodies[0]).status_code == 200
+        refused = _post(proxy.url, api, drifted)
+    assert refused.status_code == 400
+    lines = _error_message(refused.json()).splitlines()
+    assert lines[0].startswith("openprogram proxy: replay mismatch at call 1 (lane ")
+    assert lines[0].endswith("field context.messages[2].content[0].text:")
+    assert lines[1] == f"(context.messages[2] is {RESULT_IN_THE_BODY[api]} of the request body)"
+    assert "23 degrees" in lines[2]
+
+
+def _error_message(answer: dict[str, Any]) -> str:
+    """The message of a vendor's error body (``{"error": {"message": ...}}`` in each format)."""
+    return str(answer["error"]["message"])
+
+
+def _first_answer(api: str, path: Path) -> dict[str, Any]:
+    """The first call's answer as the client gets it, from a replaying proxy."""
+    with start_proxy(ProxySettings(recording=path, mode="replay")) as proxy:
+        return _post(proxy.url, api, CLIENTS[api].first("What is the weather in Paris?")).json()

@@ -517,16 +517,13 @@ def _write_drift_page(handle: LlmRecording, mismatch: ReplayMismatch) -> str:
 
 
 def _ensure_report_folder(folder: Path) -> None:
-    """Create the report folder (0700: pages hold prompts), with a ``.gitignore`` of ``*`` at
+    """Create the report folder (0700 at every level it creates: pages hold prompts), with a ``.gitignore`` of ``*`` at
     the top of the tree it creates, so that ``git add`` never picks a page up."""
-    missing = []
-    probe = folder
-    while not probe.exists() and probe != probe.parent:
-        missing.append(probe)
-        probe = probe.parent
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if missing:
-        top = missing[-1]
+    from openprogram.recordings.file.folders import make_private_folders
+
+    created = make_private_folders(folder)
+    if created:
+        top = created[0]
         with contextlib.suppress(OSError):
             (top / ".gitignore").write_text("# written by openprogram: drift pages are not committed\n*\n")
 
@@ -656,13 +653,14 @@ def _unreadable_message(error: RecordingFileError, handle: LlmRecording) -> str:
 @contextlib.contextmanager
 def _session(handle: LlmRecording, keep_failed: bool) -> Iterator[None]:
     """Replay or record around one test body, and settle the file by how the body ended."""
+    from openprogram.recordings.file.folders import make_private_folders
     from openprogram.recordings.file.format import RecordingFileError
     from openprogram.recordings.store.scoped import use_recording
 
     exists = handle.path.exists()
     if handle.mode == "update":
         try:
-            handle.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_private_folders(handle.path.parent)
         except OSError as error:
             pytest.fail(
                 f"llm_recording: cannot create the folder of {handle.path}: {error.strerror or error}; "
@@ -716,7 +714,7 @@ def _session(handle: LlmRecording, keep_failed: bool) -> Iterator[None]:
             scope.assert_consumed()
         return
 
-    handle.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_folders(handle.path.parent)
     pending = handle.path.with_name(f".{handle.path.name}.{os.getpid()}.recording")
     with contextlib.suppress(FileNotFoundError):
         pending.unlink()

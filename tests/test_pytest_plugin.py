@@ -381,3 +381,40 @@ def test_two_tests_whose_names_map_to_one_file_fail_saying_how_to_part_them(pyte
     ))
     run_inner(pytester, "--llm-record-mode=record").assert_outcomes(passed=3)
     run_inner(pytester).assert_outcomes(passed=3)
+
+
+@pytest.fixture
+def usual_umask():
+    """The umask most users have (022), whatever the suite runs under."""
+    import os
+
+    previous = os.umask(0o022)
+    yield
+    os.umask(previous)
+
+
+def test_every_folder_the_plugin_creates_is_owner_only(inner, usual_umask):
+    """Recordings and drift pages hold prompts and outputs: each folder made for them is 0700,
+    the parents too (``recordings/`` above a module's folder, ``llm-reports/recordings/``
+    above a page's), and a folder that was there before keeps its mode."""
+    import stat
+
+    def mode(path):
+        return stat.S_IMODE(path.stat().st_mode)
+
+    before = mode(inner.path)
+    run_inner(inner, "--llm-record-mode=record").assert_outcomes(passed=2)
+    run_inner(inner, "test_agent_suite.py::test_agent", INNER_PROMPT="/calculator 6*8").assert_outcomes(failed=1)
+    reports = inner.path / "llm-reports"
+    deeper = inner.path / "ci" / "pages"
+    run_inner(inner, "test_agent_suite.py::test_agent", f"--llm-report-dir={deeper}", INNER_PROMPT="/calculator 6*8")
+    created = [
+        inner.path / "recordings", recording_file(inner).parent,
+        reports, reports / "recordings", reports / "recordings" / "test_agent_suite",
+        inner.path / "ci", deeper, deeper / "recordings" / "test_agent_suite",
+    ]
+    assert {str(path.relative_to(inner.path)): mode(path) for path in created} == {
+        str(path.relative_to(inner.path)): 0o700 for path in created
+    }
+    assert mode(inner.path) == before
+    assert (inner.path / "ci" / ".gitignore").exists()  # at the top of the tree it made

@@ -517,8 +517,9 @@ def _write_drift_page(handle: LlmRecording, mismatch: ReplayMismatch) -> str:
 
 
 def _ensure_report_folder(folder: Path) -> None:
-    """Create the report folder (0700 at every level it creates: pages hold prompts), with a ``.gitignore`` of ``*`` at
-    the top of the tree it creates, so that ``git add`` never picks a page up."""
+    """Create the report folder (0700 at every level it creates: pages hold prompts), with a
+    ``.gitignore`` of ``*`` at the top of the tree it creates, so that ``git add`` never picks
+    a page up."""
     from openprogram.recordings.file.folders import make_private_folders
 
     created = make_private_folders(folder)

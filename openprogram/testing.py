@@ -446,10 +446,28 @@ def pytest_runtest_makereport(
         report.longrepr = (
             f"{mismatch}\n{client}\n"
             f"The test's requests no longer match its recording {handle.path}.\n"
-            f"{page}"
-            f"If the change is intended, re-record it with:\n"
-            f"  pytest {shlex.quote(handle.nodeid)} --llm-record-mode=rewrite"
+            f"{page}{_ways_out(handle.nodeid, mismatch)}"
         )
+
+
+def _ways_out(nodeid: str, mismatch: Any) -> str:
+    """The commands that take a drifted test's change into its recording: ``update`` (live
+    from the first drifted call on, the calls before it replayed) and ``rewrite`` (every call
+    live); for calls left unused only ``rewrite``, since an update keeps a file that did not
+    drift."""
+    from openprogram.recordings.replay.differences import REMAINING_CALLS
+
+    node = shlex.quote(nodeid)
+    if mismatch.field_path == REMAINING_CALLS:
+        return (
+            "If the test now makes fewer calls on purpose, re-record it (an update keeps a "
+            f"recording that did not drift):\n  pytest {node} --llm-record-mode=rewrite"
+        )
+    return (
+        f"If the change is intended, update the recording (the calls before call {mismatch.call_index} "
+        f"are replayed, the rest made live and recorded):\n  pytest {node} --llm-record-mode=update\n"
+        f"or re-record the whole test (every call live):\n  pytest {node} --llm-record-mode=rewrite"
+    )
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
@@ -518,16 +536,14 @@ def _write_drift_page(handle: LlmRecording, mismatch: ReplayMismatch) -> str:
 
 
 def _ensure_report_folder(folder: Path) -> None:
-    """Create the report folder (0700: pages hold prompts), with a ``.gitignore`` of ``*`` at
-    the top of the tree it creates, so that ``git add`` never picks a page up."""
-    missing = []
-    probe = folder
-    while not probe.exists() and probe != probe.parent:
-        missing.append(probe)
-        probe = probe.parent
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    if missing:
-        top = missing[-1]
+    """Create the report folder (0700 at every level it creates: pages hold prompts), with a
+    ``.gitignore`` of ``*`` at the top of the tree it creates, so that ``git add`` never picks
+    a page up."""
+    from openprogram.recordings.file.folders import make_private_folders
+
+    created = make_private_folders(folder)
+    if created:
+        top = created[0]
         with contextlib.suppress(OSError):
             (top / ".gitignore").write_text("# written by openprogram: drift pages are not committed\n*\n")
 
@@ -657,13 +673,14 @@ def _unreadable_message(error: RecordingFileError, handle: LlmRecording) -> str:
 @contextlib.contextmanager
 def _session(handle: LlmRecording, keep_failed: bool) -> Iterator[None]:
     """Replay or record around one test body, and settle the file by how the body ended."""
+    from openprogram.recordings.file.folders import make_private_folders
     from openprogram.recordings.file.format import RecordingFileError
     from openprogram.recordings.store.scoped import use_recording
 
     exists = handle.path.exists()
     if handle.mode == "update":
         try:
-            handle.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_private_folders(handle.path.parent)
         except OSError as error:
             pytest.fail(
                 f"llm_recording: cannot create the folder of {handle.path}: {error.strerror or error}; "
@@ -717,7 +734,7 @@ def _session(handle: LlmRecording, keep_failed: bool) -> Iterator[None]:
             scope.assert_consumed()
         return
 
-    handle.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    make_private_folders(handle.path.parent)
     pending = handle.path.with_name(f".{handle.path.name}.{os.getpid()}.recording")
     with contextlib.suppress(FileNotFoundError):
         pending.unlink()

@@ -99,3 +99,98 @@ def test_examples_run_offline_from_their_committed_recordings(isolated_home):
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 passed" in result.stdout
     assert {p: p.read_bytes() for p in (example / "recordings").rglob("*.jsonl")} == before
+
+
+# ============================================================================ what they install
+
+#: A requirement that pip resolves on the package index by this name: ``openprogram``, with or
+#: without extras and a version. On PyPI that name is another project (docs/install.md).
+REGISTRY_NAME = re.compile(r"openprogram(\[[^\]]*\])?((===|==|>=|<=|~=|!=|<|>)\S*)?", re.IGNORECASE)
+#: pip options whose value is a file, not a requirement.
+FILE_OPTIONS = {"-r", "--requirement", "-c", "--constraint", "-w", "--wheel-dir", "-t", "--target"}
+
+
+def pip_installs(text: str) -> list[list[str]]:
+    """The arguments of every ``pip install`` in ``text``, each up to the end of its line, of
+    its inline code span or of its shell command."""
+    commands = []
+    for match in re.finditer(r"pip install(?P<rest>[^\n`]*)", text):
+        rest = re.split(r"\s(?:#|&&|\|\||;)\s", match.group("rest"))[0]
+        try:
+            words = shlex.split(rest)
+        except ValueError:
+            words = rest.split()
+        commands.append([word.strip("'\"").rstrip("),.;:") for word in words])
+    return commands
+
+
+def installs_the_registry_project(words: list[str]) -> bool:
+    skip = False
+    for position, word in enumerate(words):
+        if skip or word in FILE_OPTIONS:
+            skip = not skip
+            continue
+        following = words[position + 1] if position + 1 < len(words) else ""
+        if REGISTRY_NAME.fullmatch(word) and following != "@":  # "name @ URL" names where it is
+            return True
+    return False
+
+
+def test_no_install_resolves_to_the_registry_project_of_that_name():
+    """``grep -rn "pip install" README.md docs openprogram CHANGELOG.md`` finds no command that
+    installs PyPI's ``openprogram``, an unrelated project: every one names this project's source."""
+    sources = [REPO_ROOT / "README.md", REPO_ROOT / "CHANGELOG.md"]
+    sources += sorted((REPO_ROOT / "docs").rglob("*.md")) + sorted((REPO_ROOT / "openprogram").rglob("*.py"))
+    found = {
+        f"{path.relative_to(REPO_ROOT)}: pip install {' '.join(words)}": installs_the_registry_project(words)
+        for path in sources
+        for words in pip_installs(path.read_text())
+    }
+    assert len(found) >= 10  # the scan sees the installs (the tutorial's, the proxy's, the hints)
+    assert [command for command, bad in found.items() if bad] == []
+
+
+def test_the_check_catches_the_registry_name_in_every_spelling():
+    for bad in (
+        "pip install openprogram pytest", "pip install -U openprogram)", "pip install 'openprogram[proxy]'",
+        'pip install "openprogram==0.1.0"', "pip install -q OpenProgram[proxy]>=0.1",
+    ):
+        assert installs_the_registry_project(pip_installs(bad)[0]), bad
+    for good in (
+        "pip install -e .", "pip install -e \".[proxy]\"", "pip install path/to/openprogram pytest",
+        "pip install 'path/to/openprogram[proxy]'", "pip install wheels/openprogram-*.whl",
+        'pip install "openprogram[proxy] @ git+https://example.invalid/openprogram.git"',
+        "pip install -r openprogram", "pip install 'starlette>=0.40' 'uvicorn>=0.29'",
+    ):
+        assert not installs_the_registry_project(pip_installs(good)[0]), good
+
+
+def test_the_docs_say_why_the_registry_name_is_not_this_project():
+    install = (REPO_ROOT / "docs" / "install.md").read_text()
+    assert "PyPI" in install and "unrelated project" in install and "AGPL" in install
+    assert "`path/to/openprogram`" in install  # the placeholder, defined once
+    for page in ("tutorial.md", "proxy.md"):
+        assert "](install.md)" in (REPO_ROOT / "docs" / page).read_text(), page
+    assert "docs/install.md" in (REPO_ROOT / "README.md").read_text()
+
+
+# ============================================================================ format versions
+
+
+def test_the_docs_state_the_format_versions_the_code_reads_and_writes():
+    from openprogram.recordings.file.format import (
+        READABLE_FORMAT_VERSIONS,
+        RECORDING_FORMAT_VERSION,
+        version_problem,
+    )
+
+    file_format = (REPO_ROOT / "docs" / "file-format.md").read_text()
+    cli = (REPO_ROOT / "docs" / "recordings-cli.md").read_text()
+    readable = " and ".join(map(str, READABLE_FORMAT_VERSIONS))
+    assert "equality" not in file_format
+    assert f"New files are written as version {RECORDING_FORMAT_VERSION}. Readers read versions {readable}" in file_format
+    assert f'accepts the versions under\n"Versions" ({readable})' in file_format
+    newer = version_problem(RECORDING_FORMAT_VERSION + 1)
+    assert newer is not None and " ".join(newer.split()) in " ".join(file_format.split())  # quoted as said
+    row = next(line for line in cli.splitlines() if line.startswith("| `wrong_version` |"))
+    assert f"({readable})" in row and "is not 1 " not in row

@@ -103,3 +103,22 @@ def test_a_recording_that_cannot_replay_is_reported(tmp_path, isolated_home):
     )
     assert result.returncode == 1
     assert str(broken) in result.stderr and "Traceback" not in result.stderr
+
+
+def test_without_its_extra_the_proxy_names_the_packages_to_install(monkeypatch):
+    """Not the extra by the project's name: on PyPI ``openprogram`` is another project
+    (docs/install.md). The command installs the packages the extra declares."""
+    import importlib.util
+    import tomllib
+
+    from openprogram.cli.errors import CliError
+    from openprogram.cli.proxy_cmd import _check_installed
+    from tests.conftest import REPO_ROOT
+
+    declared = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["proxy"]
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *rest: None if name == "starlette" else real(name, *rest))
+    with pytest.raises(CliError) as caught:
+        _check_installed()
+    wanted = " ".join(f"'{requirement}'" for requirement in declared)
+    assert str(caught.value) == f"openprogram proxy needs starlette (its proxy extra): pip install {wanted}"

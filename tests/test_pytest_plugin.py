@@ -110,7 +110,10 @@ def test_drifted_prompt_fails_with_the_mismatch_report_and_rewrite_fixes_it(inne
     drifted.stdout.fnmatch_lines([
         "replay mismatch at call 0, field context.messages[[]0[]].content:",
         "recorded '/calculator 6*7', incoming '/calculator 42'",
-        "*--llm-record-mode=rewrite*",
+        "If the change is intended, update the recording (the calls before call 0 are replayed, *",
+        "  pytest test_agent_suite.py::test_agent --llm-record-mode=update",
+        "or re-record the whole test (every call live):",
+        "  pytest test_agent_suite.py::test_agent --llm-record-mode=rewrite",
     ])
     assert "Traceback" not in drifted.stdout.str() and "loop.py" not in drifted.stdout.str()
     rewritten = run_inner(inner, "--llm-record-mode=rewrite", "test_agent_suite.py::test_agent", INNER_PROMPT="/calculator 42")
@@ -134,7 +137,13 @@ def test_agent():
     run_inner(pytester, "--llm-record-mode=record").assert_outcomes(passed=1)
     short = run_inner(pytester, CALLS="1")
     short.assert_outcomes(failed=1)
-    short.stdout.fnmatch_lines(["*replay mismatch at call 1, field remaining_calls*"])
+    short.stdout.fnmatch_lines([
+        "*replay mismatch at call 1, field remaining_calls:",
+        "made 1 of its 2 recorded calls (1 left unused)",
+        "If the test now makes fewer calls on purpose, re-record it *",
+        "  pytest test_agent_suite.py::test_agent --llm-record-mode=rewrite",
+    ])
+    assert "--llm-record-mode=update" not in short.stdout.str()  # an update keeps a file that did not drift
 
 
 def test_failing_test_keeps_no_recording_unless_asked(pytester):
@@ -372,3 +381,40 @@ def test_two_tests_whose_names_map_to_one_file_fail_saying_how_to_part_them(pyte
     ))
     run_inner(pytester, "--llm-record-mode=record").assert_outcomes(passed=3)
     run_inner(pytester).assert_outcomes(passed=3)
+
+
+@pytest.fixture
+def usual_umask():
+    """The umask most users have (022), whatever the suite runs under."""
+    import os
+
+    previous = os.umask(0o022)
+    yield
+    os.umask(previous)
+
+
+def test_every_folder_the_plugin_creates_is_owner_only(inner, usual_umask):
+    """Recordings and drift pages hold prompts and outputs: each folder made for them is 0700,
+    the parents too (``recordings/`` above a module's folder, ``llm-reports/recordings/``
+    above a page's), and a folder that was there before keeps its mode."""
+    import stat
+
+    def mode(path):
+        return stat.S_IMODE(path.stat().st_mode)
+
+    before = mode(inner.path)
+    run_inner(inner, "--llm-record-mode=record").assert_outcomes(passed=2)
+    run_inner(inner, "test_agent_suite.py::test_agent", INNER_PROMPT="/calculator 6*8").assert_outcomes(failed=1)
+    reports = inner.path / "llm-reports"
+    deeper = inner.path / "ci" / "pages"
+    run_inner(inner, "test_agent_suite.py::test_agent", f"--llm-report-dir={deeper}", INNER_PROMPT="/calculator 6*8")
+    created = [
+        inner.path / "recordings", recording_file(inner).parent,
+        reports, reports / "recordings", reports / "recordings" / "test_agent_suite",
+        inner.path / "ci", deeper, deeper / "recordings" / "test_agent_suite",
+    ]
+    assert {str(path.relative_to(inner.path)): mode(path) for path in created} == {
+        str(path.relative_to(inner.path)): 0o700 for path in created
+    }
+    assert mode(inner.path) == before
+    assert (inner.path / "ci" / ".gitignore").exists()  # at the top of the tree it made

@@ -64,6 +64,27 @@ def test_a_new_file_gets_a_header_owner_only_modes_and_private_parents(tmp_path)
     assert stat.S_IMODE((tmp_path / "new" / "deeper").stat().st_mode) == 0o700
 
 
+@pytest.mark.parametrize("umask", [0o022, 0o077, 0o277])
+def test_private_folders_are_owner_only_at_every_level_made_and_leave_others_alone(tmp_path, umask):
+    import os
+
+    from openprogram.recordings.file.folders import make_private_folders
+
+    tmp_path.chmod(0o755)  # a folder of the user's: not ours to change
+    previous = os.umask(umask)
+    try:
+        created = make_private_folders(tmp_path / "a" / "b" / "c")
+        assert make_private_folders(tmp_path / "a" / "b" / "c") == []
+    finally:
+        os.umask(previous)
+    assert created == [tmp_path / "a", tmp_path / "a" / "b", tmp_path / "a" / "b" / "c"]
+    assert [stat.S_IMODE(path.stat().st_mode) for path in created] == [0o700] * 3
+    assert stat.S_IMODE(tmp_path.stat().st_mode) == 0o755
+    (tmp_path / "file").write_text("")
+    with pytest.raises(FileExistsError):
+        make_private_folders(tmp_path / "file")
+
+
 def test_a_symlink_is_refused(tmp_path):
     target = tmp_path / "target.jsonl"
     RecordingSink(target).close()

@@ -137,3 +137,26 @@ def test_final_message_reads_error_outcomes(tmp_path, fresh_registry):
         message = asyncio.run(complete(MODEL, Context(messages=[UserMessage(content="x")])))
     assert isinstance(message, AssistantMessage)
     assert final_message(read_recording_file(path).calls[0])["error_message"] == "overloaded"
+
+
+def test_every_json_document_of_recordings_has_its_schema_version(recordings, capsys, isolated_home):
+    """docs/recordings-cli.md promises ``schema_version`` on every ``--json``: each verb that
+    takes the flag is run with it."""
+    import argparse
+
+    from openprogram.cli.recordings_cmd import VERBS
+
+    with_json = []
+    for name, entry in VERBS.items():
+        parser = argparse.ArgumentParser()
+        entry.arguments(parser)
+        if any("--json" in action.option_strings for action in parser._actions):
+            with_json.append(name)
+    arguments = {
+        "status": [], "list": [], "show": [recordings["a"]], "diff": [recordings["a"], recordings["prompt"]],
+    }
+    assert sorted(with_json) == sorted(arguments)  # a new --json verb is added here
+    for name, extra in arguments.items():
+        main(["recordings", name, *map(str, extra), "--json"])
+        document = json.loads(capsys.readouterr().out)
+        assert document["schema_version"] == 1, name

@@ -4,6 +4,7 @@ messages; exhaustion, retries, interrupted calls, shared counter; the two-turn a
 from __future__ import annotations
 
 import asyncio
+import pickle
 import socket
 
 import pytest
@@ -156,7 +157,12 @@ async def test_assert_consumed_reports_unused_calls(tmp_path):
     with pytest.raises(ReplayMismatch) as caught:
         replay.assert_consumed()
     assert caught.value.field_path == "remaining_calls"
-    assert "2 more recorded call(s)" in str(caught.value)
+    assert (caught.value.recorded, caught.value.incoming) == (3, 1)
+    assert str(caught.value).splitlines()[:2] == [
+        "replay mismatch at call 1, field remaining_calls:",
+        "made 1 of its 3 recorded calls (2 left unused)",
+    ]
+    assert str(pickle.loads(pickle.dumps(caught.value))) == str(caught.value)  # as xdist moves it
     for _ in range(2):
         await collect(replay.stream_simple(MODEL, context_of("a")))
     replay.assert_consumed()

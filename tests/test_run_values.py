@@ -98,3 +98,27 @@ async def test_values_of_a_block_do_not_leak_into_other_tasks(tmp_path):
         [e async for e in stream_simple(model, Context(messages=[UserMessage(content="hi Alice Example")]))]
     assert "Alice Example" not in path.read_text() and "{{name}}" in path.read_text()
     assert "Alice Example" in outside.read_text()
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 5])
+def test_a_literal_token_split_between_deltas_replays_with_the_boundaries_it_streamed(tmp_path, size):
+    """The model writing ``{{workdir}}`` itself (a template, say) is stored escaped; a delta
+    boundary inside it stays where it was: replay serves the events as they streamed."""
+    import asyncio
+
+    from openprogram.providers.replay import ReplayProvider
+
+    from .test_recording_support import MODEL, collect, context_of
+    from .test_stream_redaction import record, streamed
+
+    text = "the template says {{workdir}} and {{!workdir}}; {{workdir}}{{workdir}} done"
+    events = streamed([("text", text), ("thinking", text)], size)
+    assert not any("{{workdir}}" in e.delta for e in events if e.type == "text_delta")  # every token split
+    path = tmp_path / "literal.jsonl"
+    with use_run_values({"workdir": "/home/alice/work"}):
+        live = record(path, events)
+    assert "{{!workdir}}" in path.read_text()  # stored escaped, told from the run value
+    replay = ReplayProvider(path, values={"workdir": "/srv/ci/build-7"})
+    replayed = asyncio.run(collect(replay.stream(MODEL, context_of("go"))))
+    assert [e.delta for e in replayed if e.type == "text_delta"] == [e.delta for e in live if e.type == "text_delta"]
+    assert replayed == live  # snapshots included

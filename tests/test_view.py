@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import http.server
 import json
+import re
 import shutil
 import stat
 import subprocess
@@ -218,6 +219,12 @@ def test_view_against_and_output(isolated_home, tmp_path):
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == str(target)
     assert "1 of 2 calls differ" in target.read_text()
+    # Each call's header fields read apart in the page's text (what a reader or a screen
+    # reader gets), not run together as "call 1faux/echocomplete".
+    text = "".join(parse(target.read_text()).text)
+    assert "call 1 · different" in text
+    assert re.search(r"call 1 · \S+/\S+ · complete · \d+ in / \d+ out tokens · \$\d+\.\d{6}", text), text
+    assert not re.search(r"call \d+\S", text)
     default = Path(recordings(isolated_home, "view", "one", "--against", "two").stdout.strip())
     assert default.parent == isolated_home / "reports" and default.name.startswith("one-vs-two-")
 

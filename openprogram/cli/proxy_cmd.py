@@ -91,14 +91,35 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _check_installed() -> None:
-    """The server comes with an extra: say how to get it rather than fail on an import."""
+    """The server comes with an extra: say how to get it rather than fail on an import. The
+    command names the extra's own packages: the name ``openprogram`` on PyPI is another project
+    (docs/install.md), so asking pip for the extra by that name would install it."""
     import importlib.util
+    import shlex
 
     missing = [name for name in ("starlette", "uvicorn") if importlib.util.find_spec(name) is None]
     if missing:
+        requirements = " ".join(shlex.quote(requirement) for requirement in proxy_requirements())
         raise CliError(
-            f"openprogram proxy needs {' and '.join(missing)}: pip install 'openprogram[proxy]'"
+            f"openprogram proxy needs {' and '.join(missing)} (its proxy extra): pip install {requirements}"
         )
+
+
+def proxy_requirements() -> list[str]:
+    """The requirements of openprogram's ``proxy`` extra, as the installed package declares
+    them (``starlette>=0.40``), or the bare names when its metadata cannot be read."""
+    import importlib.metadata
+
+    try:
+        declared = importlib.metadata.requires("openprogram") or []
+    except importlib.metadata.PackageNotFoundError:
+        declared = []
+    found = [
+        requirement.strip()
+        for requirement, _, marker in (entry.partition(";") for entry in declared)
+        if marker.replace("'", '"').replace(" ", "") == 'extra=="proxy"'
+    ]
+    return found or ["starlette", "uvicorn"]
 
 
 def _is_loopback(host: str) -> bool:

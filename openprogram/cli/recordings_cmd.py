@@ -435,7 +435,7 @@ def run_diff(args: argparse.Namespace) -> int:
             raise CliError(str(error), EXIT_USAGE) from None
     result = diff_recordings(*recordings)
     if args.json:
-        _print_json(result.as_json())
+        _print_json(render.diff_json(result))
     else:
         print(render.render_diff(result))
     return 0 if result.identical else 1

@@ -241,6 +241,12 @@ def folder_json(folder: Path, rows: list[Any], now: float) -> dict[str, Any]:
     }
 
 
+def diff_json(result: Any) -> dict[str, Any]:
+    """The stable ``diff --json`` schema (docs/recordings-cli.md): the comparison's document
+    under the ``schema_version`` every ``--json`` document has."""
+    return {"schema_version": SCHEMA_VERSION, **result.as_json()}
+
+
 def _count(value: int | None) -> str:
     return "-" if value is None else str(value)
 

@@ -52,6 +52,7 @@ from ..providers.vendors.wire import WireRequestError
 from .formats import VendorWire, WireFormat, client_credential
 from .lanes import LANE_HEADER, LaneBook, conversation_lane, in_lane, lane_segments
 from .settings import ProxySettings
+from .wire_paths import with_client_path
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
 
@@ -147,7 +148,7 @@ async def _answer(
                 await _close(events)
                 raise
         except Exception as error:  # a replay mismatch, a blocked runtime, an unknown api
-            status, message = _failure(error)
+            status, message = _failure(error, wire_format, call)
             await send_error(send, vendor, status, message, credential)
             return
         if first.type == "error":
@@ -194,12 +195,16 @@ def _prepare(
     return PreparedCall(body, wire_format.streams(body, request.action), model, context, options, segments)
 
 
-def _failure(error: Exception) -> tuple[int, str]:
-    """The status and message of a call that failed before its first event."""
+def _failure(error: Exception, wire_format: WireFormat | None = None, call: PreparedCall | None = None) -> tuple[int, str]:
+    """The status and message of a call that failed before its first event (a mismatch also
+    names the message by the client's index in ``call``'s body)."""
     from ..providers.replay import RecordedCallInterrupted, ReplayMismatch
 
     if isinstance(error, ReplayMismatch):
-        return 400, f"{PREFIX}{error}"
+        message = f"{PREFIX}{error}"
+        if wire_format is not None and call is not None:
+            message = with_client_path(message, wire_format, call.body, error.field_path, call.model.id)
+        return 400, message
     if isinstance(error, RecordedCallInterrupted):
         return 502, f"{PREFIX}{error}"
     return 500, f"{PREFIX}{type(error).__name__}: {error}"

@@ -149,7 +149,7 @@ def version_problem(version: Any) -> str | None:
     if version > RECORDING_FORMAT_VERSION:
         return (
             f"format_version {version} is newer than this openprogram reads ({readable}); "
-            "a newer openprogram is needed: upgrade it (pip install -U openprogram)"
+            "a newer openprogram is needed: upgrade it from its repository (docs/install.md)"
         )
     return f"format_version {version} is not supported (this program reads {readable})"
 

@@ -32,6 +32,7 @@ from typing import Any
 
 import orjson
 
+from .folders import make_private_folders
 from .format import (
     REQUEST_MARKER,
     ContextBases,
@@ -471,20 +472,9 @@ def _open_regular_for_append(path: Path) -> int:
 
 def _make_private_parents(folder: Path) -> None:
     """Create missing parent folders owner-only (0700); existing ones are left alone."""
-    missing: list[Path] = []
-    current = folder
-    while not current.exists():
-        missing.append(current)
-        if current.parent == current:
-            break
-        current = current.parent
-    for directory in reversed(missing):
-        try:
-            os.mkdir(directory, 0o700)
-        except FileExistsError:
-            continue
-        except OSError as error:
-            raise RecordingFileError(
-                directory, f"cannot create the folder: {error.strerror}"
-            ) from None
-        os.chmod(directory, 0o700)
+    try:
+        make_private_folders(folder)
+    except OSError as error:
+        raise RecordingFileError(
+            Path(error.filename or folder), f"cannot create the folder: {error.strerror}"
+        ) from None

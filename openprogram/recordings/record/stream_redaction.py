@@ -97,6 +97,7 @@ def spread(pieces: list[str], target: str) -> list[str]:
 
 
 _VALUE_TOKEN = re.compile(r"\{\{!*[A-Za-z_][A-Za-z0-9_]*\}\}")
+_ESCAPED_LITERAL = re.compile(r"\{\{(!+)[A-Za-z_][A-Za-z0-9_]*\}\}")
 
 
 def _tokens_whole(pieces: list[str]) -> list[str]:
@@ -117,6 +118,66 @@ def _tokens_whole(pieces: list[str]) -> list[str]:
         result.append(joined[start:end])
         start = end
     return result
+
+
+def _escaped_only(segment: str, stored: str) -> list[tuple[int, int, int]] | None:
+    """When ``stored`` is ``segment`` with literals escaped and nothing else changed (the model
+    wrote ``{{name}}`` of a run value's name: stored ``{{!name}}``, see ``docs/file-format.md``),
+    each inserted bang's position in ``stored`` with its token's span; else None."""
+    extra = len(stored) - len(segment)
+    if extra <= 0 or "{{!" not in stored or stored.count("!") - segment.count("!") != extra:
+        return None
+    inserted, position = [], 0
+    for index, character in enumerate(stored):
+        if position < len(segment) and segment[position] == character:
+            position += 1
+        elif character == "!":
+            inserted.append(index)
+        else:
+            return None
+    tokens = {match.end(1) - 1: match.span() for match in _ESCAPED_LITERAL.finditer(stored)}
+    if position != len(segment) or any(index not in tokens for index in inserted):
+        return None
+    return [(index, *tokens[index]) for index in inserted]
+
+
+def _literal_portions(owners: list[_Entry], portions: list[str], stored: str, inserted: list[tuple[int, int, int]]) -> list[str]:
+    """The stored pieces of raw ``portions`` whose text differs from ``stored`` only by the
+    ``inserted`` bangs, each bang with the piece before it; and, on the deltas a literal is
+    split between, what keeps each replaying as it streamed (a piece of a token is no token,
+    so replay leaves it as it is): the bang is left out of the delta that holds it
+    (``dropped``) and out of the snapshot of a delta that ends inside the token
+    (``open_bang``)."""
+    cuts, raw_cut, bangs = [0], 0, 0
+    for portion in portions:
+        raw_cut += len(portion)
+        while bangs < len(inserted) and inserted[bangs][0] - bangs <= raw_cut:
+            bangs += 1
+        cuts.append(raw_cut + bangs)
+    for bang, start, end in inserted:
+        if not any(start < cut < end for cut in cuts):
+            continue  # whole in one delta: replay turns it back into the literal
+        for position, owner in enumerate(owners):
+            first, cut = cuts[position], cuts[position + 1]
+            if first <= bang < cut:
+                before = sum(map(len, owner.parts)) if owner.parts else 0
+                owner.dropped = [*(owner.dropped or ()), before + bang - first]
+            if bang < cut < end:
+                owner.open_bang = cut - bang
+    return [stored[first:cut] for first, cut in zip(cuts, cuts[1:], strict=False)]
+
+
+def _without(text: str, positions: Iterable[int]) -> str:
+    """``text`` without the characters at ``positions``."""
+    for position in sorted(positions, reverse=True):
+        text = text[:position] + text[position + 1 :]
+    return text
+
+
+def _shown(text: str, open_bang: int | None) -> str:
+    """A block's stored text as a snapshot holds it: without the bang of a literal it ends
+    inside (``open_bang`` characters from the end), which replay could not tell from text."""
+    return text if open_bang is None else _without(text, (len(text) - open_bang,))
 
 
 def _last_cut(text: str) -> int:
@@ -150,7 +211,7 @@ class _Block:
     __slots__ = (
         "index", "field", "length", "settled", "pending", "tail", "triggered", "waiting",
         "released", "emitted", "joined", "joined_count", "closed", "parse", "value",
-        "final_raw", "final_stored", "rewritten", "raw_parse",
+        "final_raw", "final_stored", "rewritten", "raw_parse", "open_bang",
     )
 
     def __init__(self, index: int, field: str) -> None:
@@ -174,6 +235,9 @@ class _Block:
         self.rewritten = False  # redaction changed the tool call's arguments
         #: Tool calls of a provider whose snapshots are checked: the parse of the raw deltas.
         self.raw_parse: StreamingJsonObject | None = None
+        #: Text that stops inside an escaped literal: its snapshots leave the bang this many
+        #: characters from the end out (see :func:`_literal_portions`).
+        self.open_bang: int | None = None
 
     def stored_text(self) -> str:
         if self.joined_count != len(self.released):
@@ -185,7 +249,9 @@ class _Block:
 class _Entry:
     """One event waiting to be handed on; a delta also waits for its stored form."""
 
-    __slots__ = ("type", "block", "delta", "start", "end", "stored", "parts", "event", "own")
+    __slots__ = (
+        "type", "block", "delta", "start", "end", "stored", "parts", "event", "own", "source", "dropped", "open_bang",
+    )
 
     def __init__(
         self, kind: str, block: _Block | None, delta: str, start: int, end: int, event: Any = None
@@ -200,6 +266,12 @@ class _Entry:
         #: A tool-call delta whose snapshot is not the parse of the deltas so far: written with
         #: the provider's own arguments (unless redaction rewrote them).
         self.own = False
+        #: A text delta's event (set for every one), kept to write it whole when it shares an
+        #: escaped literal with another delta; where its stored delta leaves a bang out; and
+        #: where its snapshot does.
+        self.source: Any = None
+        self.dropped: list[int] | None = None
+        self.open_bang: int | None = None
 
 
 class StreamRedaction:
@@ -296,6 +368,7 @@ class StreamRedaction:
                 return [_new_record(TextGrowth, (fields["type"], index, delta))]
             return [self._whole(event, delta)]
         entry = _Entry(fields["type"], block, delta, start, block.length, None if grows else event)
+        entry.source = event
         self._held.append(entry)
         if not delta:
             entry.stored = ""
@@ -371,9 +444,15 @@ class StreamRedaction:
             owners.append(entry)
             portions.append(segment[low - start : min(entry.end, end) - start])
         if stored != segment:
-            portions = spread(portions, stored)
-            if "{{" in stored:
-                portions = _tokens_whole(portions)
+            # A literal the model wrote keeps the boundaries it streamed with; a run value's
+            # text differs from run to run, so its token goes whole into one delta.
+            inserted = _escaped_only(segment, stored)
+            if inserted is not None:
+                portions = _literal_portions(owners, portions, stored, inserted)
+            else:
+                portions = spread(portions, stored)
+                if "{{" in stored:
+                    portions = _tokens_whole(portions)
         for entry, portion in zip(owners, portions, strict=True):
             if entry.end <= end:
                 entry.stored = "".join(entry.parts) + portion if entry.parts else portion
@@ -543,6 +622,9 @@ class StreamRedaction:
                     if entry.own and not block.rewritten:
                         records.append(self._whole(entry.event, stored, own_block=block.index))
                         continue
+                elif entry.dropped is not None or entry.open_bang is not None or block.open_bang is not None:
+                    records.append(self._literal_delta(entry, block, stored))  # type: ignore[arg-type]
+                    continue
                 elif entry.event is None:
                     records.append(_new_record(TextGrowth, (entry.type, block.index, stored)))
                     continue
@@ -550,6 +632,20 @@ class StreamRedaction:
             else:
                 records.append(self._whole(entry.event))
         return records
+
+    def _literal_delta(self, entry: _Entry, block: _Block, stored: str) -> Record:
+        """A text delta that shares an escaped literal with another delta (already counted in
+        ``block.released``): its delta without the bang it holds, and written whole when its
+        snapshot is not the previous one grown by that delta (the bang comes back in the
+        snapshot where the literal ends)."""
+        shown = _without(stored, entry.dropped) if entry.dropped else stored
+        before_open, block.open_bang = block.open_bang, entry.open_bang
+        text = block.stored_text()  # through this delta
+        tail = text[len(text) - len(stored) - (before_open or 0) :]  # from the open bang, if any
+        grown = _shown(tail[: len(tail) - len(stored)], before_open) + shown == _shown(tail, entry.open_bang)
+        if grown and entry.event is None:
+            return _new_record(TextGrowth, (entry.type, block.index, shown))  # type: ignore[no-any-return]
+        return self._whole(entry.event if entry.event is not None else entry.source, shown)
 
     def _whole(self, event: Any, stored_delta: str | None = None, own_block: int | None = None) -> Whole:
         """The event dumped and redacted, with the stored form of every streamed block in
@@ -607,7 +703,7 @@ class StreamRedaction:
                 kept.append(((*where, field), block.value))
                 item[field] = {}
         elif type(value) is str and len(value) == block.emitted:
-            kept.append(((*where, field), block.stored_text()))
+            kept.append(((*where, field), _shown(block.stored_text(), block.open_bang)))
             item[field] = ""
 
     def _mark_changes(self, raw: Any, redacted: Any, path: str) -> None:

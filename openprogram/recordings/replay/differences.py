@@ -21,6 +21,7 @@ from .differences_plain import (
 
 __all__ = [
     "NON_DETERMINISTIC_FIELD_NAMES",
+    "REMAINING_CALLS",
     "ROOT_PATH",
     "Difference",
     "ReplayMismatch",
@@ -30,6 +31,10 @@ __all__ = [
 ]
 
 REPR_LIMIT = 200
+
+#: The field of a replay that ended with recorded calls left unused; its ``recorded`` is the
+#: number of recorded calls and its ``incoming`` the number made.
+REMAINING_CALLS = "remaining_calls"
 
 
 def find_first_difference(recorded: Any, incoming: Any, path: str = "") -> Difference | None:
@@ -123,17 +128,22 @@ class ReplayMismatch(AssertionError):
         #: What may explain the drift (an earlier answer that lost a value to redaction).
         self.note = note
         at = f"call {call_index} ({self.where})" if self.where else f"call {call_index}"
-        shown = windows_around_difference(self.recorded, self.incoming)
-        if shown is None:
-            recorded_text, incoming_text, position = short_repr(self.recorded), short_repr(self.incoming), ""
-        else:
-            recorded_text, incoming_text, first = shown
-            position = f" (first difference at character {first})"
         super().__init__(
-            f"replay mismatch at {at}, field {self.field_path}:{position}\n"
-            f"recorded {recorded_text}, incoming {incoming_text}"
-            + (f"\n{note}" if note else "")
+            f"replay mismatch at {at}, field {self.field_path}:{self._described()}" + (f"\n{note}" if note else "")
         )
+
+    def _described(self) -> str:
+        """The two sides, from the end of the first line on: in words for the calls left
+        unused, else both values (around the first difference of two long strings)."""
+        recorded, incoming = self.recorded, self.incoming
+        if self.field_path == REMAINING_CALLS and type(recorded) is int and type(incoming) is int:
+            unused = recorded - incoming
+            return f"\nmade {incoming} of its {recorded} recorded calls ({unused} left unused)"
+        shown = windows_around_difference(recorded, incoming)
+        if shown is None:
+            return f"\nrecorded {short_repr(recorded)}, incoming {short_repr(incoming)}"
+        recorded_text, incoming_text, first = shown
+        return f" (first difference at character {first})\nrecorded {recorded_text}, incoming {incoming_text}"
 
     def __reduce__(self) -> tuple[Any, ...]:
         arguments = (self.call_index, self.field_path, self.recorded, self.incoming, self.event_index)

@@ -37,7 +37,7 @@ from ..redaction import (
     use_run_values,
     value_token,
 )
-from .differences import ReplayMismatch, find_first_difference
+from .differences import REMAINING_CALLS, ReplayMismatch, find_first_difference
 from .lazy_redaction import settle
 from .volatile import RequestFilter
 
@@ -303,13 +303,7 @@ class ReplayProvider:
             followed = self._used or self._sessions
             total = sum(session.size for session in followed)
         if used < total:
-            raise ReplayMismatch(
-                used,
-                "remaining_calls",
-                f"{total - used} more recorded call(s)",
-                f"{used} call(s) made",
-                note=self._replay_note,
-            )
+            raise ReplayMismatch(used, REMAINING_CALLS, total, used, note=self._replay_note)
 
     def take(self, model: Model, context: Context, options: StreamOptions | None) -> RecordedCall:
         """Match the request against the next recorded call of its lane and consume it,

@@ -47,6 +47,7 @@ from ..file.atomic import (
     remove_leftovers,
     replace_atomically,
 )
+from ..file.folders import make_private_folders
 from ..file.format import HEADER, RecordingFileError, header_row, iter_rows, rewrite_rows
 from ..file.reader import RecordedCall
 from ..file.writer_lock import UpdateClaim, claim_for_update
@@ -217,7 +218,7 @@ class UpdateSession:
         """A fresh name for the new calls beside the recording (the sink creates the file)."""
         folder = self.path.parent
         try:
-            folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+            make_private_folders(folder)
             remove_abandoned_updates(self.path)
             descriptor, name = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=UPDATE_SUFFIX, dir=folder)
         except OSError as error:

@@ -23,7 +23,29 @@ THINKING_PREVIEW = 80
 
 
 def _comparable(message: dict[str, Any]) -> bytes:
-    return orjson.dumps({k: v for k, v in message.items() if k != "timestamp"}, option=orjson.OPT_SORT_KEYS)
+    """What a client resends of a message, to tell whether a call continues the previous one:
+    its role and content. An answer comes back in the next request as the client resends it,
+    which the proxy reads without usage, stop reason or timestamp, and an assistant message
+    keeps only its text and tool calls (name and arguments: a client drops thinking, and the
+    ids of a vendor that has none are made up anew on each reading)."""
+    content = message.get("content")
+    if message.get("role") == "assistant" and isinstance(content, list):
+        content = [_resent_block(block) for block in content if _is_resent(block)]
+    return orjson.dumps([message.get("role"), content], option=orjson.OPT_SORT_KEYS)
+
+
+def _is_resent(block: Any) -> bool:
+    if not isinstance(block, dict):
+        return True
+    return block.get("type") == "toolCall" or (block.get("type") == "text" and bool(block.get("text")))
+
+
+def _resent_block(block: Any) -> Any:
+    if not isinstance(block, dict):
+        return block
+    if block.get("type") == "toolCall":
+        return ["toolCall", block.get("name"), block.get("arguments")]
+    return ["text", block.get("text")]
 
 
 def _text(content: Any) -> str:

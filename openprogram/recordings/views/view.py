@@ -224,6 +224,11 @@ def _timings(call: Any) -> str:
     return ", ".join(parts)
 
 
+#: Between a call's header fields: in the page's text too (copied, read aloud, or laid out
+#: without the style sheet), they read apart.
+FIELD_SEPARATOR = '<span class="sep"> · </span>'
+
+
 def call_meta(step: ConversationStep) -> str:
     """The one-line summary of a call: model, outcome, tokens, cost, timings."""
     call, model = step.call, step.request.get("model") or {}
@@ -239,7 +244,7 @@ def call_meta(step: ConversationStep) -> str:
     timings = _timings(call)
     if timings:
         items.append(f'<span class="meta">{esc(timings)}</span>')
-    return "".join(items)
+    return FIELD_SEPARATOR.join(items)
 
 
 def _call_details(step: ConversationStep, *, open_: bool, classes: str = "call", extra: str = "") -> str:
@@ -382,7 +387,7 @@ def _compared_call(index: int, difference: Any, step_a: Any, step_b: Any, first:
     element_id = ' id="first-difference"' if first else ""
     return (
         f'<details class="{classes}"{element_id}{"" if status == "same" else " open"}>'
-        f'<summary><span class="n">call {index}</span><span>{label}</span>{badge}</summary>'
+        f'<summary><span class="n">call {index}</span>{FIELD_SEPARATOR}<span>{label}</span>{badge}</summary>'
         f'<div class="body">{"".join(boxes)}<div class="pair">{"".join(sides)}</div></div></details>'
     )
 

@@ -22,6 +22,7 @@ from typing import Any
 import orjson
 import pytest
 
+from openprogram.cli.main import main
 from openprogram.providers import register_api_provider
 from openprogram.providers.faux import FauxProvider, faux_text
 from openprogram.providers.scoped import use_recording
@@ -47,6 +48,8 @@ from openprogram.providers.vendors import (
 )
 from openprogram.recordings.file.format import resolve_context
 from openprogram.recordings.replay.replayer import ReplayProvider
+from openprogram.recordings.views.inspection import read_recording
+from openprogram.recordings.views.view import render_recording_page
 from tests.test_vendor_contract import CASES, HELLO
 from tests.transcripts import anthropic_streams as a
 from tests.transcripts import google_streams as g
@@ -414,3 +417,40 @@ def test_a_recording_made_before_the_fields_existed_replays_with_messages_that_c
     model, options = Model.model_validate(second["model"]), SimpleStreamOptions.model_validate(second["options"])
     replay.take(Model.model_validate(requests[0]["model"]), Context.model_validate(contexts[0]), options)
     assert replay.take(model, context, options).call_index == 1
+
+
+# --------------------------------------------------------------------------- shown
+
+
+def test_show_and_view_give_each_call_its_reasoning_tokens_and_who_answered(tmp_path, isolated_home, capsys):
+    path = tmp_path / "reasoning.jsonl"
+    case = CASE["openai-completions"]
+    with VendorServer() as server:
+        server.queue(ScriptedResponse(chunks=COMPLETIONS.chunks))
+        with use_recording(path, "record"):
+            asyncio.run(complete(case.model(server.url), HELLO, case.options()))
+    answered = f"gpt-4o-mini-2024-07-18 {_COMPLETIONS_HEAD}"
+
+    assert main(["recordings", "show", str(path)]) == 0
+    shown = capsys.readouterr().out.splitlines()
+    heading = next(line for line in shown if line.startswith("CALL"))
+    assert heading.split()[-3:] == ["ANSWERED", "BY", "ERROR"]
+    assert "20 in / 210 out (192 reasoning)" in shown[-1] and answered in shown[-1]
+
+    assert main(["recordings", "show", str(path), "--json"]) == 0
+    call = json.loads(capsys.readouterr().out)["calls"][0]
+    assert call["usage"]["reasoning"] == 192 and call["usage"]["output"] == 210
+    assert (call["response_model"], call["response_id"]) == ("gpt-4o-mini-2024-07-18", _COMPLETIONS_HEAD)
+
+    page = render_recording_page(read_recording(path))
+    assert "20 in / 210 out tokens (192 reasoning)" in page and f"answered by {answered}" in page
+
+
+def test_show_reads_a_file_written_before_answers_kept_their_names(isolated_home, capsys):
+    assert main(["recordings", "show", str(FIXTURE), "--json"]) == 0
+    calls = json.loads(capsys.readouterr().out)["calls"]
+    assert {(call["response_id"], call["response_model"], call["usage"]["reasoning"]) for call in calls} == {(None, None, 0)}
+    assert main(["recordings", "show", str(FIXTURE)]) == 0
+    shown = capsys.readouterr().out
+    assert "ANSWERED BY" not in shown and "reasoning" not in shown
+    assert "answered by" not in render_recording_page(read_recording(FIXTURE))

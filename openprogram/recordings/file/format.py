@@ -120,6 +120,23 @@ def raw_request_payloads(
     }
 
 
+def message_as_request(message: Any) -> Any:
+    """A message's dump as a request carries it: an answer's dump (a ``done`` event's
+    message) without :data:`ANSWER_ONLY_FIELDS`, so that it can be told the same as the message
+    the next request resends. Any other value is returned as it is."""
+    return _without(message, ANSWER_ONLY_FIELDS) if type(message) is dict and message.get("role") == "assistant" else message
+
+
+def _without(value: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    kept = {}
+    for key, item in value.items():
+        spec = fields.get(key)
+        if spec is True:
+            continue
+        kept[key] = _without(item, spec) if type(spec) is dict and type(item) is dict else item
+    return kept
+
+
 def request_payloads(
     model: Model,
     context: Context,

@@ -16,14 +16,19 @@ from typing import Any
 
 import orjson
 
+from ..file.format import message_as_request
 from ..redaction import remove_secret_values
 from .comparison import final_message
+from .inspection import reasoning_note
 
 THINKING_PREVIEW = 80
 
 
 def _comparable(message: dict[str, Any]) -> bytes:
-    return orjson.dumps({k: v for k, v in message.items() if k != "timestamp"}, option=orjson.OPT_SORT_KEYS)
+    """A message as a request resends it (an answer's id, model version and reasoning count
+    stay with the answer), without its timestamp."""
+    request = message_as_request(message)
+    return orjson.dumps({k: v for k, v in request.items() if k != "timestamp"}, option=orjson.OPT_SORT_KEYS)
 
 
 def _text(content: Any) -> str:
@@ -84,7 +89,7 @@ def _usage_line(call: Any, request: dict[str, Any], message: dict[str, Any] | No
     cost = call_cost(message)
     return (
         f"  (call {call.call_index}: {model.get('provider')}/{model.get('id')}, "
-        f"{usage.get('input', 0)} in / {usage.get('output', 0)} out tokens"
+        f"{usage.get('input', 0)} in / {usage.get('output', 0)} out tokens{reasoning_note(usage)}"
         f"{', cache ' + str(usage.get('cache_read')) + ' read' if usage.get('cache_read') else ''}, "
         f"${cost:.6f}, outcome {call.outcome})",
         cost,

@@ -147,7 +147,7 @@ class Usage(_Value):
     """Token counts of one call; ``input`` excludes cached tokens, which are counted apart.
     ``reasoning`` is the part of ``output`` the vendor reports as reasoning or thinking: it is
     inside ``output``, never added to it again, so ``total_tokens`` and the cost stay what they
-    were (docs/vendors.md, "Usage")."""
+    were (docs/vendors.md, "Usage that adds up")."""
 
     input: int = 0
     output: int = 0

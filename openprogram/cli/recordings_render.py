@@ -15,7 +15,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openprogram.recordings.views.inspection import SCHEMA_VERSION, RecordingInfo, ShowReport
+from openprogram.recordings.views.inspection import (
+    SCHEMA_VERSION,
+    CallSummary,
+    RecordingInfo,
+    ShowReport,
+    answered_by,
+    reasoning_note,
+)
 
 from .terminal import terminal_safe as safe
 
@@ -132,6 +139,7 @@ def render_show(report: ShowReport, now: float) -> str:
         sessions = len({call.session for call in report.calls}) > 1
         lanes = any(call.lane for call in report.calls)
         redacted = [call for call in report.calls if call.redactions]
+        answers = any(call.response_model or call.response_id for call in report.calls)
         rows = [
             [
                 str(call.call_index),
@@ -146,6 +154,7 @@ def render_show(report: ShowReport, now: float) -> str:
                 human_ms(call.duration_ms),
                 safe(human_usage(call.usage)),
                 *([str(len(call.redactions))] if redacted else []),
+                *([safe(human_answer(call))] if answers else []),
                 safe(one_line(call.error_message)) if call.error_message else "",
             ]
             for call in report.calls
@@ -156,6 +165,7 @@ def render_show(report: ShowReport, now: float) -> str:
             *(["LANE"] if lanes else []),
             "API", "PROVIDER", "MODEL", "EVENTS", "OUTCOME", "FIRST", "DURATION", "TOKENS",
             *(["REDACTED"] if redacted else []),
+            *(["ANSWERED BY"] if answers else []),
             "ERROR",
         ]
         lines.extend(table(headings, rows))
@@ -179,11 +189,17 @@ def human_ms(milliseconds: int | None) -> str:
 
 
 def human_usage(usage: dict[str, int] | None) -> str:
+    """``IN in / OUT out[ (R reasoning)][ / C cache]``: the reasoning tokens are part of OUT."""
     if not usage:
         return "-"
-    text = f"{usage.get('input', 0)} in / {usage.get('output', 0)} out"
+    text = f"{usage.get('input', 0)} in / {usage.get('output', 0)} out{reasoning_note(usage)}"
     cached = (usage.get("cache_read") or 0) + (usage.get("cache_write") or 0)
     return f"{text} / {cached} cache" if cached else text
+
+
+def human_answer(call: CallSummary) -> str:
+    """The model version that answered and the vendor's id of the answer."""
+    return answered_by({"response_model": call.response_model, "response_id": call.response_id}) or "-"
 
 
 def one_line(text: str, limit: int = 200) -> str:

@@ -9,6 +9,7 @@ is implemented once.
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable
 from typing import Any, Literal, TypeVar, cast
 
 import orjson
@@ -43,6 +44,8 @@ AssistantEvent = AssistantMessageEvent
 
 #: A content block of the live message (every block is an immutable value).
 _Block = TypeVar("_Block", TextContent, ThinkingContent, ToolCall, ServerToolContent)
+#: One item of a vendor's stream, as its SDK hands it over.
+_Chunk = TypeVar("_Chunk")
 
 
 def compute_cost(model: Model, usage: Usage) -> UsageCost:
@@ -96,6 +99,17 @@ class AssistantStreamAssembler:
 
     def start(self) -> EventStart:
         return EventStart(partial=self.snapshot())
+
+    def set_response(self, response_id: Any = None, response_model: Any = None) -> None:
+        """The vendor's id of the answer and the model version that answered, as soon as the
+        vendor names them (its first chunk, before ``start``): every snapshot from then on
+        carries them. The first name given wins, so every event of a call agrees; anything but
+        a non-empty string is no name."""
+        message = self._message
+        if message.response_id is None and isinstance(response_id, str) and response_id:
+            message.response_id = response_id
+        if message.response_model is None and isinstance(response_model, str) and response_model:
+            message.response_model = response_model
 
     def set_usage(self, usage: Usage) -> None:
         """Take the call's token counts; the total (when the vendor gave none) and the cost
@@ -260,3 +274,36 @@ class AssistantStreamAssembler:
         if not isinstance(block, kind):
             raise TypeError(f"content block {index} is {type(block).__name__}, not {kind.__name__}")
         return block
+
+
+async def translate_stream(
+    assembler: AssistantStreamAssembler,
+    chunks: AsyncIterable[_Chunk],
+    identify: Callable[[_Chunk], None],
+    handle: Callable[[_Chunk], Iterable[AssistantEvent]],
+) -> AsyncIterator[AssistantEvent]:
+    """``start``, then the events ``handle`` makes of each chunk, until the stream ends or the
+    message is finished (nothing after the end counts).
+
+    ``start`` waits for the vendor's first chunk: every vendor names its answer there (its id
+    and the model version that answered), and ``identify`` notes them on the assembler (see
+    :meth:`AssistantStreamAssembler.set_response`) before ``start``'s snapshot is taken, so that
+    every event of the call carries them. ``identify`` sees every chunk, for a vendor that names
+    them later."""
+    iterator = aiter(chunks)
+    first = await anext(iterator, None)  # SDK streams never yield None
+    if first is not None:
+        identify(first)
+    yield assembler.start()
+    if first is None:
+        return
+    for event in handle(first):
+        yield event
+    if assembler.finished:
+        return
+    async for chunk in iterator:
+        identify(chunk)
+        for event in handle(chunk):
+            yield event
+        if assembler.finished:
+            return

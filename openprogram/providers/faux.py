@@ -28,6 +28,7 @@ from .assembly import AssistantStreamAssembler
 from .base import AssembledProvider
 from .guard import ErrorDescriber, describe_plain_error
 from .types import (
+    ANSWER_ONLY_FIELDS,
     AssistantMessageEvent,
     Context,
     Model,
@@ -233,7 +234,7 @@ def _usage(values: dict[str, int]) -> Usage:
 def _estimated_usage(context: Context, response: FauxResponse) -> Usage:
     """Deterministic token counts (four characters a token), so cost displays are stable."""
     prompt_chars = len(context.system_prompt or "") + len(
-        orjson.dumps([m.model_dump(mode="json", exclude={"timestamp"}) for m in context.messages])
+        orjson.dumps([m.model_dump(mode="json", exclude={"timestamp": True, **ANSWER_ONLY_FIELDS}) for m in context.messages])
     )
     output_chars = 0
     for block in response.blocks:

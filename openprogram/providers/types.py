@@ -144,10 +144,14 @@ class UsageCost(_Value):
 
 
 class Usage(_Value):
-    """Token counts of one call; ``input`` excludes cached tokens, which are counted apart."""
+    """Token counts of one call; ``input`` excludes cached tokens, which are counted apart.
+    ``reasoning`` is the part of ``output`` the vendor reports as reasoning or thinking: it is
+    inside ``output``, never added to it again, so ``total_tokens`` and the cost stay what they
+    were (docs/vendors.md, "Usage that adds up")."""
 
     input: int = 0
     output: int = 0
+    reasoning: int = 0
     cache_read: int = 0
     cache_write: int = 0
     total_tokens: int = 0
@@ -164,6 +168,12 @@ class UserMessage(_Model):
 
 
 class AssistantMessage(_Model):
+    """One answer. ``model`` is the model that was asked; ``response_model`` the version that
+    answered, as the vendor names it (``gpt-4o-mini-2024-07-18``), and ``response_id`` the
+    vendor's id of the answer (``chatcmpl-...``, ``resp_...``, ``msg_...``), None where the
+    vendor gave none. Both are recorded and never compared on replay: they are answers, not
+    part of any request (docs/file-format.md, "What a replay compares")."""
+
     role: Literal["assistant"] = "assistant"
     content: list[AssistantContent] = Field(default_factory=list)
     api: str
@@ -172,7 +182,17 @@ class AssistantMessage(_Model):
     usage: Usage = Field(default_factory=Usage)
     stop_reason: StopReason = "stop"
     error_message: str | None = None
+    response_id: str | None = None
+    response_model: str | None = None
     timestamp: int = Field(default_factory=now_ms)
+
+
+#: What an assistant message says about the answer rather than to the next model: the vendor's
+#: id of it, the model version that answered and the reasoning count. A message sent back in a
+#: later request carries them, but no vendor is sent them, so a request as recorded and compared
+#: leaves them out (the ``exclude`` of ``model_dump``; docs/file-format.md, "What a replay
+#: compares").
+ANSWER_ONLY_FIELDS: dict[str, Any] = {"response_id": True, "response_model": True, "usage": {"reasoning": True}}
 
 
 class ToolResultMessage(_Model):
@@ -360,6 +380,7 @@ MESSAGE_ADAPTER: TypeAdapter[Message] = TypeAdapter(Message)
 TERMINAL_EVENT_TYPES = frozenset({"done", "error"})
 
 __all__ = [
+    "ANSWER_ONLY_FIELDS",
     "AssistantContent",
     "AssistantMessage",
     "AssistantMessageEvent",

@@ -16,7 +16,7 @@ def frame(payload: dict) -> bytes:
     return f"event: {payload['type']}\ndata: {json.dumps(payload, separators=(',', ':'))}\n\n".encode()
 
 
-def message_start(input_tokens: int = 25, cache_read: int = 0, cache_write: int = 0) -> bytes:
+def message_start(input_tokens: int = 25, cache_read: int = 0, cache_write: int = 0, model: str = MODEL_ID) -> bytes:
     return frame(
         {
             "type": "message_start",
@@ -25,7 +25,7 @@ def message_start(input_tokens: int = 25, cache_read: int = 0, cache_write: int 
                 "type": "message",
                 "role": "assistant",
                 "content": [],
-                "model": MODEL_ID,
+                "model": model,
                 "stop_reason": None,
                 "stop_sequence": None,
                 "usage": {

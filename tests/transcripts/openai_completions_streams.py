@@ -28,11 +28,12 @@ def chunk(delta: str, finish: str = "null") -> str:
     )
 
 
-def usage_chunk(prompt: int, completion: int, cached: int = 0) -> str:
+def usage_chunk(prompt: int, completion: int, cached: int = 0, reasoning: int = 0) -> str:
+    """The usage chunk; ``reasoning`` of the ``completion`` tokens were reasoning."""
     return (
         f'{_HEAD}"choices":[],"usage":{{"prompt_tokens":{prompt},"completion_tokens":{completion},'
         f'"total_tokens":{prompt + completion},"prompt_tokens_details":{{"cached_tokens":{cached},'
-        f'"audio_tokens":0}},"completion_tokens_details":{{"reasoning_tokens":0,"audio_tokens":0,'
+        f'"audio_tokens":0}},"completion_tokens_details":{{"reasoning_tokens":{reasoning},"audio_tokens":0,'
         f'"accepted_prediction_tokens":0,"rejected_prediction_tokens":0}}}}}}'
     )
 

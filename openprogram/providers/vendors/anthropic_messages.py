@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import orjson
 
-from ..assembly import AssistantEvent, AssistantStreamAssembler
+from ..assembly import AssistantEvent, AssistantStreamAssembler, translate_stream
 from ..base import AssembledProvider
 from ..guard import ErrorDescriber
 from ..partial_json import parse_streaming_json
@@ -145,13 +145,10 @@ class AnthropicMessagesProvider(AssembledProvider):
             )
             translator = StreamTranslator(assembler)
             try:
-                # ``start`` once the vendor has accepted the request, as every vendor provider does.
-                yield assembler.start()
-                async for raw_event in response:
-                    for event in translator.handle(raw_event):
-                        yield event
-                    if assembler.finished:
-                        return
+                # ``start`` once the vendor has accepted the request and named its answer
+                # (``message_start``), as every vendor provider does.
+                async for event in translate_stream(assembler, response, translator.identify, translator.handle):
+                    yield event
             finally:
                 await response.close()
         finally:
@@ -399,6 +396,12 @@ class StreamTranslator:
     def handle(self, event: Any) -> list[AssistantEvent]:
         handler = getattr(self, f"_on_{event.type}", None)
         return handler(event) if handler is not None else []
+
+    def identify(self, event: Any) -> None:
+        """``message_start`` names the message and the model version that writes it."""
+        if getattr(event, "type", None) == "message_start":
+            message = event.message
+            self.assembler.set_response(getattr(message, "id", None), getattr(message, "model", None))
 
     def _on_message_start(self, event: Any) -> list[AssistantEvent]:
         self._update_usage(event.message.usage)
@@ -822,10 +825,10 @@ def _wire_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
 
 def _message_head(message: AssistantMessage) -> dict[str, Any]:
     return {
-        "id": wire.wire_id("msg_", message),
+        "id": wire.answer_id("msg_", message),
         "type": "message",
         "role": "assistant",
-        "model": message.model,
+        "model": wire.answer_model(message),
     }
 
 

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..assembly import AssistantEvent, AssistantStreamAssembler
+from ..assembly import AssistantEvent, AssistantStreamAssembler, translate_stream
 from ..base import AssembledProvider
 from ..guard import ErrorDescriber
 from ..types import (
@@ -166,14 +166,8 @@ class GoogleGenerativeAIProvider(AssembledProvider):
             translator = StreamTranslator(assembler)
             try:
                 # The SDK sends the request at the first chunk; ``start`` waits for the vendor.
-                first = await anext(response, None)
-                yield assembler.start()
-                if first is not None:
-                    for event in translator.handle(first):
-                        yield event
-                async for chunk in response:
-                    for event in translator.handle(chunk):
-                        yield event
+                async for event in translate_stream(assembler, response, translator.identify, translator.handle):
+                    yield event
             finally:
                 aclose = getattr(response, "aclose", None)
                 if aclose is not None:
@@ -422,6 +416,10 @@ class StreamTranslator:
         # last chunks, and a later chunk's is the whole of it.
         self.citations: dict[str, Any] = {}
 
+    def identify(self, chunk: Any) -> None:
+        """Every chunk names the response and the model version that answers."""
+        self.assembler.set_response(getattr(chunk, "response_id", None), getattr(chunk, "model_version", None))
+
     def handle(self, chunk: Any) -> list[AssistantEvent]:
         events: list[AssistantEvent] = []
         self.response_id = self.response_id or getattr(chunk, "response_id", None)
@@ -523,15 +521,17 @@ class StreamTranslator:
 
     def _usage(self, metadata: Any) -> None:
         """Gemini counts cached tokens inside the prompt and thoughts apart from the answer;
-        ours keeps ``input`` uncached and ``output`` everything generated. Prompt tokens of
+        ours keeps ``input`` uncached and ``output`` everything generated, thoughts included
+        (they are billed as output) and also counted as ``reasoning``. Prompt tokens of
         server-side tools (``toolUsePromptTokenCount``) are billed as input, so they are input."""
         prompt = (metadata.prompt_token_count or 0) + (getattr(metadata, "tool_use_prompt_token_count", None) or 0)
         cached = metadata.cached_content_token_count or 0
-        output = (metadata.candidates_token_count or 0) + (metadata.thoughts_token_count or 0)
+        thoughts = metadata.thoughts_token_count or 0
         self.assembler.set_usage(
             Usage(
                 input=max(0, prompt - cached),
-                output=output,
+                output=(metadata.candidates_token_count or 0) + thoughts,
+                reasoning=thoughts,
                 cache_read=cached,
                 total_tokens=metadata.total_token_count or 0,
             )
@@ -770,14 +770,18 @@ def _parse_model_turn(parts: list[Any], where: str, model: Model, turn: int) -> 
 
 
 def usage_body(usage: Usage) -> dict[str, int]:
-    """Our usage in Gemini's counts: cached tokens inside the prompt, thoughts in the output."""
+    """Our usage in Gemini's counts: cached tokens inside the prompt, thoughts apart from the
+    answer's own tokens (ours counts them inside ``output``), each written only where Gemini
+    writes it, when there are some."""
     body = {
         "promptTokenCount": wire.prompt_tokens(usage),
-        "candidatesTokenCount": usage.output,
+        "candidatesTokenCount": max(0, usage.output - usage.reasoning),
         "totalTokenCount": usage.total_tokens,
     }
     if usage.cache_read:
         body["cachedContentTokenCount"] = usage.cache_read
+    if usage.reasoning:
+        body["thoughtsTokenCount"] = usage.reasoning
     return body
 
 
@@ -836,8 +840,8 @@ def response_body(message: AssistantMessage, request_body: dict[str, Any]) -> di
     return {
         "candidates": [_candidate(parts, finishReason=reason, **_citations(message))],
         "usageMetadata": usage_body(message.usage),
-        "modelVersion": message.model,
-        "responseId": wire.wire_id("", message),
+        "modelVersion": wire.answer_model(message),
+        "responseId": wire.answer_id("", message),
     }
 
 
@@ -855,6 +859,8 @@ class StreamEncoder:
 
     def __init__(self, request_body: dict[str, Any]) -> None:
         self.server = wire.ServerBlockWatch()
+        #: ``modelVersion`` and ``responseId`` of the first chunk, repeated on every chunk.
+        self.names: dict[str, str] | None = None
 
     def encode(self, event: AssistantMessageEvent) -> bytes:
         message = event.message if event.type == "done" else event.error if event.type == "error" else event.partial
@@ -886,8 +892,9 @@ class StreamEncoder:
         return []
 
     def _chunk(self, message: AssistantMessage, candidate: dict[str, Any], **fields: Any) -> bytes:
-        body = {"candidates": [candidate], **fields, "modelVersion": message.model, "responseId": wire.wire_id("", message)}
-        return wire.sse_frame(body)
+        if self.names is None:
+            self.names = {"modelVersion": wire.answer_model(message), "responseId": wire.answer_id("", message)}
+        return wire.sse_frame({"candidates": [candidate], **fields, **self.names})
 
 
 __all__ = [

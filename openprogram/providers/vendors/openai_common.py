@@ -135,9 +135,12 @@ def reasoning_effort(model: Model, options: StreamOptions | None) -> str | None:
     return level
 
 
-def split_usage(prompt_tokens: int, details: Any, output_tokens: int) -> Usage:
+def split_usage(prompt_tokens: int, details: Any, output_tokens: int, output_details: Any = None) -> Usage:
     """OpenAI counts cached and cache-written tokens inside the prompt total (in both APIs, in
-    a details object); they are split out so that each is priced at its own rate."""
+    a details object); they are split out so that each is priced at its own rate. Reasoning
+    tokens (``output_details.reasoning_tokens``) are counted inside the output total, and so
+    are ours."""
+    reasoning_tokens = (getattr(output_details, "reasoning_tokens", None) or 0) if output_details is not None else 0
     cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
     written = (getattr(details, "cache_write_tokens", None) or 0) if details is not None else 0
     cached = min(cached, prompt_tokens)
@@ -145,6 +148,7 @@ def split_usage(prompt_tokens: int, details: Any, output_tokens: int) -> Usage:
     return Usage(
         input=prompt_tokens - cached - written,
         output=output_tokens,
+        reasoning=reasoning_tokens,
         cache_read=cached,
         cache_write=written,
     )
@@ -194,6 +198,7 @@ class OpenAIProviderBase(AssembledProvider):
     def translate(
         self, assembler: AssistantStreamAssembler, stream: Any, model: Model
     ) -> AsyncIterator[AssistantEvent]:
+        """The call's events from ``start`` on (see :func:`~..assembly.translate_stream`)."""
         raise NotImplementedError
 
     # ------------------------------------------------------------------ lifecycle
@@ -214,7 +219,7 @@ class OpenAIProviderBase(AssembledProvider):
         # stream (also on abort or error) releases the connection.
         stream = await self.open_stream(self._client(model, options, api_key), body)
         try:
-            yield assembler.start()
+            # ``translate`` yields ``start`` once the first chunk names the answer.
             async for event in self.translate(assembler, stream, model):
                 yield event
         finally:

@@ -22,7 +22,7 @@ from typing import Any
 
 import orjson
 
-from ..assembly import AssistantEvent, AssistantStreamAssembler
+from ..assembly import AssistantEvent, AssistantStreamAssembler, translate_stream
 from ..types import (
     AssistantMessage,
     AssistantMessageEvent,
@@ -218,6 +218,7 @@ def usage_from_chunk(usage: Any) -> Usage:
         getattr(usage, "prompt_tokens", None) or 0,
         getattr(usage, "prompt_tokens_details", None),
         getattr(usage, "completion_tokens", None) or 0,
+        getattr(usage, "completion_tokens_details", None),
     )
 
 
@@ -233,6 +234,10 @@ class StreamTranslator:
         self.finish_reason: str | None = None
         self.details: list[dict[str, Any]] = []  # reasoning_details of the current thinking
         self.server_items: dict[tuple[str, int], dict[str, Any]] = {}  # (kind, position) -> item
+
+    def identify(self, chunk: Any) -> None:
+        """Every chunk names the completion and the model version that wrote it."""
+        self.assembler.set_response(getattr(chunk, "id", None), getattr(chunk, "model", None))
 
     def handle(self, chunk: Any) -> Iterator[AssistantEvent]:
         usage = getattr(chunk, "usage", None) or _groq_usage(chunk)
@@ -412,10 +417,12 @@ def _groq_usage(chunk: Any) -> Any:
         from types import SimpleNamespace
 
         details = usage.get("prompt_tokens_details")
+        output_details = usage.get("completion_tokens_details")
         return SimpleNamespace(
             prompt_tokens=usage.get("prompt_tokens"),
             completion_tokens=usage.get("completion_tokens"),
             prompt_tokens_details=SimpleNamespace(**details) if isinstance(details, dict) else None,
+            completion_tokens_details=SimpleNamespace(**output_details) if isinstance(output_details, dict) else None,
         )
     return usage
 
@@ -436,9 +443,8 @@ class OpenAICompletionsProvider(OpenAIProviderBase):
     ) -> AsyncIterator[AssistantEvent]:
         translator = StreamTranslator(assembler)
         saw_done = _watch_done(stream)
-        async for chunk in stream:
-            for event in translator.handle(chunk):
-                yield event
+        async for event in translate_stream(assembler, stream, translator.identify, translator.handle):
+            yield event
         for event in translator.finish(saw_done()):
             yield event
 
@@ -617,16 +623,21 @@ def _parse_tools(tools: list[Any] | None) -> list[Tool] | None:
 
 
 def usage_body(usage: Usage) -> dict[str, Any]:
-    """Our usage as Chat Completions counts it: cached tokens inside the prompt."""
+    """Our usage as Chat Completions counts it: cached tokens inside the prompt, reasoning
+    tokens inside the completion."""
     details: dict[str, int] = {"cached_tokens": usage.cache_read}
     if usage.cache_write:
         details["cache_write_tokens"] = usage.cache_write
-    return {
+    body: dict[str, Any] = {
         "prompt_tokens": wire.prompt_tokens(usage),
         "completion_tokens": usage.output,
         "total_tokens": usage.total_tokens,
         "prompt_tokens_details": details,
     }
+    if usage.reasoning:
+        # Optional in the format: written only where there is a count to give.
+        body["completion_tokens_details"] = {"reasoning_tokens": usage.reasoning}
+    return body
 
 
 def _reasoning_field(block: ThinkingContent) -> str:
@@ -681,10 +692,10 @@ class StreamEncoder:
         message = event.message if event.type == "done" else event.error if event.type == "error" else event.partial
         if self.head is None:
             self.head = {
-                "id": wire.wire_id("chatcmpl-", message),
+                "id": wire.answer_id("chatcmpl-", message),
                 "object": "chat.completion.chunk",
                 "created": message.timestamp // 1000,
-                "model": message.model,
+                "model": wire.answer_model(message),
             }
         if event.type == "start":
             return self._chunk({"role": "assistant", "content": ""})
@@ -760,10 +771,10 @@ def response_body(message: AssistantMessage, request_body: dict[str, Any]) -> di
     wire_message.update(_server_items(message))
     reason = message.stop_reason if message.stop_reason in _FINISH_REASONS else "stop"
     return {
-        "id": wire.wire_id("chatcmpl-", message),
+        "id": wire.answer_id("chatcmpl-", message),
         "object": "chat.completion",
         "created": message.timestamp // 1000,
-        "model": message.model,
+        "model": wire.answer_model(message),
         "choices": [{"index": 0, "message": wire_message, "logprobs": None, "finish_reason": _FINISH_REASONS[reason]}],
         "usage": usage_body(message.usage),
     }

@@ -35,7 +35,7 @@ from typing import Any, cast
 
 import orjson
 
-from ..assembly import AssistantEvent, AssistantStreamAssembler
+from ..assembly import AssistantEvent, AssistantStreamAssembler, translate_stream
 from ..types import (
     AssistantMessage,
     AssistantMessageEvent,
@@ -276,6 +276,13 @@ class StreamTranslator:
         self.arguments: dict[str, str] = {}  # function call item id -> arguments text so far
         self.server_items: dict[str, dict[str, Any]] = {}  # server item id -> latest form kept
 
+    def identify(self, event: Any) -> None:
+        """``response.created`` (and every event that carries the response) names it and the
+        model version that answers."""
+        response = getattr(event, "response", None)
+        if response is not None:
+            self.assembler.set_response(getattr(response, "id", None), getattr(response, "model", None))
+
     def handle(self, event: Any) -> Iterator[AssistantEvent]:
         kind = getattr(event, "type", None)
         handler = getattr(self, "_on_" + (kind or "").replace(".", "_"), None)
@@ -457,6 +464,7 @@ class StreamTranslator:
                     usage.input_tokens or 0,
                     getattr(usage, "input_tokens_details", None),
                     usage.output_tokens or 0,
+                    getattr(usage, "output_tokens_details", None),
                 )
             )
         status = getattr(response, "status", None) or "completed"
@@ -521,9 +529,8 @@ class OpenAIResponsesProvider(OpenAIProviderBase):
         self, assembler: AssistantStreamAssembler, stream: Any, model: Model
     ) -> AsyncIterator[AssistantEvent]:
         translator = StreamTranslator(assembler)
-        async for event in stream:
-            for produced in translator.handle(event):
-                yield produced
+        async for produced in translate_stream(assembler, stream, translator.identify, translator.handle):
+            yield produced
 
 
 # --------------------------------------------------------------------------- inbound: a client's request
@@ -693,12 +700,13 @@ def _parse_tools(tools: list[Any] | None) -> list[Tool] | None:
 
 
 def usage_body(usage: Usage) -> dict[str, Any]:
-    """Our usage as Responses counts it: cached tokens inside the input."""
+    """Our usage as Responses counts it: cached tokens inside the input, reasoning tokens
+    inside the output (the format always carries both details, as the vendor sends them)."""
     return {
         "input_tokens": wire.prompt_tokens(usage),
         "input_tokens_details": {"cached_tokens": usage.cache_read},
         "output_tokens": usage.output,
-        "output_tokens_details": {"reasoning_tokens": 0},
+        "output_tokens_details": {"reasoning_tokens": usage.reasoning},
         "total_tokens": usage.total_tokens,
     }
 
@@ -772,13 +780,13 @@ def response_body(message: AssistantMessage, request_body: dict[str, Any], ids: 
     failed = message.stop_reason in ("error", "aborted")
     status = "failed" if failed else "incomplete" if incomplete else "completed"
     return {
-        "id": wire.wire_id("resp_", message),
+        "id": wire.answer_id("resp_", message),
         "object": "response",
         "created_at": message.timestamp // 1000,
         "status": status,
         "error": {"code": "server_error", "message": message.error_message or ""} if failed else None,
         "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
-        "model": message.model,
+        "model": wire.answer_model(message),
         "output": _output_items(message, ids or {}),
         "parallel_tool_calls": True,
         "tool_choice": request_body.get("tool_choice") or "auto",

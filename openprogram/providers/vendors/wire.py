@@ -6,8 +6,8 @@ These are the directions ``openprogram proxy`` needs (see docs/proxy.md): a clie
 vendor's wire format to the proxy, the request travels through ``stream_simple`` like any
 other call, and the events go back in the format the client asked in. What every vendor needs
 for that, and nothing vendor-specific, lives here: reading a JSON body defensively, keeping the
-fields our types cannot hold in ``extra_body``, server-sent-event framing, stable response ids,
-and noticing the blocks that reach a snapshot without events of their own.
+fields our types cannot hold in ``extra_body``, server-sent-event framing, the answer's id and
+model version, and noticing the blocks that reach a snapshot without events of their own.
 """
 
 from __future__ import annotations
@@ -227,6 +227,19 @@ def wire_id(prefix: str, message: AssistantMessage) -> str:
     return prefix + hashlib.sha256(seed).hexdigest()[:24]
 
 
+def answer_id(prefix: str, message: AssistantMessage) -> str:
+    """The id an answer reaches a client with: the vendor's own (``response_id``) where the
+    message has it, else the stable :func:`wire_id` (a message recorded before answers kept
+    their ids)."""
+    return message.response_id or wire_id(prefix, message)
+
+
+def answer_model(message: AssistantMessage) -> str:
+    """The model an answer names: the version that answered (``response_model``) where the
+    message has it, else the model that was asked."""
+    return message.response_model or message.model
+
+
 def prompt_tokens(usage: Usage) -> int:
     """The prompt count as OpenAI, Gemini and our usage split it: ours keeps cached and
     cache-written tokens apart from ``input``; the vendors count them inside the prompt."""
@@ -265,6 +278,8 @@ __all__ = [
     "ServerBlockWatch",
     "WIRE_TIMESTAMP",
     "WireRequestError",
+    "answer_id",
+    "answer_model",
     "carried_fields",
     "check_depth",
     "field",

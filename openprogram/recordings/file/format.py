@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeGuard, cast
 import orjson
 
 # Re-exported: the reader and the replayer take it from here.
+from ...providers.types import ANSWER_ONLY_FIELDS
 from ...providers.types import EVENT_CLASSES as EVENT_CLASSES
 from .patches import PatchError, apply_patch, growth_only_patch, strictly_equal
 
@@ -99,16 +100,41 @@ def is_plain_int(value: Any) -> TypeGuard[int]:
     return type(value) is int
 
 
+#: How a context is dumped as a request: each assistant message without what it says about the
+#: answer (its id, model version and reasoning count), which reaches no vendor.
+_CONTEXT_AS_REQUEST = {"messages": {"__all__": ANSWER_ONLY_FIELDS}}
+
+
 def raw_request_payloads(
     model: Model, context: Context, options: StreamOptions | None
 ) -> dict[str, Any]:
     """The request's payloads before redaction: what replay compares first, redacting only
-    what differs (:mod:`.lazy_redaction`). Never written anywhere as they are."""
+    what differs (:mod:`.lazy_redaction`). Never written anywhere as they are. An assistant
+    message of the context is dumped without :data:`ANSWER_ONLY_FIELDS`: they are answers,
+    never sent to a vendor, so a recording made before messages had them still matches, and
+    two runs whose answers differ only in their ids do."""
     return {
         "model": model.model_dump(mode="json"),
-        "context": context.model_dump(mode="json"),
+        "context": context.model_dump(mode="json", exclude=_CONTEXT_AS_REQUEST),
         "options": None if options is None else options.model_dump(mode="json"),
     }
+
+
+def message_as_request(message: Any) -> Any:
+    """A message's dump as a request carries it: an answer's dump (a ``done`` event's
+    message) without :data:`ANSWER_ONLY_FIELDS`, so that it can be told the same as the message
+    the next request resends. Any other value is returned as it is."""
+    return _without(message, ANSWER_ONLY_FIELDS) if type(message) is dict and message.get("role") == "assistant" else message
+
+
+def _without(value: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
+    kept = {}
+    for key, item in value.items():
+        spec = fields.get(key)
+        if spec is True:
+            continue
+        kept[key] = _without(item, spec) if type(spec) is dict and type(item) is dict else item
+    return kept
 
 
 def request_payloads(

@@ -18,6 +18,7 @@ import orjson
 
 from ..redaction import remove_secret_values
 from .comparison import final_message
+from .inspection import reasoning_note
 
 THINKING_PREVIEW = 80
 
@@ -106,7 +107,7 @@ def _usage_line(call: Any, request: dict[str, Any], message: dict[str, Any] | No
     cost = call_cost(message)
     return (
         f"  (call {call.call_index}: {model.get('provider')}/{model.get('id')}, "
-        f"{usage.get('input', 0)} in / {usage.get('output', 0)} out tokens"
+        f"{usage.get('input', 0)} in / {usage.get('output', 0)} out tokens{reasoning_note(usage)}"
         f"{', cache ' + str(usage.get('cache_read')) + ' read' if usage.get('cache_read') else ''}, "
         f"${cost:.6f}, outcome {call.outcome})",
         cost,

@@ -152,6 +152,10 @@ class CallSummary:
     lane: str = ""
     #: What redaction replaced in the model's output: ``{"path", "rules"}`` per field.
     redactions: list[dict[str, Any]] = field(default_factory=list)
+    #: The vendor's id of the answer and the model version that answered, where the vendor
+    #: named them (None in a file written before answers kept them).
+    response_id: str | None = None
+    response_model: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -168,10 +172,30 @@ class CallSummary:
             "session": self.session,
             "lane": self.lane,
             "redactions": self.redactions,
+            "response_id": self.response_id,
+            "response_model": self.response_model,
         }
 
 
-USAGE_FIELDS = ("input", "output", "cache_read", "cache_write", "total_tokens")
+#: ``reasoning`` is the part of ``output`` the vendor reported as reasoning (0 in a file written
+#: before it was counted).
+USAGE_FIELDS = ("input", "output", "reasoning", "cache_read", "cache_write", "total_tokens")
+
+
+def reasoning_note(usage: Any) -> str:
+    """`` (N reasoning)``, to follow an output count of which N tokens were reasoning; empty
+    when the vendor reported none."""
+    reasoning = usage.get("reasoning") if isinstance(usage, dict) else None
+    return f" ({reasoning} reasoning)" if type(reasoning) is int and reasoning > 0 else ""
+
+
+def answered_by(message: Any) -> str | None:
+    """``MODEL-VERSION ID`` of an answer, ``-`` for the one the vendor did not name; None
+    when it named neither (a file written before answers kept them)."""
+    names = [message.get(key) if isinstance(message, dict) else None for key in ("response_model", "response_id")]
+    if not any(isinstance(name, str) and name for name in names):
+        return None
+    return " ".join(name if isinstance(name, str) and name else "-" for name in names)
 
 
 def summarize_calls(calls: list[Any]) -> list[CallSummary]:
@@ -197,11 +221,12 @@ def summarize_call(call: Any) -> CallSummary:
     message = remove_secret_values(final_message(call))
     usage = None
     error_message = None
-    if isinstance(message, dict):
-        raw_usage = message.get("usage")
+    answer: dict[str, Any] = message if isinstance(message, dict) else {}
+    if answer:
+        raw_usage = answer.get("usage")
         if isinstance(raw_usage, dict):
             usage = {name: raw_usage.get(name, 0) for name in USAGE_FIELDS}
-        error_message = message.get("error_message")
+        error_message = answer.get("error_message")
     return CallSummary(
         call_index=call.call_index,
         api=_text(model.get("api")),
@@ -215,6 +240,8 @@ def summarize_call(call: Any) -> CallSummary:
         duration_ms=call.duration_ms,
         lane=getattr(call, "lane", ""),
         redactions=list(getattr(call, "redactions", [])),
+        response_id=_text(answer.get("response_id")),
+        response_model=_text(answer.get("response_model")),
     )
 
 

@@ -38,6 +38,7 @@ import orjson
 
 from ..redaction import remove_secret_values
 from .conversation import ConversationStep, call_cost, conversation_steps
+from .inspection import answered_by, reasoning_note
 
 CONTENT_WARNING = (
     "This page holds prompts, model outputs and tool results copied from the recording "
@@ -238,8 +239,9 @@ def call_meta(step: ConversationStep) -> str:
         f'<span class="n">call {esc(call.call_index)}</span>',
         f'<span class="model">{esc(model.get("provider"))}/{esc(model.get("id"))}</span>',
         f'<span class="outcome-{esc(outcome)}">{esc(outcome)}</span>',
-        f'<span class="meta">{esc(usage.get("input", 0))} in / {esc(usage.get("output", 0))} out tokens</span>',
+        f'<span class="meta">{esc(usage.get("input", 0))} in / {esc(usage.get("output", 0))} out tokens{esc(reasoning_note(usage))}</span>',
         f'<span class="meta">${call_cost(step.answer):.6f}</span>',
+        *([f'<span class="meta">answered by {esc(named)}</span>'] if (named := answered_by(step.answer)) else []),
     ]
     timings = _timings(call)
     if timings:

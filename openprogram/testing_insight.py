@@ -192,7 +192,7 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     finally:
         if doctor is not None and function is not None:
             cast(pytest.Function, item).obj = function
-    if handle is not None and settings is not None:
+    if handle is not None and settings is not None and doctor is None:  # two runs are no one run's spending
         problems = _budget_problems(handle, settings) + _cache_problems(handle, settings)
         if problems:
             pytest.fail("\n".join(problems), pytrace=False)

@@ -100,27 +100,43 @@ def usage_wanted(config: pytest.Config) -> bool:
 def settings_of(item: pytest.Item) -> Settings:
     """The test's budget (the marker's over the project's, key by key) and whether its calls
     must keep the prompt cache's prefix (the marker's ``cache_stable``, else the project's)."""
-    from openprogram.project import project_config
     from openprogram.recordings.insight.budget import Budget
-    from openprogram.state import ConfigError
 
-    try:
-        project = project_config(Path(str(item.config.rootpath)))
-    except ConfigError as error:
-        raise pytest.UsageError(f"openprogram project configuration: {error}") from None
+    default, project_stable = _project_defaults(item.config)
     marker = item.get_closest_marker(MARKER)
     keywords = marker.kwargs if marker is not None else {}
-    budget = Budget.parse(project.budget, project.where("budget")) if project.budget else Budget()
+    budget = default
     if "budget" in keywords:
         try:
             own = Budget.parse(keywords["budget"], f"@pytest.mark.{MARKER}(budget=...)")
         except ValueError as error:
             pytest.fail(str(error), pytrace=False)
         budget = own.over(budget)
-    stable = keywords.get("cache_stable", project.record_replay.get("cache_stable", False))
+    stable = keywords.get("cache_stable", project_stable)
     if type(stable) is not bool:
         pytest.fail(f"@pytest.mark.{MARKER}(cache_stable=...) takes True or False, not {stable!r}", pytrace=False)
     return Settings(usage=usage_wanted(item.config), budget=budget or None, cache_stable=stable)
+
+
+_PROJECT_DEFAULTS = pytest.StashKey[tuple["Budget", bool]]()
+
+
+def _project_defaults(config: pytest.Config) -> tuple[Budget, bool]:
+    """The project's budget and ``record_replay.cache_stable``, read once per run (the plugin
+    has checked the project file when the run started)."""
+    from openprogram.project import project_config
+    from openprogram.recordings.insight.budget import Budget
+    from openprogram.state import ConfigError
+
+    found = config.stash.get(_PROJECT_DEFAULTS, None)
+    if found is None:
+        try:
+            project = project_config(Path(str(config.rootpath)))
+        except ConfigError as error:
+            raise pytest.UsageError(f"openprogram project configuration: {error}") from None
+        budget = Budget.parse(project.budget, project.where("budget")) if project.budget else Budget()
+        found = config.stash[_PROJECT_DEFAULTS] = (budget, bool(project.record_replay.get("cache_stable", False)))
+    return found
 
 
 # ============================================================================ the test's calls

@@ -24,9 +24,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class WatchedCall:
-    """A call the watch saw: its number in the test (from 0), its lane, its final message
-    (None until it ends, or when it ended without one) and, when the watch keeps requests, its
-    request as recorded (redacted payloads)."""
+    """A call the watch saw end: its number in the test (from 0), its lane, its final message
+    (None when it stopped without one) and, when the watch keeps requests, its request as
+    recorded (redacted payloads)."""
 
     call: int
     lane: str

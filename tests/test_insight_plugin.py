@@ -29,7 +29,7 @@ PRICED = Model(id="priced", api="faux", provider="faux", cost=ModelCost(input=3,
 
 
 async def add(tool_call_id, args, signal, on_update):
-    return AgentToolResult.text(str(args["a"] + args["b"]))
+    return AgentToolResult.text(str(args["a"] + args["b"] + int(os.environ.get("OFFSET", "0"))))
 
 
 ADD = AgentTool(
@@ -152,6 +152,21 @@ def test_the_report_shows_with_verbose_and_not_by_default(recorded):
     verbose = run_inner(recorded, "-v", "-k", "one_tool")
     verbose.assert_outcomes(passed=1)
     verbose.stdout.fnmatch_lines(["*openprogram usage*", "test_agents.py::test_one_tool_turn*replay*2*"])
+
+
+def test_an_update_counts_the_replayed_calls_as_saved_and_the_live_ones_as_paid(recorded):
+    recorded._monkeypatch.setenv("OFFSET", "10")  # the tool answers otherwise: call 1 drifts
+    result = run_inner(recorded, "-q", "--llm-record-mode=update", "--llm-usage-json=usage.json", "-k", "one_tool")
+    result.assert_outcomes(passed=1)
+    (test,) = json.loads((recorded.path / "usage.json").read_text())["tests"]
+    assert test["mode"] == "update"
+    # Call 0 replayed (its recorded usage); then live, the scripted answers again from the
+    # start: another tool call, then the answer.
+    assert [(call["call"], call["replayed"], call["input"]) for call in test["calls"]] == [
+        (0, True, 100), (1, False, 100), (2, False, 50),
+    ]
+    assert test["totals"]["replayed_calls"] == 1
+    assert test["totals"]["saved"] == pytest.approx((100 * 3 + 20 * 15) / 1_000_000)
 
 
 LIVE_AGENT = '''

@@ -233,7 +233,7 @@ def render_cache(steps: list[Any]) -> str:
         for step in steps
     ]
     headings = ["CALL", *(["SESSION"] if sessions else []), "LANE", "AFTER", "KEPT", "CACHED", "PROMPT", "BREAKS AT"]
-    right = frozenset({0, 3, 4, 5, 6} if not sessions else {0, 1, 4, 5, 6, 7})
+    right = frozenset({4, 5, 6} if sessions else {3, 4, 5})  # KEPT, CACHED, PROMPT
     broken = [step for step in steps if step.broken]
     lines = [
         "prompt cache: each call against the call before it in its lane, in the order vendors cache "

@@ -44,7 +44,7 @@ def known_key(monkeypatch):
 
 def test_constants():
     assert PLACEHOLDER == "[secret removed]"
-    assert REDACTION_VERSION == 3
+    assert REDACTION_VERSION == 4
     assert isinstance(SECRET_FIELD_NAMES, frozenset)
     assert SECRET_FIELD_NAMES == {
         "authorization", "proxy-authorization", "api_key", "apikey", "x-api-key",

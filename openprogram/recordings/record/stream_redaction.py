@@ -616,7 +616,10 @@ class StreamRedaction:
         if type(raw) is dict and type(redacted) is dict:
             for key, value in raw.items():
                 if key in redacted:
-                    self._mark_changes(value, redacted[key], f"{path}.{key}" if path else str(key))
+                    # A toolcall_end's tool call is the message's block: named as such.
+                    index = raw.get("content_index") if not path and key == "tool_call" else None
+                    here = f"content[{index}]" if type(index) is int else f"{path}.{key}" if path else str(key)
+                    self._mark_changes(value, redacted[key], here)
                 elif value is not None:
                     self.marks.setdefault(f"{path}.{key}" if path else str(key), set()).add("secret-field-name")
         elif type(raw) is list and type(redacted) is list:

@@ -337,7 +337,7 @@ def test_held_deltas_are_written_when_the_call_fails(tmp_path):
     rows = rows_of(path)
     assert rows[-1] == {
         "type": "call_end", "call_index": 0, "event_count": failing_at, "outcome": "error",
-        "redactions": [{"path": "content[1].arguments", "rules": ["secret-field-name"]}],
+        "redactions": [{"path": "content[1].arguments.password", "rules": ["secret-field-name"]}],
     }  # fmt: skip
     assert "Hunter2Hunter2" not in path.read_text()
     call = read_recording_file(path).calls[0]

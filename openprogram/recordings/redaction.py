@@ -60,6 +60,7 @@ __all__ = [
     "declare_secret_env",
     "is_secret_field_name",
     "reads_as_credential",
+    "redact_lane",
     "redact_text",
     "remove_secret_values",
     "safe_cut",
@@ -510,6 +511,10 @@ class Redactor:
     def redact_text(self, text: str) -> str:
         return _redact(self._known, str(text))
 
+    def redact_lane(self, path: str) -> str:
+        """See :func:`redact_lane`."""
+        return _redact_lane(self._known, str(path))
+
     def str_redactor(self) -> Callable[[str], str]:
         """``redact_text`` for callers that only ever pass ``str``, without the conversion."""
         return partial(_redact, self._known)
@@ -826,6 +831,23 @@ def current_redactor() -> Redactor:
 def redact_text(text: str) -> str:
     """``text`` with every credential value removed (known values and value shapes)."""
     return _redact(_known_values(), str(text))
+
+
+def redact_lane(path: str) -> str:
+    """A lane path (``a/b``), or a session id, as a recording stores it and a message may
+    quote it: see :func:`_redact_lane`."""
+    return _redact_lane(_known_values(), str(path))
+
+
+def _redact_lane(known: _KnownValues, path: str) -> str:
+    """A lane path redacted whole (a known value may hold a ``/``), then segment by segment:
+    each segment is a name of its own (``lane(tool_call.id)``), so a key that makes up a
+    segment is a whole token there, though a ``/`` before it reads as part of a base64 word in
+    other text."""
+    redacted = _redact(known, path)
+    if "/" not in redacted:
+        return redacted
+    return "/".join(_redact(known, segment) for segment in redacted.split("/"))
 
 
 def safe_cut(text: str) -> int:

@@ -650,7 +650,7 @@ def _key_step(key: Any) -> str:
 
 def _argument_changes(raw: Any, redacted: Any, path: str, redactor: Redactor, default: str) -> dict[str, set[str]]:
     """The key paths inside a tool call's arguments where redaction removed something
-    (``content[1].arguments.client_secret``), with their rules: the paths are built from the
+    (``content[1].arguments.auth.password``), with their rules: the paths are built from the
     redacted keys, so a key that held a secret is named without it. Empty when the two do not
     line up (the arguments as a whole are named then)."""
     changes: dict[str, set[str]] = {}

@@ -427,7 +427,7 @@ class _KnownValues:
 
     __slots__ = (
         "values", "secrets", "pattern", "replacements", "run_names", "escape", "contains_whitespace",
-        "opaque_secrets", "opaque_pattern", "memo", "trigger", "shortest", "last_long", "long_memo", "long_memo_size", "message_memo", "message_memo_size",
+        "opaque_secrets", "opaque_pattern", "opaque_memo", "memo", "trigger", "shortest", "last_long", "long_memo", "long_memo_size", "message_memo", "message_memo_size",
     )
 
     def __init__(self, values: frozenset[str], run_values: tuple[tuple[str, str], ...] = ()) -> None:
@@ -439,6 +439,8 @@ class _KnownValues:
         #: 8+ characters, which random bytes do not hold by chance.
         self.opaque_secrets = tuple(value for value in secrets if len(value) >= _credentials.MIN_SECRET_LENGTH)
         self.opaque_pattern = re.compile("|".join(map(re.escape, self.opaque_secrets))) if self.opaque_secrets else None
+        #: Short opaque strings (ids, payload keys) and their redaction: they repeat in every event.
+        self.opaque_memo: dict[str, str] = {}
         replacements = dict.fromkeys(secrets, PLACEHOLDER)
         alternatives = [re.escape(value) for value in secrets]
         runs = sorted(
@@ -1042,9 +1044,22 @@ def _opaque_text(text: str, known: _KnownValues) -> str:
     ends with the first 8+ characters of a known value loses them too: a signature that grows
     from one snapshot to the next (a stream cut short between two of its pieces) must not
     leave a key's first half behind."""
-    pattern = known.opaque_pattern
-    if pattern is None or len(text) < _credentials.MIN_SECRET_LENGTH:
+    if known.opaque_pattern is None or len(text) < _credentials.MIN_SECRET_LENGTH:
         return text
+    if len(text) > _MEMO_MAX_LENGTH:
+        return _opaque_redacted(text, known)
+    memo = known.opaque_memo
+    result = memo.get(text)
+    if result is None:
+        if len(memo) >= _MEMO_MAX_ENTRIES:
+            memo.clear()
+        result = memo[text] = _opaque_redacted(text, known)
+    return result
+
+
+def _opaque_redacted(text: str, known: _KnownValues) -> str:
+    pattern = known.opaque_pattern
+    assert pattern is not None
     for value in known.opaque_secrets:
         if value in text:
             text = pattern.sub(PLACEHOLDER, text)
@@ -1210,20 +1225,35 @@ def _remove_from_payload(value: Any, known: _KnownValues) -> Any:
     on the rest (queries, titles, fetched pages, search results' content)."""
     if isinstance(value, dict):
         result = {}
+        keys_may_change = known.opaque_pattern is not None
         for key, item in value.items():
-            if type(key) is str and type(item) is str and _OPAQUE_PAYLOAD_KEY.search(key):
-                if _PAYLOAD_DATA_KEY.search(key) and _is_fetched_text(item, value):
-                    result[key] = _remove(item, known, is_exact_secret_name)
+            if type(key) is not str:
+                result[key] = _remove_from_payload(item, known)
+                continue
+            stored_key = _opaque_text(key, known) if keys_may_change else key
+            opaque = _opaque_payload_key(key)
+            if opaque and type(item) is str:
+                if opaque == "data" and _is_fetched_text(item, value):
+                    result[stored_key] = _remove(item, known, is_exact_secret_name)
                 else:
-                    result[key] = _opaque_text(item, known)
-            elif type(key) is str and is_exact_secret_name(key):
-                result[key] = PLACEHOLDER
+                    result[stored_key] = _opaque_text(item, known)
+            elif is_exact_secret_name(key):
+                result[stored_key] = PLACEHOLDER
             else:
-                result[_opaque_text(key, known) if type(key) is str else key] = _remove_from_payload(item, known)
+                result[stored_key] = _remove_from_payload(item, known)
         return result
     if isinstance(value, (list, tuple)):
         return [_remove_from_payload(item, known) for item in value]
     return _remove(value, known, is_exact_secret_name)
+
+
+@lru_cache(maxsize=4096)
+def _opaque_payload_key(key: str) -> str | None:
+    """``"data"`` for a payload key naming data (text or encoded bytes: see
+    :func:`_is_fetched_text`), ``"opaque"`` for any other opaque key, None for the rest."""
+    if _PAYLOAD_DATA_KEY.search(key):
+        return "data"
+    return "opaque" if _OPAQUE_PAYLOAD_KEY.search(key) else None
 
 
 def remove_secret_values(value: Any) -> Any:

@@ -239,14 +239,16 @@ class LlmRecording:
 
 def recording_path(item: pytest.Item) -> Path:
     test_file = Path(str(item.path))
-    return test_file.parent / "recordings" / test_file.stem / f"{file_stem(_original_name(item))}.jsonl"
+    stem = file_stem(_original_name(item), _marker_secrets(item))
+    return test_file.parent / "recordings" / test_file.stem / f"{stem}.jsonl"
 
 
 def legacy_recording_path(item: pytest.Item) -> Path | None:
     """Where openprogram 0.1 stored this test's recording, when that name differs (it was not
-    unique for ids with punctuation); used only to point a user at an old file."""
+    unique for ids with punctuation); used only to point a user at an old file, and never for
+    a name that holds a secret (it would be shown)."""
     name = _original_name(item)
-    if file_stem(name) == _legacy_stem(name):
+    if file_stem(name) == _legacy_stem(name) or _redacted_name(name, _marker_secrets(item)) != name:
         return None
     return recording_path(item).with_name(f"{_legacy_stem(name)}.jsonl")
 
@@ -260,7 +262,7 @@ def _original_name(item: pytest.Item) -> str:
     return item.name
 
 
-def file_stem(name: str) -> str:
+def file_stem(name: str, secrets: tuple[str, ...] = ()) -> str:
     """A readable file name for a test (or marker) name, unique per exact name.
 
     ``test_x`` and a parametrised ``test_x[3-abc]`` keep the names openprogram always gave them
@@ -268,16 +270,42 @@ def file_stem(name: str) -> str:
     hash of the exact name is appended, so parametrised ids that differ only in such characters
     (``[a/b]``, ``[a_b]``, ``[a b]``; ``6*7`` and ``6+7``) get files of their own instead of
     sharing one.
+
+    A recording's name is committed with it, so the name is redacted first by the rules of
+    the file (``docs/file-format.md``, "Redaction"; ``secrets``: the marker's declared values):
+    a parametrised id that holds a key becomes ``test_x_secret_removed_-1a2b3c4d``, the hash
+    of the exact id keeping two such ids apart (a hash does not give back the key).
     """
-    readable = _legacy_stem(name)
+    shown = _redacted_name(name, secrets)
+    readable = _legacy_stem(shown)
     base, bracket, rest = name.partition("[")
-    lossless = name == readable or (
-        bracket and rest.endswith("]") and f"{base}_{rest[:-1]}" == readable
+    lossless = shown == name and (
+        name == readable or (bracket and rest.endswith("]") and f"{base}_{rest[:-1]}" == readable)
     )
     if lossless:
         return readable
     digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{readable}-{digest}"
+
+
+def _redacted_name(name: str, secrets: tuple[str, ...]) -> str:
+    """``name`` redacted as a recording would store it, the marker's secrets included."""
+    from openprogram.recordings.redaction import redact_text, use_declared_secrets
+
+    with use_declared_secrets(secrets):
+        return redact_text(name)
+
+
+def _marker_secrets(item: pytest.Item) -> tuple[str, ...]:
+    """The values the test's marker declares secret (``secrets=``), as far as they are valid
+    (an invalid one fails the test when its recording is opened, not here)."""
+    from openprogram.recordings.redaction import check_declared_secrets
+
+    marker = item.get_closest_marker(MARKER)
+    try:
+        return tuple(sorted(check_declared_secrets(marker.kwargs.get("secrets") if marker is not None else None)))
+    except (ValueError, TypeError):
+        return ()
 
 
 def _legacy_stem(name: str) -> str:

@@ -284,9 +284,9 @@ class _Reader:
             return name
         redacted = self.names.get(name)
         if redacted is None:
-            from ..redaction import redact_text
+            from ..redaction import redact_lane
 
-            redacted = self.names[name] = redact_text(name)
+            redacted = self.names[name] = redact_lane(name)
         return redacted
 
     def fail(

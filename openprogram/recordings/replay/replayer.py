@@ -32,7 +32,7 @@ from ..redaction import (
     Redactor,
     check_run_values,
     current_redactor,
-    redact_text,
+    redact_lane,
     remove_secret_values,
     use_run_values,
     value_token,
@@ -309,7 +309,7 @@ class ReplayProvider:
         """Match the request against the next recorded call of its lane and consume it,
         atomically; a mismatch consumes nothing, so the same request may be retried."""
         incoming = _Incoming.of(model, context, options, self._filter)
-        lane = redact_text(current_lane()) if self._uses_lanes else ROOT_LANE  # as recorded
+        lane = redact_lane(current_lane()) if self._uses_lanes else ROOT_LANE  # as recorded
         with self._lock:
             session = self._session
             if session is not None:

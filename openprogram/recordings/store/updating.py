@@ -70,10 +70,36 @@ UPDATE_SUFFIX = ".update"
 
 
 def remove_abandoned_updates(path: Path) -> list[Path]:
-    """Delete the temporary files (``.NAME.*.update`` beside ``path``) that killed ``update``
-    runs left behind: regular files of this user that no live process is recording into and
-    that were not written to for a minute. Returns the files it removed."""
-    return remove_leftovers(path, UPDATE_SUFFIX, older_than=ABANDONED_AFTER_SECONDS)
+    """Delete the temporary files (``.NAME.PID-*.update`` beside ``path``) that killed
+    ``update`` runs left behind: regular files of this user that no live process is recording
+    into, and whose process has exited (or, for a name without a process id, that were not
+    written to for a minute). Every update run calls it when it starts. Returns the files it
+    removed."""
+    prefix = f".{path.name}."
+    return remove_leftovers(
+        path, UPDATE_SUFFIX, older_than=ABANDONED_AFTER_SECONDS, writer_gone=lambda name: _writer_gone(name, prefix)
+    )
+
+
+def _writer_gone(name: str, prefix: str) -> bool:
+    """Whether the process named in an update file's name (``.NAME.PID-XXXXXXXX.update``, see
+    :meth:`UpdateSession._new_file`) has exited. A file is created a moment before its writer
+    marks it, so this (not the writer mark alone) tells a killed run's file from a starting
+    one's. False when the name holds no process id or the process may be alive (a reused id
+    only delays the removal)."""
+    pid_text, dash, _rest = name[len(prefix) :].partition("-")
+    if not dash or not pid_text.isascii() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # another user's process with that id: alive
+        return False
+    return False
 
 
 def _plural(count: int, word: str = "call") -> str:
@@ -135,6 +161,7 @@ class UpdateSession:
     ) -> None:
         self.path = Path(path)
         self._claim: UpdateClaim | None = claim_for_update(self.path)
+        remove_abandoned_updates(self.path)  # what killed update runs of this file left
         try:
             self.replay: ChoosingReplayProvider | None = (
                 ChoosingReplayProvider(self.path, ignore=ignore, normalize=normalize, values=values)
@@ -219,7 +246,10 @@ class UpdateSession:
         try:
             folder.mkdir(parents=True, exist_ok=True, mode=0o700)
             remove_abandoned_updates(self.path)
-            descriptor, name = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=UPDATE_SUFFIX, dir=folder)
+            # The process id in the name lets the next run tell a killed run's file at once.
+            descriptor, name = tempfile.mkstemp(
+                prefix=f".{self.path.name}.{os.getpid()}-", suffix=UPDATE_SUFFIX, dir=folder
+            )
         except OSError as error:
             raise RecordingFileError(
                 self.path,

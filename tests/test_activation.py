@@ -247,21 +247,27 @@ def test_the_runtime_reads_a_replay_file_once(isolated_home, fresh_registry, mon
     assert (mode, reads) == ("replay", ["good.jsonl"])
 
 
-def test_a_record_target_whose_writer_died_mid_call_is_usable_with_a_warning(isolated_home):
+def test_a_record_target_whose_writer_died_mid_call_is_blocked_until_recovered(isolated_home):
     from openprogram.recordings.store.activation import plan_activation
-    from tests.test_recordings_cli import folder_of, make_recording, recordings, write_config
+    from tests.test_recordings_cli import cli, folder_of, make_recording, recordings, write_config
     from tests.test_recover_cli import cut_recording
 
     path = cut_recording(folder_of(isolated_home) / "died.jsonl", torn=False)
     config = {"record_replay": {"mode": "record", "file": "died"}}
     plan = plan_activation(config)
-    assert plan.file_usable and not plan.blocked
-    assert plan.warning.startswith("1 call(s) have no call_end (its writer died)")
-    assert f"openprogram recordings recover {path}" in plan.warning
+    assert plan.blocked and plan.problem == "interrupted_file" and plan.file_usable is False
+    assert str(path) in plan.reason and "call 1 has no call_end" in plan.reason
+    assert plan.fixes[0] == f"openprogram recordings recover {path}"
     write_config(isolated_home, config)
+    before = path.read_bytes()
     status = recordings(isolated_home, "status")
-    assert status.returncode == 0 and "usable: appending to it" in status.stdout
-    assert "warning   1 call(s) have no call_end" in status.stdout
+    assert status.returncode == 1 and "usable" not in status.stdout
+    assert f"openprogram recordings recover {path}" in status.stdout
+    run = cli(isolated_home, "run", "hello")  # the runtime refuses to append too
+    assert run.returncode != 0 and f"openprogram recordings recover {path}" in run.stderr
+    assert path.read_bytes() == before
+    assert recordings(isolated_home, "recover", "died", "--yes").returncode == 0
+    assert not plan_activation(config).blocked
     whole = folder_of(isolated_home) / "whole.jsonl"
     make_recording(whole)
-    assert plan_activation({"record_replay": {"mode": "record", "file": "whole"}}).warning is None
+    assert not plan_activation({"record_replay": {"mode": "record", "file": "whole"}}).blocked

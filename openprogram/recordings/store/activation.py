@@ -92,8 +92,8 @@ class ActivationPlan:
     #: ``record_replay.secret_env``: environment variables whose values are secrets, whatever
     #: they look like (redaction removes them wherever they occur).
     secret_env: tuple[str, ...] = ()
-    #: Something about a usable file the user should know (a record target whose last writer
-    #: died mid-call: appending works, replaying will not until it is recovered).
+    #: Something about a usable file the user should know (none is set today: a record target
+    #: whose writer died mid-call is blocked until it is recovered).
     warning: str | None = None
 
     @property
@@ -343,16 +343,17 @@ def _check_record_target(plan: ActivationPlan, check_file: bool) -> ActivationPl
             RecordingSink(plan.path).close()
         except RecordingFileError as error:
             return plan.blocked_by_file(error)
-        import shlex
-
         from .listing import INTERRUPTED, describe
 
+        # The sink reads the file's end; a call left open earlier is found by reading it all.
         listed = describe(plan.path, plan.path.name)
         if listed.state == INTERRUPTED:
-            command = f"{CMD} recover {shlex.quote(str(plan.path))}"
-            warning = (
-                f"{listed.reason.split(';')[0] if listed.reason else 'its writer died'}: recording "
-                f"appends to it, but it will not replay until '{command}' closes the unfinished call"
+            died = listed.reason.split(";")[0] if listed.reason else "a call has no call_end (its writer died)"
+            error = RecordingFileError(
+                plan.path,
+                f"{died}: no replay reads the file, nor calls appended after it; recording into "
+                "it is refused until it is recovered",
+                kind="interrupted",
             )
-            return dataclasses.replace(plan, file_usable=True, warning=warning)
+            return plan.blocked_by_file(error)
     return dataclasses.replace(plan, file_usable=True)

@@ -271,3 +271,28 @@ def test_a_record_target_whose_writer_died_mid_call_is_blocked_until_recovered(i
     whole = folder_of(isolated_home) / "whole.jsonl"
     make_recording(whole)
     assert not plan_activation({"record_replay": {"mode": "record", "file": "whole"}}).blocked
+
+
+def test_a_call_left_open_further_up_blocks_status_and_the_runtime_alike(isolated_home):
+    """Call 0 (one lane) never ended and streamed nothing after call 1 (another lane) began:
+    the recorder's look at the file's end cannot see it, reading the whole file does."""
+    from openprogram.recordings.file.sink import RecordingSink
+    from openprogram.recordings.store.activation import plan_activation
+    from tests.test_recordings_cli import cli, folder_of, write_config
+
+    path = folder_of(isolated_home) / "lanes.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with RecordingSink(path) as sink:
+        for lane in ("a", "b"):
+            sink.begin_call({"model": {}, "context": {}, "options": {}}, lane=lane)
+        sink.write_row({"type": "call_end", "call_index": 1, "event_count": 0})
+    RecordingSink(path).close()  # the end of the file looks whole
+    config = {"record_replay": {"mode": "record", "file": "lanes"}}
+    plan = plan_activation(config)
+    assert plan.blocked and plan.problem == "interrupted_file"
+    assert f"openprogram recordings recover {path}" in plan.reason
+    write_config(isolated_home, config)
+    before = path.read_bytes()
+    run = cli(isolated_home, "run", "hello")
+    assert run.returncode != 0 and f"openprogram recordings recover {path}" in run.stderr
+    assert path.read_bytes() == before

@@ -9,7 +9,8 @@ make again, so it never loses a call (``docs/tutorial.md``, "Re-recording only w
 
 - **Byte for byte unless the run drifted and ended normally.** A run that did not drift leaves
   the file as it was, however many calls it made. A run that ended by an exception, Ctrl-C, a
-  failed test or a non-zero exit status leaves it as it was too, and says so.
+  failed test or a non-zero exit status leaves it as it was too, and says so; so does a process
+  whose exit status could not be seen (:mod:`.process_end`).
 - **One session for what one run did.** A drifted run that ended normally replaces the file
   atomically by the replayed calls followed by the new ones, written as one session (so an
   unused recorded call still fails a test later), ``call_index`` renumbered from 0, the file's
@@ -38,7 +39,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from ...providers.types import AssistantMessageEvent, Context, Model, StreamOptions
 from ..file.atomic import (
@@ -51,6 +52,7 @@ from ..file.format import HEADER, RecordingFileError, header_row, iter_rows, rew
 from ..file.reader import RecordedCall
 from ..file.writer_lock import UpdateClaim, claim_for_update
 from ..replay.differences import ReplayMismatch
+from .process_end import UNSEEN_EXIT, ProcessEnd
 from .sessions import ChoosingReplayProvider
 
 __all__ = [
@@ -455,23 +457,26 @@ def _calls_of(path: Path, wanted: set[int] | None) -> tuple[dict[str, Any] | Non
 class _ProcessRun:
     """The update run of a whole process (``record_replay.mode=update``), settled at its end.
 
-    An ``atexit`` handler cannot see the exit status, so the run notes what it can: an
-    uncaught exception (``sys.last_type``, set before ``atexit`` runs; Ctrl-C included), the
-    status given to ``sys.exit`` in the main thread, or the status the ``openprogram`` command
-    returns (:func:`finish_process_update`). A process killed by a signal never runs ``atexit``
-    and leaves the file as it was."""
+    How the process ends comes from :class:`.process_end.ProcessEnd` (an ``atexit`` handler
+    cannot see the exit status): an uncaught exception (``sys.last_type``, set before
+    ``atexit`` runs; Ctrl-C included), the ``SystemExit`` that ended it, or a normal end; or
+    from the status the ``openprogram`` command returns (:func:`finish_process_update`). An
+    end that cannot be seen is not taken as normal. A process killed by a signal never runs
+    ``atexit`` and leaves the file as it was."""
 
-    def __init__(self, session: UpdateSession, say: Callable[[str], None]) -> None:
+    def __init__(self, session: UpdateSession, say: Callable[[str], None], end: ProcessEnd) -> None:
         self.session = session
         self.pid = os.getpid()
-        self.exit_status: int | None = None
         self._say = say
+        self._end = end
 
     def ended(self, exit_status: int | None) -> str | None:
         last = getattr(sys, "last_type", None)
         if isinstance(last, type) and issubclass(last, BaseException):
             return ended_by(last)
-        status = exit_status if exit_status is not None else self.exit_status
+        status = exit_status if exit_status is not None else self._end.exit_status()
+        if status is None:
+            return UNSEEN_EXIT
         if status:
             return f"exit status {status}" + (" (interrupted)" if status == 130 else "")
         return None
@@ -504,6 +509,7 @@ class _ProcessRun:
 
 
 _process_run: _ProcessRun | None = None
+_process_end: ProcessEnd | None = None
 
 
 def _stderr(message: str) -> None:
@@ -514,16 +520,11 @@ def _stderr(message: str) -> None:
 def watch_process(session: UpdateSession, say: Callable[[str], None] = _stderr) -> None:
     """Make the whole process one update run: settle ``session`` when the process ends, by how
     it ends (see :class:`_ProcessRun`), and say the outcome on stderr."""
-    global _process_run
-    run = _process_run = _ProcessRun(session, say)
-    original_exit = sys.exit
-
-    def exit_noting_status(status: str | int | None = None) -> NoReturn:
-        if threading.current_thread() is threading.main_thread():
-            run.exit_status = 0 if status is None else status if isinstance(status, int) else 1
-        original_exit(status)
-
-    sys.exit = exit_noting_status
+    global _process_run, _process_end
+    if _process_end is None:  # one watch of the process's end, whatever runs it settles
+        _process_end = ProcessEnd()
+        _process_end.watch()
+    run = _process_run = _ProcessRun(session, say, _process_end)
     atexit.register(run.at_exit)
 
 

@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from tests.conftest import PYTHON, cli_env
+from tests.conftest import CTRL_C_AS_IN_A_TERMINAL, PYTHON, cli_env
 
 APP = """
 import asyncio, sys
@@ -93,7 +93,7 @@ def cli(home, *args, prelude: str = ""):
 def app(home, tmp_path, prompts: str, *, prelude: str = "", **popen):
     """``python app.py PROMPTS``, as a user runs a program (``prelude`` first in the file)."""
     script = tmp_path / "app.py"
-    script.write_text(f"{prelude}\n{APP}")
+    script.write_text(f"{CTRL_C_AS_IN_A_TERMINAL}\n{prelude}\n{APP}")
     command = [PYTHON, str(script), prompts]
     if popen:
         return subprocess.Popen(command, env=cli_env(home), text=True, **popen)

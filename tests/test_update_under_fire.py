@@ -59,6 +59,9 @@ def forked(body) -> tuple[int, int]:
     if pid == 0:  # the child: never returns into pytest
         code = 0
         try:
+            # SIGINT raises KeyboardInterrupt, as in a terminal, even when the suite was
+            # started with SIGINT ignored (in the background, under nohup).
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             os.close(read_fd)
             body(write_fd)
         except BaseException:  # noqa: BLE001 - a signal's KeyboardInterrupt, or a failure

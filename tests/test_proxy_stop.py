@@ -164,3 +164,28 @@ def test_sigkill_leaves_the_file_intact_and_the_next_update_removes_what_it_left
     with use_recording(recorded, "update"):  # the next update of that recording starts
         assert not left.exists()
     assert recorded.read_bytes() == before
+
+
+def test_a_second_ctrl_c_cuts_the_calls_in_flight_quietly_and_leaves_the_file(recorded, isolated_home):
+    before = recorded.read_bytes()
+    with VendorServer() as server:
+        server.queue(ScriptedResponse(chunks=c.PLAIN_TEXT, hold_after=2))  # never released here
+        proxy = Proxy(isolated_home, recorded, server.url)
+        answered: list[object] = []
+        try:
+            client = threading.Thread(target=lambda: answered.append(_outcome(proxy.url, "changed")))
+            client.start()
+            assert server.holding.wait(60)
+            proxy.process.send_signal(signal.SIGINT)
+            assert proxy.next_error_line().startswith("openprogram proxy: stopping (Ctrl-C): waiting for the 1 call")
+            proxy.process.send_signal(signal.SIGINT)
+            assert proxy.wait() == 1
+            client.join(60)
+        finally:
+            proxy.kill()
+    assert answered and "Traceback" not in "\n".join(proxy.stderr)
+    assert proxy.stderr[-2] == (
+        f"openprogram proxy: stopped (Ctrl-C); recording {recorded}: left unchanged: the run ended with "
+        "1 call in flight when the proxy was stopped; its 1 new call was not kept"
+    )
+    assert recorded.read_bytes() == before

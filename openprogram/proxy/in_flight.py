@@ -1,7 +1,8 @@
 """The calls a running proxy is answering, for the two moments that must know them:
 
 - its stop (``openprogram proxy``, by Ctrl-C or SIGTERM): an ``update`` session stopped while
-  calls were in flight is not complete, so it is not kept (docs/proxy.md, "Stopping");
+  calls were in flight is not complete, so it is not kept, and a second Ctrl-C ends those calls
+  (docs/proxy.md, "Stopping");
 - the end of a test body (``llm_proxy``): a call still being answered then (a client that
   stopped reading a stream early) is ended there, so that its recording holds what the client
   was sent, with its ``call_end``, before the test's recording is closed (docs/proxy.md,
@@ -65,6 +66,10 @@ class InFlight:
             return future.result(timeout)
         except concurrent.futures.TimeoutError:
             raise TimeoutError(f"the calls the proxy was answering did not end within {timeout:g} s") from None
+
+    async def end_now(self) -> int:
+        """:meth:`end_all` from the server's own loop (a stop that cuts the calls in flight)."""
+        return await self._end_all()
 
     async def _end_all(self) -> int:
         ending = list(self._calls.items())

@@ -206,6 +206,9 @@ class _Stop:
                     f"answered ({self.how} again cuts them); an update session is not kept"
                 )
             await uvicorn_shutdown(sockets=sockets)
+            # A second signal stopped the wait: end what is left here, each call recorded as
+            # far as it got, rather than leave it to the event loop's closing (a traceback).
+            await in_flight.end_now()
 
         server.handle_exit, server.shutdown = handle_exit, shutdown
 

@@ -30,6 +30,10 @@ async def ask(prompt):
     return message.content[0].text
 
 
+async def exit_inside(status):
+    sys.exit(status)
+
+
 def main(prompts):
     for prompt in prompts:
         if prompt == "RAISE":
@@ -44,6 +48,11 @@ def main(prompts):
             leave(int(prompt[11:]))
         if prompt.startswith("RAISE_EXIT_"):
             raise SystemExit(int(prompt[11:]))
+        if prompt.startswith("WITH_EXIT_"):
+            with open(__file__):
+                sys.exit(int(prompt[10:]))
+        if prompt.startswith("ASYNC_EXIT_"):
+            asyncio.run(exit_inside(int(prompt[11:])))
         if prompt == "CTRL_C":
             raise KeyboardInterrupt  # as the user's Ctrl-C would
         if prompt == "WAIT":
@@ -191,6 +200,8 @@ def test_a_drifted_run_that_exits_non_zero_leaves_the_recording_however_it_exits
         ("one,CHANGED,BUILTIN_EXIT_0", True),
         ("IDIOM,one,CHANGED", SEES_EVERY_EXIT),  # raise SystemExit(main()) with 0
         ("one,CHANGED,BOUND_EXIT_0", SEES_EVERY_EXIT),
+        ("one,CHANGED,WITH_EXIT_0", SEES_EVERY_EXIT),  # sys.exit(0) inside a with block
+        ("one,CHANGED,ASYNC_EXIT_0", SEES_EVERY_EXIT),  # sys.exit(0) inside asyncio.run
     ],
 )
 def test_a_drifted_run_that_exits_0_keeps_the_update_where_the_exit_is_seen(recorded, isolated_home, tmp_path, prompts, seen):

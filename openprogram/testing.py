@@ -231,6 +231,9 @@ class LlmRecording:
         #: The context of the running test body (its recording scope, run values, declared
         #: secrets): the one ``llm_proxy``'s requests run in. None while no body runs.
         self.context: contextvars.Context | None = None
+        #: Run when the test body ends, before its recording is closed (``llm_proxy`` ends the
+        #: calls it is still answering there, so they are recorded whole).
+        self.at_body_end: list[Callable[[], object]] = []
 
     @property
     def call_count(self) -> int:
@@ -831,3 +834,5 @@ def _test_body(handle: LlmRecording, *, watched: bool) -> Iterator[None]:
             yield
         finally:
             handle.context = None
+            for end in handle.at_body_end:
+                end()

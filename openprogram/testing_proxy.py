@@ -116,6 +116,9 @@ def llm_proxy(
             proxy = start_proxy(settings)
     else:
         proxy = start_proxy(settings)
+    # A client that stopped reading a stream early leaves its call running after the test
+    # body: it is ended then, recorded as far as it got, before the recording is closed.
+    handle.at_body_end.append(proxy.end_calls)
     try:
         for name, value in proxy.environment().items():
             monkeypatch.setenv(name, value)

@@ -59,5 +59,11 @@ def cli_env(home: Path, **extra: str) -> dict[str, str]:
 
 PYTHON = sys.executable
 
+#: The first line of a Python child that a test stops with Ctrl-C (SIGINT). A suite run in the
+#: background (``pytest &``, ``nohup``, some CI runners) starts with SIGINT ignored; children
+#: inherit that, and Python then installs no KeyboardInterrupt handler, so the Ctrl-C would do
+#: nothing. This gives the child the handler of a program run in a terminal.
+CTRL_C_AS_IN_A_TERMINAL = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)"
+
 
 pytest_plugins = ["pytester"]

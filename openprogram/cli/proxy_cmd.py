@@ -82,12 +82,12 @@ def run(args: argparse.Namespace) -> int:
     from openprogram.proxy.server import serve
 
     try:
-        serve(settings, args.host, args.port, announce=lambda line: print(line, flush=True))
+        # Ctrl-C and SIGTERM are its normal end: serve says what the stop kept (docs/proxy.md).
+        return serve(settings, args.host, args.port, announce=lambda line: print(line, flush=True))
     except RecordingFileError as error:
         raise CliError(str(error)) from None
     except OSError as error:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {error.strerror or error}") from None
-    return 0
 
 
 def _check_installed() -> None:

@@ -345,10 +345,13 @@ class ReplayProvider:
         return call
 
     def _differs(self, call: RecordedCall, incoming: _Incoming) -> tuple[str, Any, Any] | None:
-        recorded = self._filtered.get(call.call_index) if self._filter else call.request
+        if not self._filter:
+            return incoming.difference(self._with_options(call.request))
+        recorded = self._filtered.get(call.call_index)
         if recorded is None:  # filtered once per recorded call, when first compared
+            # The default options stand in for none before the filter, as on the incoming
+            # side: after it, an ignored ``options`` is blank on both sides.
             recorded = self._filtered[call.call_index] = self._filter.apply(self._with_options(call.request))
-        recorded = self._with_options(recorded)
         return incoming.difference(recorded)
 
     @staticmethod

@@ -42,6 +42,7 @@ from .differences import ReplayMismatch, find_first_difference
 from .faulting import FaultBook, faulted_events
 from .lazy_redaction import settle
 from .options import ReplayOptions
+from .rechunk import rechunked
 from .volatile import RequestFilter
 
 __all__ = ["RecordedCallInterrupted", "ReplayProvider"]
@@ -502,6 +503,8 @@ class ReplayProvider:
         numbered: Iterator[tuple[int, AssistantMessageEvent]] = (
             enumerate(events) if fault is None else faulted_events(call, events, model, fault)
         )
+        if adjusted.options.rechunk is not None:
+            numbered = rechunked(numbered, adjusted.options.rechunk, call.call_index)
         for _, event in numbered:
             yield event
         if fault is None and call.outcome != "complete":

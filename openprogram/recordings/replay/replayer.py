@@ -7,6 +7,7 @@ credential. It compares each incoming request with the recorded one and raises
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import os
@@ -27,7 +28,7 @@ from ...providers.types import (
     StreamOptions,
 )
 from ..file.format import EVENT_CLASSES, raw_request_payloads, request_payloads
-from ..file.reader import RecordedCall, Recording, read_recording_file
+from ..file.reader import RecordedCall, Recording, read_event_times, read_recording_file
 from ..redaction import (
     PLACEHOLDER,
     Redactor,
@@ -234,14 +235,43 @@ def _sessions_of(recording: Recording) -> list[_Session]:
 
 @dataclass(frozen=True)
 class _Adjustments:
-    """The replay options, ready for the replayer: the faults' book."""
+    """The replay options, ready for the replayer: the faults' book, and each event's time
+    when it paces."""
 
     options: ReplayOptions
     faults: FaultBook | None
+    times: dict[int, list[int | None]] | None
 
     @classmethod
     def of(cls, options: ReplayOptions, recording: Recording) -> _Adjustments:
-        return cls(options, FaultBook(options.faults) if options.faults else None)
+        return cls(
+            options,
+            FaultBook(options.faults) if options.faults else None,
+            read_event_times(recording) if options.pace is not None else None,
+        )
+
+    async def paced(
+        self, call: RecordedCall, numbered: Iterator[tuple[int, AssistantMessageEvent]]
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        """The events, each one that a recorded event brings (by its index) held until the
+        recorded time since the call began, times the pace, has passed."""
+        pace, times = self.options.pace, (self.times or {}).get(call.call_index)
+        if pace is None or not times:
+            for _, event in numbered:
+                yield event
+            return
+        loop = asyncio.get_running_loop()
+        began = loop.time()
+        waited = -1
+        for source, event in numbered:
+            if source > waited and source < len(times):
+                waited = source
+                recorded = times[source]
+                if recorded is not None:
+                    delay = began + recorded * pace / 1000 - loop.time()
+                    if delay > 0:
+                        await asyncio.sleep(delay)
+            yield event
 
 
 def _lane_name(lane: str) -> str:
@@ -505,7 +535,7 @@ class ReplayProvider:
         )
         if adjusted.options.rechunk is not None:
             numbered = rechunked(numbered, adjusted.options.rechunk, call.call_index)
-        for _, event in numbered:
+        async for event in adjusted.paced(call, numbered):
             yield event
         if fault is None and call.outcome != "complete":
             raise RecordedCallInterrupted(call.call_index, call.outcome)

@@ -521,7 +521,8 @@ def pytest_runtest_makereport(
         return
     options = handle.scope.replay_provider.replay_options if handle.scope and handle.scope.replay_provider else None
     if options:
-        report.sections.append((REPLAY_OPTIONS_SECTION, replay_options_note(handle.nodeid, options)))
+        run = item.config.stash.get(_RUN_OPTIONS, None)
+        report.sections.append((REPLAY_OPTIONS_SECTION, replay_options_note(handle.nodeid, options, run)))
     from openprogram.recordings.file.format import RecordingFileError
     from openprogram.recordings.replay.differences import ReplayMismatch
 
@@ -588,15 +589,17 @@ def pytest_terminal_summary_closing_lines(terminalreporter: Any) -> Generator[No
         terminalreporter.write_line(missing_recordings_command(missing))
 
 
-def replay_options_note(nodeid: str, options: ReplayOptions) -> str:
-    """What a failed test ran under, and the command that runs it so again (a re-chunking
-    seed, above all: without it the failure may not come back)."""
+def replay_options_note(nodeid: str, options: ReplayOptions, run: ReplayOptions | None) -> str:
+    """What a failed test ran under (``options``: the run's and its marker's), and the command
+    that runs it so again: the run's options (``run``) as flags, the seed a ``random`` picked
+    above all (without it the failure may not come back); the marker's apply by themselves."""
     command = [f"pytest {shlex.quote(nodeid)}"]
-    command += [f"--llm-fault={shlex.quote(fault.spec)}" for fault in options.faults if fault.lane is None]
-    if options.rechunk is not None:
-        command.append(f"--llm-rechunk={options.rechunk}")
-    if options.pace is not None:
-        command.append(f"--llm-pace={'recorded' if options.pace == 1 else options.pace}")
+    if run is not None:
+        command += [f"--llm-fault={shlex.quote(fault.spec)}" for fault in run.faults]
+        if run.rechunk is not None:
+            command.append(f"--llm-rechunk={run.rechunk}")
+        if run.pace is not None:
+            command.append(f"--llm-pace={'recorded' if run.pace == 1 else run.pace}")
     return f"The test failed under replay with {options.describe()}; run it so again with:\n  {' '.join(command)}"
 
 

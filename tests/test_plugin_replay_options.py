@@ -84,3 +84,41 @@ def test_agent():
     result = run_inner(pytester)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*@pytest.mark.llm_recording: fault 'soon'*"])
+
+
+PROXIED = '''
+import os
+
+import openai
+import pytest
+
+RETRIES = int(os.environ.get("RETRIES", "2"))
+
+
+def ask(question):
+    """Application code: its own client, from the environment, with the SDK's retries."""
+    client = openai.OpenAI(max_retries=RETRIES)
+    reply = client.chat.completions.create(model="echo", messages=[{"role": "user", "content": question}])
+    return reply.choices[0].message.content
+
+
+@pytest.mark.llm_recording(upstream={"openai-completions": os.environ["UPSTREAM_URL"]}, faults=["rate_limit@0"])
+def test_through_the_proxy(llm_proxy):
+    assert ask("hello") == "echo: hello"
+'''
+
+
+def test_llm_proxy_serves_the_markers_faults_and_the_sdk_retries(pytester):
+    from tests.test_plugin_live_guard import CountingEchoServer
+
+    pytester.makepyfile(test_app=PROXIED)
+    pytester._monkeypatch.setenv("OPENAI_API_KEY", "sk-local-test")
+    with CountingEchoServer() as server:
+        pytester._monkeypatch.setenv("UPSTREAM_URL", server.base_url)
+        run_inner(pytester, "--llm-record-mode=record").assert_outcomes(passed=1)  # no fault recording
+        assert server.requests == 1
+    pytester._monkeypatch.setenv("UPSTREAM_URL", "http://127.0.0.1:9/v1")
+    run_inner(pytester).assert_outcomes(passed=1)  # the SDK retried the 429 itself
+    failed = run_inner(pytester, RETRIES="0")
+    failed.assert_outcomes(failed=1)
+    failed.stdout.fnmatch_lines(["*RateLimitError*Rate limit reached for requests per min*"])

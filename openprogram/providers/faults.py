@@ -12,11 +12,12 @@ built by ``vendors/failures.py`` from the exception the vendor's SDK raises for 
 from __future__ import annotations
 
 import re
+import weakref
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal, cast, get_args
 
-from .types import Model
+from .types import EventError, Model
 
 FaultKind = Literal["rate_limit", "overloaded", "server_error", "timeout", "cut", "network"]
 #: Every kind, in the order the docs list them.
@@ -123,6 +124,26 @@ def faults_of(items: Fault | str | Iterable[Fault | str] | None) -> tuple[Fault,
     return tuple(faults)
 
 
+#: ``id()`` of the ``error`` events a replay served for a fault, while those events live, with
+#: their fault: ``openprogram proxy`` answers such an event as the vendor's server fails (a
+#: status, a stall, a dropped connection) rather than as an error the vendor sent. A side
+#: table, not a field: the event must stay equal to the one a live provider gives.
+_faulted_events: dict[int, Fault] = {}
+
+
+def mark_faulted(event: EventError, fault: Fault) -> EventError:
+    """Remember that ``event`` was served for ``fault`` (see :func:`fault_of`)."""
+    key = id(event)
+    _faulted_events[key] = fault
+    weakref.finalize(event, _faulted_events.pop, key, None)
+    return event
+
+
+def fault_of(event: object) -> Fault | None:
+    """The fault ``event`` was served for, if a replay served it for one."""
+    return _faulted_events.get(id(event))
+
+
 def fault_error_message(model: Model, kind: FaultKind, *, mid_stream: bool) -> str:
     """The ``error_message`` the built-in provider of ``model.api`` gives when its vendor fails
     this way live (its SDK's exception through the provider's own describer): ``mid_stream``
@@ -140,6 +161,8 @@ __all__ = [
     "FaultKind",
     "MID_STREAM_KINDS",
     "fault_error_message",
+    "fault_of",
     "faults_of",
+    "mark_faulted",
     "parse_fault",
 ]

@@ -4,6 +4,7 @@ Built on Starlette (the ``openprogram[proxy]`` extra), imported only when a prox
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -13,6 +14,7 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from .exchange import PREFIX, IncomingRequest, answer, send_json
+from .faults import until_disconnected
 from .formats import FORMATS, WireFormat
 from .lanes import LaneBook
 from .settings import ProxySettings
@@ -49,6 +51,7 @@ class _Endpoint:
             body=await request.body(),
             model_id=model_id,
             action=action,
+            disconnected=functools.partial(until_disconnected, receive),
         )
         started = False
 

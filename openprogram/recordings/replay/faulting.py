@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 
-from ...providers.faults import MID_STREAM_KINDS, Fault, fault_error_message
+from ...providers.faults import MID_STREAM_KINDS, Fault, fault_error_message, mark_faulted
 from ...providers.types import AssistantMessage, AssistantMessageEvent, EventError, Model
 from ..file.reader import RecordedCall
 
@@ -58,7 +58,7 @@ def faulted_events(
         served = event
         yield index, event
     if served is None:
-        yield -1, EventError(reason="error", error=_before_answer(call, model, fault))
+        yield -1, mark_faulted(EventError(reason="error", error=_before_answer(call, model, fault)), fault)
         return
     if served.type == "done" or served.type == "error":  # pragma: no cover - see _last_served
         raise AssertionError("a fault must break the stream before its terminal event")
@@ -68,7 +68,7 @@ def faulted_events(
             "error_message": fault_error_message(model, fault.kind, mid_stream=True),
         }
     )
-    yield min(index, last), EventError(reason="error", error=failed)
+    yield min(index, last), mark_faulted(EventError(reason="error", error=failed), fault)
 
 
 def _last_served(call: RecordedCall, fault: Fault) -> int:

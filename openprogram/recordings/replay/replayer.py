@@ -7,7 +7,6 @@ credential. It compares each incoming request with the recorded one and raises
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import json
 import os
@@ -43,6 +42,7 @@ from .differences import ReplayMismatch, find_first_difference
 from .faulting import FaultBook, faulted_events
 from .lazy_redaction import settle
 from .options import ReplayOptions
+from .pacing import paced
 from .rechunk import rechunked
 from .volatile import RequestFilter
 
@@ -236,7 +236,7 @@ def _sessions_of(recording: Recording) -> list[_Session]:
 @dataclass(frozen=True)
 class _Adjustments:
     """The replay options, ready for the replayer: the faults' book, and each event's time
-    when it paces."""
+    when it paces (read once, when the replay starts)."""
 
     options: ReplayOptions
     faults: FaultBook | None
@@ -250,28 +250,9 @@ class _Adjustments:
             read_event_times(recording) if options.pace is not None else None,
         )
 
-    async def paced(
-        self, call: RecordedCall, numbered: Iterator[tuple[int, AssistantMessageEvent]]
-    ) -> AsyncIterator[AssistantMessageEvent]:
-        """The events, each one that a recorded event brings (by its index) held until the
-        recorded time since the call began, times the pace, has passed."""
-        pace, times = self.options.pace, (self.times or {}).get(call.call_index)
-        if pace is None or not times:
-            for _, event in numbered:
-                yield event
-            return
-        loop = asyncio.get_running_loop()
-        began = loop.time()
-        waited = -1
-        for source, event in numbered:
-            if source > waited and source < len(times):
-                waited = source
-                recorded = times[source]
-                if recorded is not None:
-                    delay = began + recorded * pace / 1000 - loop.time()
-                    if delay > 0:
-                        await asyncio.sleep(delay)
-            yield event
+    def times_of(self, call: RecordedCall) -> list[int | None] | None:
+        """The recorded times of ``call``'s events when this replay paces, else None."""
+        return None if self.times is None else self.times.get(call.call_index)
 
 
 def _lane_name(lane: str) -> str:
@@ -535,8 +516,13 @@ class ReplayProvider:
         )
         if adjusted.options.rechunk is not None:
             numbered = rechunked(numbered, adjusted.options.rechunk, call.call_index)
-        async for event in adjusted.paced(call, numbered):
-            yield event
+        times, factor = adjusted.times_of(call), adjusted.options.pace
+        if times and factor is not None:
+            async for event in paced(numbered, times, factor):
+                yield event
+        else:
+            for _, event in numbered:
+                yield event
         if fault is None and call.outcome != "complete":
             raise RecordedCallInterrupted(call.call_index, call.outcome)
 

@@ -36,6 +36,8 @@ DROP_CONNECTION: contextvars.ContextVar[Callable[[], None] | None] = contextvars
 )
 #: The longest a ``timeout`` fault holds a request whose client never gives up.
 STALL_LIMIT_SECONDS = 900.0
+#: How long a dropped connection may take to close (what was written before goes out first).
+DROP_WAIT_SECONDS = 10.0
 
 
 def fault_response(api: str, fault: Fault) -> tuple[int, list[tuple[bytes, bytes]], bytes] | None:
@@ -76,6 +78,11 @@ async def answer_fault(
         return
     if drop is not None:
         drop()
+        if disconnected is not None:  # returned before the server saw it closed, it would log an error
+            try:
+                await asyncio.wait_for(disconnected(), DROP_WAIT_SECONDS)
+            except TimeoutError:
+                pass
         return
     if not started:  # no way to close it unanswered: the head, then no body
         kind = b"text/event-stream" if streaming else b"application/json"

@@ -105,6 +105,8 @@ def llm_proxy(
             project_upstreams=chosen_by_project,
             call_context=functools.partial(_test_context, handle),
             client_token=token,
+            # The test's replay options apply in its own scope; the proxy splits the bytes too.
+            replay=handle.replay_options if replaying else None,
         )
     except ValueError as error:  # an upstream that is no http(s) URL, or an unknown api
         pytest.fail(f"llm_proxy: {error}", pytrace=False)

@@ -58,6 +58,9 @@ def recording_session(settings: ProxySettings) -> Iterator[RecordingScope | None
         normalize=settings.normalize,
         values=settings.values,
         secrets=settings.secrets,
+        faults=settings.replay.faults if settings.replay else None,
+        rechunk=settings.replay.rechunk if settings.replay else None,
+        pace=settings.replay.pace if settings.replay else None,
     ) as scope:
         yield scope
 
@@ -108,6 +111,7 @@ def _uvicorn_server(settings: ProxySettings) -> tuple[Any, InFlight]:
     in_flight = InFlight(build_app(settings, lanes))
     config = uvicorn.Config(
         in_flight,
+        http=_protocol_that_can_drop(),
         log_level="warning",
         access_log=False,
         lifespan="off",
@@ -116,6 +120,32 @@ def _uvicorn_server(settings: ProxySettings) -> tuple[Any, InFlight]:
         server_header=False,
     )
     return uvicorn.Server(config), in_flight
+
+
+def _protocol_that_can_drop() -> Any:
+    """uvicorn's HTTP protocol, with :data:`.faults.DROP_CONNECTION` set for the requests of
+    each connection (a fault closes a connection unanswered, as a vendor's refused or dropped
+    one); uvicorn's own (``"auto"``) when its protocol does not look as expected."""
+    from uvicorn.config import HTTP_PROTOCOLS
+    from uvicorn.importer import import_from_string
+
+    from .faults import DROP_CONNECTION
+
+    base = import_from_string(HTTP_PROTOCOLS["auto"])
+    if not isinstance(base, type) or not callable(getattr(base, "data_received", None)):
+        return "auto"
+
+    class Protocol(base):  # type: ignore[misc, valid-type]
+        def data_received(self, data: bytes) -> None:
+            # A request's task starts here and copies this context (uvicorn's own design).
+            transport = getattr(self, "transport", None)
+            token = DROP_CONNECTION.set(None if transport is None else transport.close)
+            try:
+                super().data_received(data)
+            finally:
+                DROP_CONNECTION.reset(token)
+
+    return Protocol
 
 
 def describe_mode(settings: ProxySettings) -> tuple[str, str | None]:
@@ -140,7 +170,10 @@ def startup_lines(url: str, settings: ProxySettings) -> list[str]:
     :func:`.settings.shown_url` shows it: no credential of its URL), and whose keys they use."""
     mode, path = describe_mode(settings)
     where = f"mode {mode}" + (f", recording {path}" if path else "")
-    lines = [f"openprogram proxy: listening on {url} ({where})", "  point the SDKs at it:"]
+    lines = [f"openprogram proxy: listening on {url} ({where})"]
+    if settings.replay:
+        lines.append(f"  replaying with {settings.replay.describe()}")
+    lines.append("  point the SDKs at it:")
     lines += [f"    export {name}={value}" for name, value in base_url_environment(url).items()]
     if mode != "replay":
         upstreams = ", ".join(f"{api} {shown_url(settings.upstream(api))}" for api in DEFAULT_UPSTREAMS)

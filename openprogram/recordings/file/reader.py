@@ -50,7 +50,7 @@ from .reader_fast import (
     kept_for_later,
 )
 
-__all__ = ["RecordedCall", "Recording", "read_recording_file"]
+__all__ = ["RecordedCall", "Recording", "read_event_times", "read_recording_file"]
 
 #: The largest recording the reader opens (bytes): it reads a whole file at once, so a
 #: bigger one is refused with a message instead of exhausting memory (docs/recordings-cli.md).
@@ -228,6 +228,40 @@ def _served(entries: list[Any]) -> Iterator[AssistantMessageEvent]:
 
 
 # ============================================================================ the strict reader
+
+
+#: The head of this writer's event lines, up to the event's ``t`` (see :func:`read_event_times`).
+_EVENT_TIME = re.compile(rb'\{"type":"event","call_index":(\d+),"event_index":(\d+),"t":(\d+),')
+
+
+def read_event_times(recording: Recording) -> dict[int, list[int | None]]:
+    """The ``t`` of every event (milliseconds from the call's request, docs/file-format.md), by
+    ``call_index``, None for a line without one. Read from the file again, for a replay that
+    paces: the reader keeps only each call's first and last, so a replay that does not pace
+    pays nothing for them. A line that no longer holds its event (the file changed since it
+    was read) has None."""
+    reader = _Reader(recording.path)
+    with os.fdopen(reader.open_descriptor(), "rb") as handle:
+        lines = handle.read().split(b"\n")
+    times: dict[int, list[int | None]] = {}
+    for call in recording.calls:
+        row: list[int | None] = []
+        for event_index, number in enumerate(call.event_lines):
+            line = lines[number - 1] if number <= len(lines) else b""
+            found = _EVENT_TIME.match(line)
+            if found is not None:
+                same = (int(found.group(1)), int(found.group(2))) == (call.call_index, event_index)
+                row.append(int(found.group(3)) if same else None)
+                continue
+            try:
+                parsed = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                parsed = None
+            same = type(parsed) is dict and (parsed.get("call_index"), parsed.get("event_index")) == (call.call_index, event_index)
+            t = parsed.get("t") if same else None
+            row.append(t if type(t) is int and t >= 0 else None)
+        times[call.call_index] = row
+    return times
 
 
 def read_recording_file(path: str | os.PathLike[str], *, summary_only: bool = False) -> Recording:

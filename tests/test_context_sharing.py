@@ -236,3 +236,38 @@ def test_nesting_counts_levels_and_stops_past_the_limit():
     for _ in range(10_000):
         deep = [deep]
     assert nesting(deep, 100) == 101  # stops at the first level past the limit
+
+
+def test_a_filtered_replay_keeps_only_the_recent_filtered_requests_and_still_matches(tmp_path, monkeypatch):
+    """With ``ignore`` or ``normalize`` each recorded request is compared filtered; the
+    filtered copies (each a whole conversation) are not all kept, and a call filtered again
+    after it was dropped matches as before."""
+    from openprogram.providers.models import get_model
+    from openprogram.providers.scoped import use_recording
+    from openprogram.providers.stream import complete_simple
+    from openprogram.recordings.replay import replayer
+
+    monkeypatch.setattr(replayer._RecentRequests, "KEPT", 3)
+    path = tmp_path / "dated.jsonl"
+    model = get_model("faux/echo")
+
+    async def conversation(stamp: str) -> list:
+        messages: list = []
+        answers = []
+        for turn in range(8):
+            messages.append(types.UserMessage(content=f"turn {turn} at {stamp}", timestamp=0))
+            answer = await complete_simple(model, types.Context(system_prompt=f"Now: {stamp}", messages=list(messages)))
+            messages.append(answer)
+            answers.append(answer.content)
+        return answers
+
+    with use_recording(path, "record"):
+        recorded = asyncio.run(conversation("2026-12-01"))
+    rule = [(r"\d{4}-\d\d-\d\d", "<day>")]
+    with use_recording(path, "replay", normalize=rule) as scope:
+        assert asyncio.run(conversation("2026-12-02")) == recorded
+        scope.assert_consumed()
+    kept = replayer._RecentRequests()
+    for index in range(5):
+        kept[index] = {"call": index}
+    assert list(kept) == [2, 3, 4]

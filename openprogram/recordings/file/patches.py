@@ -19,6 +19,7 @@ key disappears or a list shrinks, which the three operations cannot express.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import orjson
@@ -150,7 +151,7 @@ def _diff_dict(previous: dict[str, Any], current: dict[str, Any], path: list[Any
 def _diff_list(previous: list[Any], current: list[Any], path: list[Any], ops: Patch, grown: bool) -> bool:
     if len(current) < len(previous):
         return False  # a shrunk list: no operation removes
-    for index in range(len(previous)):
+    for index in range(_identical_prefix(previous, current), len(previous)):
         path.append(index)
         expressible = _diff(previous[index], current[index], path, ops, grown)
         path.pop()
@@ -159,6 +160,17 @@ def _diff_list(previous: list[Any], current: list[Any], path: list[Any], ops: Pa
     for value in current[len(previous):]:
         ops.append(["push", list(path), value])
     return True
+
+
+def _identical_prefix(previous: list[Any], current: list[Any]) -> int:
+    """How many leading elements of the two lists are the very same objects, found at C speed:
+    an agent's next context shares every message but the new ones with the last, and walking
+    them in Python at every turn would cost time quadratic in the turns."""
+    same = list(map(operator.is_, previous, current))
+    try:
+        return same.index(False)
+    except ValueError:
+        return len(same)
 
 
 # ------------------------------------------------------------------------------ reading

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -255,6 +256,20 @@ class _Adjustments:
         return None if self.times is None else self.times.get(call.call_index)
 
 
+class _RecentRequests(OrderedDict[int, dict[str, Any]]):
+    """The filtered recorded requests (``ignore``, ``normalize``) of the calls compared last,
+    by call index: each holds a whole conversation, so only the most recent are kept (a call
+    is compared when it is next, and again only while a replay looks for another session)."""
+
+    KEPT = 64
+
+    def __setitem__(self, index: int, request: dict[str, Any]) -> None:
+        super().__setitem__(index, request)
+        self.move_to_end(index)
+        if len(self) > self.KEPT:
+            self.popitem(last=False)
+
+
 def _lane_name(lane: str) -> str:
     return "the root lane" if lane == ROOT_LANE else f"lane {lane!r}"
 
@@ -288,7 +303,7 @@ class ReplayProvider:
         self._replay_note = replay_note
         self._filter = RequestFilter(ignore, normalize)  # first: a bad pattern reads no file
         self._values = check_run_values(values)
-        self._filtered: dict[int, dict[str, Any]] = {}  # call_index -> filtered recorded request
+        self._filtered = _RecentRequests()  # call_index -> filtered recorded request
         self._recording = read_recording_file(recording_path)
         self._lock = threading.Lock()
         self._call_count = 0

@@ -21,7 +21,11 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory, monkeypatch) -> Path:
-    """Every test gets its own OPENPROGRAM_HOME and no credentials from the developer's shell."""
+    """Every test gets its own OPENPROGRAM_HOME and no credentials from the developer's shell,
+    nor the keys earlier tests of this process used (redaction knows every key a call used)."""
+    from openprogram.providers import credentials
+
+    monkeypatch.setattr(credentials, "_seen_keys", set())
     home = tmp_path_factory.mktemp("openprogram-home")
     monkeypatch.setenv("OPENPROGRAM_HOME", str(home))
     monkeypatch.delenv("OPENPROGRAM_PROFILE", raising=False)

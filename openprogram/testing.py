@@ -53,6 +53,7 @@ if TYPE_CHECKING:  # the recordings modules are imported when a test first needs
     from pluggy import Result
 
     from openprogram.project import ProjectConfig
+    from openprogram.providers.replay import ReplayOptions
     from openprogram.recordings.file.format import RecordingFileError
     from openprogram.recordings.replay.differences import ReplayMismatch
     from openprogram.recordings.store.scoped import RecordingScope
@@ -79,6 +80,12 @@ LIVE_MARKER = "llm_live"
 #: must not call them (scripted and user-registered providers are not blocked).
 NETWORK_APIS = frozenset({"openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai"})
 NORMALIZE_SEPARATOR = " => "
+#: The title of the report section that names the replay options a failed test ran under.
+REPLAY_OPTIONS_SECTION = "openprogram replay options"
+#: The run's replay options (``--llm-fault``, ``--llm-rechunk``, ``--llm-pace``).
+_RUN_OPTIONS = pytest.StashKey["ReplayOptions | None"]()
+#: The pytest-xdist worker input that carries the run's re-chunking seed.
+_SEED_INPUT = "openprogram_rechunk_seed"
 _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
@@ -104,6 +111,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="DIR",
         help=f"where drift pages go (default: {DEFAULT_REPORT_DIR}/ in the rootdir; never beside the recordings)",
     )
+    group.addoption(
+        "--llm-fault",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="serve this fault instead of a recorded answer in every replayed test, written "
+        "kind[@call][:event][xtimes] (rate_limit@1, cut@0:15, server_error@1x3); repeatable",
+    )
+    group.addoption(
+        "--llm-rechunk",
+        default=None,
+        metavar="SEED|random",
+        help="re-split every replayed text, thinking and tool-argument stream at pseudo-random "
+        "boundaries from SEED (random: a seed picked and printed); a failing test names its seed",
+    )
+    group.addoption(
+        "--llm-pace",
+        default=None,
+        metavar="recorded|FACTOR",
+        help="wait the recorded time before and between replayed events (recorded), or that time "
+        "scaled by FACTOR (0.5: twice as fast)",
+    )
     parser.addini("llm_record_mode", "default for --llm-record-mode", default="replay")
     parser.addini("llm_report_dir", "default for --llm-report-dir", default=DEFAULT_REPORT_DIR)
     parser.addini(
@@ -125,10 +154,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(name=None, ignore=(), normalize=(), secrets=()): route this test's provider calls "
-        "to a recording (<test folder>/recordings/<module>/<name or test name>.jsonl); ignore and "
-        "normalize make replay overlook volatile values in requests; secrets are values never "
-        "written to the recording",
+        f"{MARKER}(name=None, ignore=(), normalize=(), secrets=(), faults=(), rechunk=None, pace=None): "
+        "route this test's provider calls to a recording (<test folder>/recordings/<module>/<name or "
+        "test name>.jsonl); ignore and normalize make replay overlook volatile values in requests; "
+        "secrets are values never written to the recording; faults, rechunk and pace replay what "
+        "goes wrong (failures, re-split streams, the recorded timing)",
     )
     config.addinivalue_line(
         "markers",
@@ -136,13 +166,52 @@ def pytest_configure(config: pytest.Config) -> None:
         "block its calls",
     )
     _project_of(config)  # an invalid project table: said once, as a usage error, before any test
+    config.stash[_RUN_OPTIONS] = _run_replay_options(config)
+
+
+def _run_replay_options(config: pytest.Config) -> ReplayOptions | None:
+    """The run's ``--llm-fault``, ``--llm-rechunk`` and ``--llm-pace``, checked once (None
+    when none is given: nothing is imported for them). A seed picked at random is picked by
+    the main process and handed to pytest-xdist's workers, so every test of the run uses the
+    one the header names."""
+    handed = getattr(config, "workerinput", {}).get(_SEED_INPUT)
+    given = {
+        "faults": ("--llm-fault", config.getoption("--llm-fault", None) or ()),
+        "rechunk": ("--llm-rechunk", handed if handed is not None else config.getoption("--llm-rechunk", None)),
+        "pace": ("--llm-pace", config.getoption("--llm-pace", None)),
+    }
+    if not any(value for _, value in given.values()):
+        return None
+    from openprogram.providers.replay import ReplayOptions
+
+    options = ReplayOptions()
+    for name, (option, value) in given.items():
+        try:  # one option at a time, so the message names the one at fault
+            options = options.merged(ReplayOptions.of(**{name: value}, announce=lambda line: None))
+        except ValueError as error:
+            raise pytest.UsageError(f"{option}: {error}") from None
+    return options
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist: hand the run's seed to each worker (see :func:`_run_replay_options`)."""
+    options = node.config.stash.get(_RUN_OPTIONS, None)
+    seed = options.rechunk if options is not None else None
+    if seed is not None:
+        node.workerinput[_SEED_INPUT] = str(seed)
 
 
 def pytest_report_header(config: pytest.Config) -> list[str]:
-    """Which project file applies (docs/project.md), and the files passed by unread."""
+    """Which project file applies (docs/project.md), and the files passed by unread; the
+    replay options of the run (with the seed a ``random`` picked)."""
     project = _project_of(config)
     lines = [f"openprogram: project file {project.path}"] if project.path is not None else []
-    return lines + [f"openprogram: project file {line}" for line in project.passed_by]
+    lines += [f"openprogram: project file {line}" for line in project.passed_by]
+    options = config.stash.get(_RUN_OPTIONS, None)
+    if options:
+        lines.append(f"openprogram: replay with {options.describe()}")
+    return lines
 
 
 def _project_of(config: pytest.Config) -> ProjectConfig:
@@ -216,6 +285,8 @@ class LlmRecording:
         self.values: dict[str, str] = {}
         #: Values to remove wherever they occur (the marker's ``secrets=``).
         self.secrets: tuple[str, ...] = ()
+        #: Faults, re-chunking and pacing of this test's replay: the run's, then the marker's.
+        self.replay_options: ReplayOptions | None = None
         self.legacy_path = legacy_path
         self.mode = mode
         self.nodeid = nodeid
@@ -232,6 +303,9 @@ class LlmRecording:
         #: The context of the running test body (its recording scope, run values, declared
         #: secrets): the one ``llm_proxy``'s requests run in. None while no body runs.
         self.context: contextvars.Context | None = None
+        #: Run when the test body ends, before its recording is closed (``llm_proxy`` ends the
+        #: calls it is still answering there, so they are recorded whole).
+        self.at_body_end: list[Callable[[], object]] = []
 
     @property
     def call_count(self) -> int:
@@ -240,14 +314,16 @@ class LlmRecording:
 
 def recording_path(item: pytest.Item) -> Path:
     test_file = Path(str(item.path))
-    return test_file.parent / "recordings" / test_file.stem / f"{file_stem(_original_name(item))}.jsonl"
+    stem = file_stem(_original_name(item), _marker_secrets(item))
+    return test_file.parent / "recordings" / test_file.stem / f"{stem}.jsonl"
 
 
 def legacy_recording_path(item: pytest.Item) -> Path | None:
     """Where openprogram 0.1 stored this test's recording, when that name differs (it was not
-    unique for ids with punctuation); used only to point a user at an old file."""
+    unique for ids with punctuation); used only to point a user at an old file, and never for
+    a name that holds a secret (it would be shown)."""
     name = _original_name(item)
-    if file_stem(name) == _legacy_stem(name):
+    if file_stem(name) == _legacy_stem(name) or _redacted_name(name, _marker_secrets(item)) != name:
         return None
     return recording_path(item).with_name(f"{_legacy_stem(name)}.jsonl")
 
@@ -261,7 +337,7 @@ def _original_name(item: pytest.Item) -> str:
     return item.name
 
 
-def file_stem(name: str) -> str:
+def file_stem(name: str, secrets: tuple[str, ...] = ()) -> str:
     """A readable file name for a test (or marker) name, unique per exact name.
 
     ``test_x`` and a parametrised ``test_x[3-abc]`` keep the names openprogram always gave them
@@ -269,16 +345,42 @@ def file_stem(name: str) -> str:
     hash of the exact name is appended, so parametrised ids that differ only in such characters
     (``[a/b]``, ``[a_b]``, ``[a b]``; ``6*7`` and ``6+7``) get files of their own instead of
     sharing one.
+
+    A recording's name is committed with it, so the name is redacted first by the rules of
+    the file (``docs/file-format.md``, "Redaction"; ``secrets``: the marker's declared values):
+    a parametrised id that holds a key becomes ``test_x_secret_removed_-1a2b3c4d``, the hash
+    of the exact id keeping two such ids apart (a hash does not give back the key).
     """
-    readable = _legacy_stem(name)
+    shown = _redacted_name(name, secrets)
+    readable = _legacy_stem(shown)
     base, bracket, rest = name.partition("[")
-    lossless = name == readable or (
-        bracket and rest.endswith("]") and f"{base}_{rest[:-1]}" == readable
+    lossless = shown == name and (
+        name == readable or (bracket and rest.endswith("]") and f"{base}_{rest[:-1]}" == readable)
     )
     if lossless:
         return readable
     digest = hashlib.sha256(name.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{readable}-{digest}"
+
+
+def _redacted_name(name: str, secrets: tuple[str, ...]) -> str:
+    """``name`` redacted as a recording would store it, the marker's secrets included."""
+    from openprogram.recordings.redaction import redact_text, use_declared_secrets
+
+    with use_declared_secrets(secrets):
+        return redact_text(name)
+
+
+def _marker_secrets(item: pytest.Item) -> tuple[str, ...]:
+    """The values the test's marker declares secret (``secrets=``), as far as they are valid
+    (an invalid one fails the test when its recording is opened, not here)."""
+    from openprogram.recordings.redaction import check_declared_secrets
+
+    marker = item.get_closest_marker(MARKER)
+    try:
+        return tuple(sorted(check_declared_secrets(marker.kwargs.get("secrets") if marker is not None else None)))
+    except (ValueError, TypeError):
+        return ()
 
 
 def _legacy_stem(name: str) -> str:
@@ -338,12 +440,33 @@ def llm_recording(request: pytest.FixtureRequest) -> LlmRecording:
     marker = node.get_closest_marker(MARKER)
     if marker is not None:
         handle.secrets = tuple(marker.kwargs.get("secrets", ()))
+    handle.replay_options = replay_options(node)
     # The project's secret_env: the values of those variables, wherever they are set.
     project_secrets = [os.environ[name] for name in _project_rules(node).get("secret_env", ()) if os.environ.get(name)]
     handle.secrets = (*handle.secrets, *project_secrets)
     handle.drift_page = drift_page_path(request.config, handle.path)
     request.node._openprogram_recording = handle
     return handle
+
+
+def replay_options(item: pytest.Item) -> ReplayOptions | None:
+    """The test's replay options: the run's (``--llm-fault`` ...), then its marker's
+    ``faults=``, ``rechunk=`` and ``pace=`` on top; a bad one fails the test, named."""
+    run = item.config.stash.get(_RUN_OPTIONS, None)
+    marker = item.get_closest_marker(MARKER)
+    keywords = {} if marker is None else {
+        name: marker.kwargs[name] for name in ("faults", "rechunk", "pace") if name in marker.kwargs
+    }
+    if not keywords:
+        return run
+    from openprogram.providers.replay import ReplayOptions
+
+    run = run or ReplayOptions()
+    try:
+        own = ReplayOptions.of(**keywords, announce=lambda line: None)  # the report names a seed
+    except ValueError as error:
+        pytest.fail(f"@pytest.mark.{MARKER}: {error}", pytrace=False)
+    return run.merged(own)
 
 
 def report_dir(config: pytest.Config) -> Path:
@@ -428,6 +551,10 @@ def pytest_runtest_makereport(
         if report.passed:
             _remove_drift_pages(handle)
         return
+    options = handle.scope.replay_provider.replay_options if handle.scope and handle.scope.replay_provider else None
+    if options:
+        run = item.config.stash.get(_RUN_OPTIONS, None)
+        report.sections.append((REPLAY_OPTIONS_SECTION, replay_options_note(handle.nodeid, options, run)))
     from openprogram.recordings.file.format import RecordingFileError
     from openprogram.recordings.replay.differences import ReplayMismatch
 
@@ -510,6 +637,20 @@ def pytest_terminal_summary_closing_lines(terminalreporter: Any) -> Generator[No
     if missing:
         terminalreporter.write_sep("-", "openprogram: missing recordings")
         terminalreporter.write_line(missing_recordings_command(missing))
+
+
+def replay_options_note(nodeid: str, options: ReplayOptions, run: ReplayOptions | None) -> str:
+    """What a failed test ran under (``options``: the run's and its marker's), and the command
+    that runs it so again: the run's options (``run``) as flags, the seed a ``random`` picked
+    above all (without it the failure may not come back); the marker's apply by themselves."""
+    command = [f"pytest {shlex.quote(nodeid)}"]
+    if run is not None:
+        command += [f"--llm-fault={shlex.quote(fault.spec)}" for fault in run.faults]
+        if run.rechunk is not None:
+            command.append(f"--llm-rechunk={run.rechunk}")
+        if run.pace is not None:
+            command.append(f"--llm-pace={'recorded' if run.pace == 1 else run.pace}")
+    return f"The test failed under replay with {options.describe()}; run it so again with:\n  {' '.join(command)}"
 
 
 def missing_recordings_command(nodeids: list[str]) -> str:
@@ -717,12 +858,16 @@ def _session(handle: LlmRecording, keep_failed: bool) -> Iterator[None]:
                 f"  pytest {shlex.quote(handle.nodeid)} --llm-record-mode=record{_legacy_hint(handle)}",
                 pytrace=False,
             )
+        options = handle.replay_options
         with contextlib.ExitStack() as stack:
             try:
                 scope = stack.enter_context(
                     use_recording(
                         handle.path, "replay", ignore=handle.ignore, normalize=handle.normalize, values=handle.values,
                         secrets=handle.secrets,
+                        faults=options.faults if options else None,
+                        rechunk=options.rechunk if options else None,
+                        pace=options.pace if options else None,
                     )
                 )
             except ValueError as error:  # a bad ignore pattern or normalize regex
@@ -804,3 +949,5 @@ def _test_body(handle: LlmRecording, *, watched: bool) -> Iterator[None]:
             yield
         finally:
             handle.context = None
+            for end in handle.at_body_end:
+                end()

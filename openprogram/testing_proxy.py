@@ -105,6 +105,8 @@ def llm_proxy(
             project_upstreams=chosen_by_project,
             call_context=functools.partial(_test_context, handle),
             client_token=token,
+            # The test's replay options apply in its own scope; the proxy splits the bytes too.
+            replay=handle.replay_options if replaying else None,
         )
     except ValueError as error:  # an upstream that is no http(s) URL, or an unknown api
         pytest.fail(f"llm_proxy: {error}", pytrace=False)
@@ -116,6 +118,9 @@ def llm_proxy(
             proxy = start_proxy(settings)
     else:
         proxy = start_proxy(settings)
+    # A client that stopped reading a stream early leaves its call running after the test
+    # body: it is ended then, recorded as far as it got, before the recording is closed.
+    handle.at_body_end.append(proxy.end_calls)
     try:
         for name, value in proxy.environment().items():
             monkeypatch.setenv(name, value)

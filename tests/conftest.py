@@ -21,7 +21,11 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 
 @pytest.fixture(autouse=True)
 def isolated_home(tmp_path_factory, monkeypatch) -> Path:
-    """Every test gets its own OPENPROGRAM_HOME and no credentials from the developer's shell."""
+    """Every test gets its own OPENPROGRAM_HOME and no credentials from the developer's shell,
+    nor the keys earlier tests of this process used (redaction knows every key a call used)."""
+    from openprogram.providers import credentials
+
+    monkeypatch.setattr(credentials, "_seen_keys", set())
     home = tmp_path_factory.mktemp("openprogram-home")
     monkeypatch.setenv("OPENPROGRAM_HOME", str(home))
     monkeypatch.delenv("OPENPROGRAM_PROFILE", raising=False)
@@ -58,6 +62,12 @@ def cli_env(home: Path, **extra: str) -> dict[str, str]:
 
 
 PYTHON = sys.executable
+
+#: The first line of a Python child that a test stops with Ctrl-C (SIGINT). A suite run in the
+#: background (``pytest &``, ``nohup``, some CI runners) starts with SIGINT ignored; children
+#: inherit that, and Python then installs no KeyboardInterrupt handler, so the Ctrl-C would do
+#: nothing. This gives the child the handler of a program run in a terminal.
+CTRL_C_AS_IN_A_TERMINAL = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)"
 
 
 pytest_plugins = ["pytester"]

@@ -844,6 +844,8 @@ PROSE_FIXED = [
     "The secret to good sourdough is time.",
     "Token 2023/2024 season",
     "the token 0x1234abcd is here",
+    "xoxo-love-you-forever-2",
+    "Miss you already, xoxo-hugs-from-2024",
 ]
 
 
@@ -939,6 +941,7 @@ def identifiers() -> list[str]:
     fixed = [
         "sk-learn",
         "hf_AutoModelForCausalLM",
+        "ASIAPACIFIC2024Q3REV",
         "risk-assessment-framework-notes",
         "flask-sqlalchemy",
     ]

@@ -247,21 +247,52 @@ def test_the_runtime_reads_a_replay_file_once(isolated_home, fresh_registry, mon
     assert (mode, reads) == ("replay", ["good.jsonl"])
 
 
-def test_a_record_target_whose_writer_died_mid_call_is_usable_with_a_warning(isolated_home):
+def test_a_record_target_whose_writer_died_mid_call_is_blocked_until_recovered(isolated_home):
     from openprogram.recordings.store.activation import plan_activation
-    from tests.test_recordings_cli import folder_of, make_recording, recordings, write_config
+    from tests.test_recordings_cli import cli, folder_of, make_recording, recordings, write_config
     from tests.test_recover_cli import cut_recording
 
     path = cut_recording(folder_of(isolated_home) / "died.jsonl", torn=False)
     config = {"record_replay": {"mode": "record", "file": "died"}}
     plan = plan_activation(config)
-    assert plan.file_usable and not plan.blocked
-    assert plan.warning.startswith("1 call(s) have no call_end (its writer died)")
-    assert f"openprogram recordings recover {path}" in plan.warning
+    assert plan.blocked and plan.problem == "interrupted_file" and plan.file_usable is False
+    assert str(path) in plan.reason and "call 1 has no call_end" in plan.reason
+    assert plan.fixes[0] == f"openprogram recordings recover {path}"
     write_config(isolated_home, config)
+    before = path.read_bytes()
     status = recordings(isolated_home, "status")
-    assert status.returncode == 0 and "usable: appending to it" in status.stdout
-    assert "warning   1 call(s) have no call_end" in status.stdout
+    assert status.returncode == 1 and "usable" not in status.stdout
+    assert f"openprogram recordings recover {path}" in status.stdout
+    run = cli(isolated_home, "run", "hello")  # the runtime refuses to append too
+    assert run.returncode != 0 and f"openprogram recordings recover {path}" in run.stderr
+    assert path.read_bytes() == before
+    assert recordings(isolated_home, "recover", "died", "--yes").returncode == 0
+    assert not plan_activation(config).blocked
     whole = folder_of(isolated_home) / "whole.jsonl"
     make_recording(whole)
-    assert plan_activation({"record_replay": {"mode": "record", "file": "whole"}}).warning is None
+    assert not plan_activation({"record_replay": {"mode": "record", "file": "whole"}}).blocked
+
+
+def test_a_call_left_open_further_up_blocks_status_and_the_runtime_alike(isolated_home):
+    """Call 0 (one lane) never ended and streamed nothing after call 1 (another lane) began:
+    the recorder's look at the file's end cannot see it, reading the whole file does."""
+    from openprogram.recordings.file.sink import RecordingSink
+    from openprogram.recordings.store.activation import plan_activation
+    from tests.test_recordings_cli import cli, folder_of, write_config
+
+    path = folder_of(isolated_home) / "lanes.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with RecordingSink(path) as sink:
+        for lane in ("a", "b"):
+            sink.begin_call({"model": {}, "context": {}, "options": {}}, lane=lane)
+        sink.write_row({"type": "call_end", "call_index": 1, "event_count": 0})
+    RecordingSink(path).close()  # the end of the file looks whole
+    config = {"record_replay": {"mode": "record", "file": "lanes"}}
+    plan = plan_activation(config)
+    assert plan.blocked and plan.problem == "interrupted_file"
+    assert f"openprogram recordings recover {path}" in plan.reason
+    write_config(isolated_home, config)
+    before = path.read_bytes()
+    run = cli(isolated_home, "run", "hello")
+    assert run.returncode != 0 and f"openprogram recordings recover {path}" in run.stderr
+    assert path.read_bytes() == before

@@ -46,7 +46,7 @@ from openprogram.providers.vendors import (
     openai_responses,
     wire,
 )
-from openprogram.recordings.file.format import resolve_context
+from openprogram.recordings.file.reader import read_recording_file
 from openprogram.recordings.replay.replayer import ReplayProvider
 from openprogram.recordings.views.inspection import read_recording
 from openprogram.recordings.views.view import render_recording_page
@@ -403,9 +403,7 @@ def test_a_recording_made_before_the_fields_existed_replays_with_messages_that_c
     ``reasoning: 0``) and given the id and model version a live answer now carries, matches."""
     rows = [orjson.loads(line) for line in FIXTURE.read_bytes().splitlines()]
     requests = [row for row in rows if row["type"] == "request"]
-    contexts: dict[int, Any] = {}
-    for row in requests[:2]:
-        contexts[row["call_index"]] = resolve_context(row, contexts, 1, row["call_index"])
+    contexts: dict[int, Any] = {call.call_index: call.context for call in read_recording_file(FIXTURE).calls[:2]}
     second = requests[1]
     recorded_answer = contexts[1]["messages"][1]
     assert recorded_answer["role"] == "assistant" and "reasoning" not in recorded_answer["usage"]

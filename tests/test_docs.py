@@ -37,7 +37,8 @@ def tutorial_steps(text: str) -> list[tuple[str, str, str]]:
 def test_tutorial_has_files_and_commands():
     steps = tutorial_steps((REPO_ROOT / "docs" / "tutorial.md").read_text())
     assert {name for kind, name, _ in steps if kind == "file"} == {
-        "agent.py", "pytest.ini", "test_agent.py", "test_concurrent.py", "test_spend.py", "pyproject.toml",
+        "agent.py", "pytest.ini", "test_agent.py", "test_concurrent.py", "test_what_goes_wrong.py", "test_spend.py",
+        "pyproject.toml",
     }
     assert sum(1 for kind, _, _ in steps if kind == "command") >= 10
 
@@ -84,9 +85,12 @@ def test_every_tutorial_command_runs_as_written(tmp_path, isolated_home):
     ) in drifted
     diff = outputs[f"openprogram recordings diff before.jsonl {recording.relative_to(project)}"][0]
     assert "6*7" in diff and "6*8" in diff and "identical" not in diff
+    # Section 7: the faults, the re-chunking and the random seed it picked, and no recording changed.
+    assert "3 passed" in outputs["pytest -q test_what_goes_wrong.py"][0]
+    assert "3 passed" in outputs["pytest -q test_what_goes_wrong.py --llm-fault=server_error --llm-rechunk=random"][0]
     tracked = subprocess.run(["git", "ls-files"], cwd=project, capture_output=True, text=True).stdout.split()
     assert str(recording.relative_to(project)) in tracked
-    # Section 7, as written: usage, a budget that fails in replay, the prompt cache, the doctor.
+    # Section 8, as written: usage, a budget that fails in replay, the prompt cache, the doctor.
     usage = outputs["pytest -q --llm-usage"][0]
     assert "openprogram usage" in usage and "replaying saved" in usage
     assert re.search(r"^test_agent.py::test_uses_the_calculator\s+replay\s+2\s", usage, re.M)

@@ -464,3 +464,150 @@ def test_views_read_as_strictly_but_keep_only_the_last_event_of_each_call(tmp_pa
     with pytest.raises(RecordingFileError) as refused:
         read_recording_file(path, summary_only=True)
     assert refused.value.line_number == middle + 1
+
+
+# ============================================================================ hostile version 2 files
+
+_MODEL = {"id": "m", "api": "faux", "provider": "faux"}
+_ANSWER = {"role": "assistant", "content": [], "api": "faux", "provider": "faux", "model": "m"}
+_CONTEXT = {"messages": [{"role": "user", "content": "hi", "timestamp": 0}]}
+_DONE = {"type": "done", "reason": "stop", "message": _ANSWER}
+
+
+def _nested(levels: int) -> str:
+    """JSON text of ``{"a": {"a": ... "x"}}``, ``levels`` objects deep (json.dumps would recurse)."""
+    return '{"a":' * levels + '"x"' + "}" * levels
+
+
+def _v2_calls(*requests: tuple[dict, list[dict] | None]) -> list[dict]:
+    """Request rows (context or context_patch fields), each with its events and call_end."""
+    rows: list[dict] = [{"type": "header", "format_version": 2}]
+    for index, (fields, events) in enumerate(requests):
+        rows.append({"type": "request", "call_index": index, "model": _MODEL, "options": None, **fields})
+        for number, event in enumerate(events or [_DONE]):
+            rows.append({"type": "event", "call_index": index, "event_index": number, "event": event})
+        rows.append({"type": "call_end", "call_index": index, "event_count": len(events or [_DONE])})
+    return rows
+
+
+def _write_v2(path: Path, rows: list[dict], deep: dict[str, int] | None = None) -> Path:
+    """Write ``rows``, each string ``"@DEEP:NAME@"`` replaced by :func:`_nested` of ``deep[NAME]``."""
+    text = "".join(json.dumps(row, separators=(",", ":")) + "\n" for row in rows)
+    for name, levels in (deep or {}).items():
+        text = text.replace(f'"@DEEP:{name}@"', _nested(levels))
+    path.write_text(text)
+    return path
+
+
+def _patch(base: int, *ops: list) -> dict:
+    return {"context_patch": {"from": base, "ops": list(ops)}}
+
+
+#: name -> (rows, deep values, the line refused, words of the reason). The first is the issue's
+#: 12 KB file: a context nested 1,000 levels and a patch whose PATH walks 1,000 steps into it.
+HOSTILE_V2 = {
+    "thousand_step_path": (
+        _v2_calls(({"context": {**_CONTEXT, "d": "@DEEP:d@"}}, None), (_patch(0, ["set", ["d", *["a"] * 999], 1]), None)),
+        {"d": 1000}, 2, "deeper than 100 levels",
+    ),
+    "thousand_step_path_into_a_shallow_context": (
+        _v2_calls(({"context": {**_CONTEXT, "d": "@DEEP:d@"}}, None), (_patch(0, ["set", ["d", *["a"] * 999], 1]), None)),
+        {"d": 90}, 5, "operation 0 nests the context deeper than 100 levels",
+    ),
+    "too_deep_for_the_json_parser": (_v2_calls(({"context": {**_CONTEXT, "d": "@DEEP:d@"}}, None)), {"d": 1100}, 2, "deeper than 100 levels"),
+    "a_chain_of_patches_each_one_level_deeper": (
+        _v2_calls(({"context": {**_CONTEXT, "d": {}}}, None), *[(_patch(k - 1, ["set", ["d", *["a"] * (k - 1)], {}]), None) for k in range(1, 120)]),
+        {}, 3 * 99 + 2, "operation 0 nests the context deeper than 100 levels",
+    ),
+    "a_partial_patch_walking_1000_steps": (
+        _v2_calls(({"context": _CONTEXT}, [
+            {"type": "start", "partial": {**_ANSWER, "content": [{"type": "toolCall", "id": "c", "name": "t", "arguments": "@DEEP:d@"}]}},
+            {"type": "toolcall_delta", "content_index": 0, "delta": "", "partial_patch": [["set", ["content", 0, "arguments", *["a"] * 999], 1]]},
+            _DONE,
+        ])),
+        {"d": 90}, 4, "operation 0 nests the partial deeper than 100 levels",
+    ),
+    "a_partial_growing_deeper_event_by_event": (
+        _v2_calls(({"context": _CONTEXT}, [
+            {"type": "start", "partial": {**_ANSWER, "content": [{"type": "toolCall", "id": "c", "name": "t", "arguments": {}}]}},
+            *[{"type": "toolcall_delta", "content_index": 0, "delta": "", "partial_patch": [["set", ["content", 0, "arguments", *["a"] * k], {}]]} for k in range(120)],
+            _DONE,
+        ])),
+        {}, 4 + 95, "operation 0 nests the partial deeper than 100 levels",
+    ),
+    "messages_that_are_a_string": (_v2_calls(({"context": {"messages": "hello"}}, None)), {}, 2, "messages: Input should be a valid list"),
+    "a_message_that_is_a_number": (_v2_calls(({"context": {"messages": [1]}}, None)), {}, 2, "messages.0:"),
+    "a_pushed_message_without_a_role": (
+        _v2_calls(({"context": _CONTEXT}, None), (_patch(0, ["push", ["messages"], {"content": "x"}]), None)), {}, 5, "messages.1:",
+    ),
+    "a_role_edited_by_a_patch": (
+        _v2_calls(({"context": _CONTEXT}, None), (_patch(0, ["set", ["messages", 0, "role"], "robot"]), None)), {}, 5, "messages.0:",
+    ),
+    "a_system_prompt_set_to_a_number": (
+        _v2_calls(({"context": _CONTEXT}, None), (_patch(0, ["set", ["system_prompt"], 5]), None)), {}, 5, "system_prompt:",
+    ),
+    "a_pushed_tool_that_is_a_number": (
+        _v2_calls(({"context": {**_CONTEXT, "tools": []}}, None), (_patch(0, ["push", ["tools"], 1]), None)), {}, 5, "tools.0:",
+    ),
+    "content_blocks_that_are_not_blocks": (
+        _v2_calls(({"context": {"messages": [{"role": "user", "content": [1, {"type": "text", "text": 5}]}]}}, None)), {}, 2, "messages.0.",
+    ),
+}
+
+
+@pytest.mark.parametrize("name", sorted(HOSTILE_V2))
+def test_a_hostile_version_2_file_is_refused_naming_its_line(tmp_path, name):
+    from openprogram.providers.replay import ReplayProvider
+    from openprogram.recordings.file.format import RecordingFileError
+    from openprogram.recordings.file.reader import read_recording_file
+
+    rows, deep, line, reason = HOSTILE_V2[name]
+    path = _write_v2(tmp_path / f"{name}.jsonl", rows, deep)
+    for summary_only in (False, True):
+        with pytest.raises(RecordingFileError) as refused:
+            read_recording_file(path, summary_only=summary_only)
+        assert refused.value.line_number == line, str(refused.value)
+        assert reason in str(refused.value) and "Traceback" not in str(refused.value)
+    with pytest.raises(RecordingFileError):
+        ReplayProvider(path)
+
+
+#: Every command that reads a recording, with its exit code when the file is refused.
+READING_COMMANDS = [
+    (("show", "FILE"), 1),
+    (("show", "FILE", "--conversation"), 1),
+    (("show", "FILE", "--content"), 1),
+    (("show", "FILE", "--json"), 1),
+    (("view", "FILE", "--output", "PAGE"), 1),
+    (("diff", "FILE", "GOOD"), 2),
+    (("replay", "FILE"), 1),
+    (("recover", "FILE"), 1),
+]
+
+
+@pytest.mark.parametrize("name", ["thousand_step_path", "a_chain_of_patches_each_one_level_deeper", "a_pushed_message_without_a_role", "content_blocks_that_are_not_blocks"])
+def test_every_command_refuses_a_hostile_version_2_file_in_one_line(isolated_home, tmp_path, capsys, name):
+    """In process: a RecursionError or an AttributeError from a view would fail the test."""
+    from openprogram.cli.main import main
+
+    rows, deep, line, reason = HOSTILE_V2[name]
+    path = _write_v2(folder_of(isolated_home) / "hostile.jsonl", rows, deep)
+    before = path.read_bytes()
+    good = make_recording(folder_of(isolated_home) / "good.jsonl")
+    for args, code in READING_COMMANDS:
+        argv = ["recordings", *(str(path) if a == "FILE" else str(good) if a == "GOOD" else str(tmp_path / "p.html") if a == "PAGE" else a for a in args)]
+        assert main(argv) == code, argv
+        error = [text for text in capsys.readouterr().err.splitlines() if not text.startswith("warning:")]
+        assert len(error) == 1 and error[0].startswith("openprogram: "), (argv, error)
+        assert f"recording file {path} at line {line}" in error[0] and reason in error[0], (argv, error)
+    assert path.read_bytes() == before  # recover changed nothing
+    assert not (tmp_path / "p.html").exists()
+    assert not (isolated_home / "config.json").exists()  # replay was refused
+
+
+def test_the_proxy_refuses_the_thousand_step_path_file_in_one_line(isolated_home, tmp_path):
+    rows, deep, line, reason = HOSTILE_V2["thousand_step_path"]
+    path = _write_v2(tmp_path / "hostile.jsonl", rows, deep)
+    result = run_cli(isolated_home, "proxy", "--mode", "replay", "--recording", str(path), "--port", "0")
+    assert result.returncode != 0
+    one_line_error(result, f"recording file {path} at line {line}", reason)

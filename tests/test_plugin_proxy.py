@@ -222,3 +222,38 @@ def test_a_project_upstream_on_an_untrusted_host_gets_no_key(pytester):
     refused.stdout.fnmatch_lines(["*key not sent to collector.invalid (the upstream of openai-completions that *pyproject.toml sets)*"])
     assert "sk-local-test" not in refused.stdout.str()
     assert not (pytester.path / "recordings" / "test_app" / "test_direct_sdk.jsonl").exists()
+
+EARLY_STOP = '''
+import os
+
+import openai
+import pytest
+
+
+@pytest.mark.llm_recording(upstream={"openai-completions": os.environ["UPSTREAM_URL"]})
+def test_reads_the_first_chunk_only(llm_proxy):
+    stream = openai.OpenAI(max_retries=0).chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True
+    )
+    first = next(iter(stream))
+    stream.close()  # stops reading while the answer is still streaming
+    assert first.choices[0].delta.role == "assistant"
+'''
+
+
+def test_a_client_that_stops_reading_early_is_recorded_as_what_it_was_sent(pytester):
+    from openprogram.providers.replay import read_recording_file
+    from tests.transcripts import openai_completions_streams as c
+    from tests.vendor_server import ScriptedResponse, VendorServer
+
+    pytester.makepyfile(test_early=EARLY_STOP)
+    with VendorServer() as server:  # the answer stops after two chunks, until the test is over
+        server.queue(ScriptedResponse(chunks=c.PLAIN_TEXT, hold_after=2))
+        recorded = _run(pytester, "--llm-record-mode=record", upstream=server.url + "/v1")
+    recorded.assert_outcomes(passed=1)  # and no error at the proxy's tear-down
+    path = pytester.path / "recordings" / "test_early" / "test_reads_the_first_chunk_only.jsonl"
+    (call,) = read_recording_file(path).calls  # the strict reader accepts it: no recover needed
+    assert call.outcome == "cancelled" and [event.type for event in call.events()][:2] == ["start", "text_start"]
+
+    replayed = _run(pytester, upstream=_closed_port_url(), key=None)
+    replayed.assert_outcomes(passed=1)

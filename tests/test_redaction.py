@@ -44,7 +44,7 @@ def known_key(monkeypatch):
 
 def test_constants():
     assert PLACEHOLDER == "[secret removed]"
-    assert REDACTION_VERSION == 3
+    assert REDACTION_VERSION == 4
     assert isinstance(SECRET_FIELD_NAMES, frozenset)
     assert SECRET_FIELD_NAMES == {
         "authorization", "proxy-authorization", "api_key", "apikey", "x-api-key",
@@ -209,6 +209,13 @@ PEM = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAxyz123\nabcDEF456==\n---
         ("ASIAY34FZKBOKMUTVV7A", PLACEHOLDER),
         ("xoxb-1234567890-abcdefghij", PLACEHOLDER),
         ("xoxp-12345-67890-abcdef", PLACEHOLDER),
+        ("xoxp-1234567890123-1234567890123-1234567890123-0123456789abcdef0123456789abcdef", PLACEHOLDER),
+        ("xoxa-2-1234567890-1234567890123-abcdef0123456789", PLACEHOLDER),
+        ("xoxr-1234567890-abcdefghij", PLACEHOLDER),
+        ("xoxb-aB3dE6gH9jK2mN5pQ8sT1vW4", PLACEHOLDER),  # no numeric id, but a generated body
+        ("xoxo-1234567890-1234567890-1234567890-0a1b2c3d4e", PLACEHOLDER),  # legacy form
+        ("xoxs-1234567890-1234567890-1234567890-0a1b2c3d4e", PLACEHOLDER),
+        ("ASIAIOSFODNN7EXAMPLE", PLACEHOLDER),
         ("sk_live_abcdefghij1234567890", PLACEHOLDER),
         ("rk_live_abcdefghij1234567890", PLACEHOLDER),
         ("hf_abcdefghijklmnopqrstuvwxyz123456", PLACEHOLDER),
@@ -273,6 +280,10 @@ def test_near_misses_are_kept(text):
         "AKIA is a prefix, AKIAshort too",
         "hf_hub_download is a function",
         "xox-not-slack",
+        "xoxo-love-you-forever-2",  # a sign-off, not a legacy token's documented form
+        "Love, xoxo-hugs-and-kisses-2024 and more",
+        "xoxb-release-notes-v2",  # no numeric id, nothing generated
+        "ASIAPACIFIC2024Q3REV",  # 0, 1, 8 and 9 are not in an access key id's base32
         "sk_test_abcdefghij1234567890",
         "eyJhbGci is the start of a JWT header",
         "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----",

@@ -329,6 +329,8 @@ PROSE_LIKE_SECRETS = [
     "Bearer 2nd-generation-bonds",
     "docker://alpine:3.18@sha256:" + "3f9a1c7e" * 8,
     "hf_AutoModelForCausalLM",
+    "xoxo-love-you-forever-2",
+    "ASIAPACIFIC2024Q3REV",
 ]
 JWT = (
     "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
@@ -350,6 +352,24 @@ def test_case_07_prose_that_looks_like_a_credential_replays_unchanged(tmp_path, 
     record(secrets, answer([("text", f"send Bearer {JWT} or Basic dXNlcjE6cGFzczEyMzQ= now")], 4))
     assert_no_piece(JWT, secrets)
     assert_no_piece("dXNlcjE6cGFzczEyMzQ=", secrets)
+
+
+SLACK_AND_AWS = [
+    "xoxb-1234567890123-1234567890123-aB3dE6gH9jK2mN5pQ8sT1vW4",
+    "xoxp-1234567890123-1234567890123-1234567890123-0123456789abcdef0123456789abcdef",
+    "xoxa-2-1234567890123-1234567890123-abcdef0123456789abcdef",
+    "xoxo-1234567890-1234567890-1234567890-0a1b2c3d4e",
+    "AKIAY34FZKBOKMUTVV7A",
+    "ASIAY34FZKBOKMUTVV7A",
+]
+
+
+@pytest.mark.parametrize("token", SLACK_AND_AWS)
+def test_case_07_slack_tokens_and_aws_key_ids_in_their_documented_forms_still_go(tmp_path, token):
+    """The prose rules for ``xoxo-`` and ``ASIA...`` words keep real tokens recognised."""
+    path = tmp_path / "rec.jsonl"
+    record(path, answer([("text", f"the bot uses {token} now"), ("tool", json.dumps({"note": token}))], 3))
+    assert_no_piece(token[4:], path)
 
 
 # ============================================================================ case 8

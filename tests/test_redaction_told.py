@@ -46,14 +46,39 @@ def test_a_call_whose_answer_lost_a_value_warns_once_and_counts_it(tmp_path, cap
     message = warnings[0].getMessage()
     assert "call 0" in message and str(path) in message
     assert "content[0].text (rule: sk-key)" in message
-    assert "content[1].arguments (rule: secret-field-name, sk-key)" in message
+    assert "content[1].arguments.password (rule: secret-field-name)" in message
+    assert "content[1].arguments.q (rule: sk-key)" in message
     assert KEY[3:11] not in message
     (end,) = [row for row in rows_of(path) if row["type"] == "call_end"]
     assert end["redactions"] == [
         {"path": "content[0].text", "rules": ["sk-key"]},
-        {"path": "content[1].arguments", "rules": ["secret-field-name", "sk-key"]},
+        {"path": "content[1].arguments.password", "rules": ["secret-field-name"]},
+        {"path": "content[1].arguments.q", "rules": ["sk-key"]},
     ]
     assert read_recording_file(path).calls[0].redactions == end["redactions"]
+
+
+@pytest.mark.parametrize("valid", [True, False], ids=["valid JSON", "no closing brace"])
+def test_a_tool_argument_is_named_by_its_key_path(tmp_path, caplog, valid):
+    """The warning names the key inside the arguments, nested keys and list items included;
+    a key that itself held a secret is named as stored."""
+    arguments = json.dumps(
+        {"user": "bob", "auth": {"client_secret": "s3cr3t-value-99"}, "items": [{"note": "ok"}, {"note": f"use {KEY}"}], KEY: "x"}
+    )
+    if not valid:
+        arguments = arguments[:-1]
+    path = tmp_path / "rec.jsonl"
+    with caplog.at_level(logging.WARNING, logger="openprogram.recordings"):
+        _record(path, [("tool", arguments)])
+    (end,) = [row for row in rows_of(path) if row["type"] == "call_end"]
+    assert end["redactions"] == [
+        {"path": "content[0].arguments.auth.client_secret", "rules": ["secret-field-name"]},
+        {"path": "content[0].arguments.items[1].note", "rules": ["sk-key"]},
+        {"path": 'content[0].arguments["[secret removed]"]', "rules": ["sk-key"]},
+    ]
+    (warning,) = [record.getMessage() for record in caplog.records if record.name == "openprogram.recordings"]
+    assert "content[0].arguments.auth.client_secret (rule: secret-field-name)" in warning
+    assert KEY[3:11] not in warning and "s3cr3t-value-99" not in warning
 
 
 def test_an_answer_that_lost_nothing_says_nothing(tmp_path, caplog):

@@ -251,7 +251,7 @@ def test_a_replay_provider_holds_no_provider_client_or_credential(tmp_path):
     asyncio.run(record(path, [faux_text("x")], [(context_of("a"), StreamOptions(api_key="k" * 12))]))
     replay = ReplayProvider(path)
     held = list(vars(replay).values())
-    assert {type(value).__name__ for value in held} <= {"Recording", "RequestFilter", "lock", "int", "bool", "list", "dict", "tuple", "NoneType"}
+    assert {type(value).__name__ for value in held} <= {"Recording", "RequestFilter", "lock", "int", "bool", "list", "dict", "tuple", "NoneType", "_RecentRequests"}
     inside = [item for value in held if isinstance(value, list | dict) for item in value]
     assert {type(item).__name__ for item in inside} <= {"_Session", "tuple"}
     assert "k" * 12 not in path.read_text()

@@ -118,3 +118,52 @@ def test_a_wrong_header_is_still_refused(tmp_path):
     with pytest.raises(RecordingFileError, match="format_version 99"):
         RecordingSink(path)
     assert path.read_bytes() == b'{"type":"header","format_version":99}\n'
+
+
+def _cut_after(path, line_marker: bytes, keep_after: int) -> bytes:
+    """``path`` cut ``keep_after`` lines after the first line holding ``line_marker`` (whole
+    lines: the writer was killed between two writes). Returns the bytes left."""
+    lines = path.read_bytes().splitlines(keepends=True)
+    at = next(number for number, line in enumerate(lines) if line_marker in line)
+    data = b"".join(lines[: at + 1 + keep_after])
+    path.write_bytes(data)
+    return data
+
+
+def test_a_call_its_writer_left_without_call_end_is_refused_naming_recover(tmp_path):
+    path = tmp_path / "died.jsonl"
+    record(path, 3)
+    before = _cut_after(path, b'"type":"request","call_index":2', 2)  # two events, no call_end
+    with pytest.raises(RecordingFileError) as caught:
+        RecordingSink(path)
+    message = str(caught.value)
+    assert caught.value.kind == "interrupted"
+    assert "call 2 has no call_end" in message
+    assert f"openprogram recordings recover {path}" in message
+    assert path.read_bytes() == before
+
+    from openprogram.recordings.store.recovery import apply_recovery, plan_recovery
+
+    apply_recovery(plan_recovery(path))
+    record(path, 1)
+    assert [call.outcome for call in read_recording_file(path).calls] == ["complete", "complete", "abandoned", "complete"]
+
+
+def test_a_call_of_another_lane_left_open_before_the_last_request_is_refused(tmp_path):
+    """Two lanes of one dead writer: call 0 streamed after call 1 began, and never ended."""
+    path = tmp_path / "lanes.jsonl"
+    with RecordingSink(path) as sink:
+        for index in (0, 1):
+            assert sink.begin_call({"model": {}, "context": {}, "options": {}}, lane=f"tool-{index}") == index
+        sink.write_row({"type": "event", "call_index": 0, "event_index": 0, "event": {"type": "start"}})
+        sink.write_row({"type": "call_end", "call_index": 1, "event_count": 0, "outcome": "complete"})
+    with pytest.raises(RecordingFileError, match="call 0 has no call_end"):
+        RecordingSink(path)
+
+
+def test_a_call_another_live_writer_is_still_making_is_not_refused(tmp_path):
+    path = tmp_path / "busy.jsonl"
+    with RecordingSink(path) as first:
+        first.begin_call({"model": {}, "context": {}, "options": {}})  # in flight in a live writer
+        with RecordingSink(path) as second:
+            assert second.begin_call({"model": {}, "context": {}, "options": {}}) == 1

@@ -59,6 +59,9 @@ def forked(body) -> tuple[int, int]:
     if pid == 0:  # the child: never returns into pytest
         code = 0
         try:
+            # SIGINT raises KeyboardInterrupt, as in a terminal, even when the suite was
+            # started with SIGINT ignored (in the background, under nohup).
+            signal.signal(signal.SIGINT, signal.default_int_handler)
             os.close(read_fd)
             body(write_fd)
         except BaseException:  # noqa: BLE001 - a signal's KeyboardInterrupt, or a failure
@@ -191,3 +194,38 @@ def test_four_processes_of_three_threads_recording_and_updating_one_file(tmp_pat
     missing = [prompt for prompt in kept if prompt not in final]
     assert missing == [], (missing, lines)
     assert {"first session", "second session"} <= final or kept_updates == []
+
+
+def test_update_files_of_killed_runs_are_removed_when_the_next_run_starts(tmp_path, live):
+    path = tmp_path / "agent.jsonl"
+    with use_recording(path, "record"):
+        asyncio.run(_ask_all(["one", "two"], None))
+    before = path.read_bytes()
+    never_read, never_written = os.pipe()  # the killed runs wait on it after their live call
+
+    def body(write_fd: int) -> None:
+        with use_recording(path, "update"):
+            asyncio.run(_ask_all(["changed"], write_fd))  # drifts: its update file exists now
+            os.read(never_read, 1)
+
+    for _kill in range(3):
+        pid, read_fd = forked(body)
+        try:
+            assert read_exactly(read_fd, 1) == b"."
+            os.kill(pid, signal.SIGKILL)
+        finally:
+            os.close(read_fd)
+            os.waitpid(pid, 0)
+    os.close(never_read)
+    os.close(never_written)
+    # Each run removed the file the run killed before it left: they do not pile up.
+    (hidden,) = tmp_path.glob(".agent.jsonl.*.update")
+    assert hidden.name.startswith(f".agent.jsonl.{pid}-") and path.read_bytes() == before
+    starting = tmp_path / f".agent.jsonl.{os.getpid()}-starting.update"  # a live process, no mark yet
+    starting.write_text("")
+
+    with use_recording(path, "update") as scope:  # nothing drifts: the file is not even written
+        asyncio.run(_ask_all(["one", "two"], None))
+    assert scope.update.report.message.endswith("left unchanged: nothing drifted (2 calls replayed)")
+    assert sorted(tmp_path.glob(".agent.jsonl.*.update")) == [starting]
+    assert path.read_bytes() == before

@@ -87,3 +87,15 @@ def test_use_recording_refuses_a_bad_pattern_before_touching_the_file(tmp_path):
         with use_recording(path, "record", ignore=["nowhere"]):
             pass
     assert not path.exists()
+
+
+@pytest.mark.parametrize("ignored", ["options", "model", "context", "options.*"])
+async def test_ignoring_a_whole_part_of_the_request_replays_a_match(tmp_path, ignored):
+    path = tmp_path / "whole.jsonl"
+    model = get_model("faux/echo")
+    with use_recording(path, "record"):
+        recorded = await complete_simple(model, ask("hello"), StreamOptions(temperature=0.5))
+    with use_recording(path, "replay", ignore=[ignored]) as scope:
+        assert (await complete_simple(model, ask("hello"), StreamOptions(temperature=0.5))).content == recorded.content
+        scope.assert_consumed()
+

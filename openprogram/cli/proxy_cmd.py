@@ -9,8 +9,12 @@ import argparse
 import ipaddress
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import EXIT_USAGE, CliError
+
+if TYPE_CHECKING:
+    from openprogram.providers.replay import ReplayOptions
 
 DEFAULT_PORT = 8765
 
@@ -51,12 +55,32 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="send a request that carries no key of its own with this process's key "
         "(OPENAI_API_KEY ...); by default it gets none, so no one else can spend your keys",
     )
+    parser.add_argument(
+        "--fault",
+        action="append",
+        default=[],
+        metavar="SPEC",
+        help="answer a replayed call as its vendor fails: kind[@call][:event][xtimes] with kind "
+        "rate_limit, overloaded, server_error, timeout, cut or network (rate_limit@1, cut@0:15); "
+        "the retry gets the recording; repeatable",
+    )
+    parser.add_argument(
+        "--rechunk",
+        metavar="SEED|random",
+        help="re-split every replayed stream at seeded boundaries (random: a seed picked and printed)",
+    )
+    parser.add_argument(
+        "--pace",
+        metavar="recorded|FACTOR",
+        help="wait the recorded time before and between replayed events, or that time scaled by FACTOR",
+    )
     parser.set_defaults(handler=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from openprogram.proxy.settings import ProxySettings, parse_upstream
 
+    replay = _replay_options(args)
     try:
         upstreams = dict(parse_upstream(text) for text in args.upstream)
         settings = ProxySettings(
@@ -64,6 +88,7 @@ def run(args: argparse.Namespace) -> int:
             recording=Path(args.recording) if args.recording else None,
             mode=args.mode,
             env_keys=args.env_keys,
+            replay=replay,
         )
     except ValueError as error:
         raise CliError(str(error), EXIT_USAGE) from None
@@ -82,12 +107,29 @@ def run(args: argparse.Namespace) -> int:
     from openprogram.proxy.server import serve
 
     try:
-        serve(settings, args.host, args.port, announce=lambda line: print(line, flush=True))
+        # Ctrl-C and SIGTERM are its normal end: serve says what the stop kept (docs/proxy.md).
+        return serve(settings, args.host, args.port, announce=lambda line: print(line, flush=True))
     except RecordingFileError as error:
         raise CliError(str(error)) from None
     except OSError as error:
         raise CliError(f"cannot listen on {args.host}:{args.port}: {error.strerror or error}") from None
-    return 0
+
+
+def _replay_options(args: argparse.Namespace) -> ReplayOptions | None:
+    """``--fault``, ``--rechunk`` and ``--pace`` as one ``ReplayOptions`` (None when none is
+    given), each checked on its own so that the message names the flag at fault."""
+    given = {"faults": ("--fault", args.fault), "rechunk": ("--rechunk", args.rechunk), "pace": ("--pace", args.pace)}
+    if not any(value for _, value in given.values()):
+        return None
+    from openprogram.providers.replay import ReplayOptions as Options
+
+    options = Options()
+    for name, (flag, value) in given.items():
+        try:
+            options = options.merged(Options.of(**{name: value}, announce=lambda line: print(line, flush=True)))
+        except ValueError as error:
+            raise CliError(f"{flag}: {error}", EXIT_USAGE) from None
+    return options
 
 
 def _check_installed() -> None:

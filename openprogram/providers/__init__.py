@@ -52,6 +52,9 @@ _EXPORTS: dict[str, str] = {
     "find_first_difference": "replay",
     "NON_DETERMINISTIC_FIELD_NAMES": "replay",
     "use_recording": "scoped",
+    "Fault": "faults",
+    "parse_fault": "faults",
+    "ReplayOptions": "replay",
 }
 
 _TYPE_NAMES = (
@@ -88,6 +91,8 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .api_registry import get_api_provider as get_api_provider
     from .api_registry import register_api_provider as register_api_provider
     from .credentials import resolve_provider_key as resolve_provider_key
+    from .faults import Fault as Fault
+    from .faults import parse_fault as parse_fault
     from .faux import FauxProvider as FauxProvider
     from .faux import FauxResponse as FauxResponse
     from .faux import faux_error as faux_error
@@ -113,6 +118,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .replay import NON_DETERMINISTIC_FIELD_NAMES as NON_DETERMINISTIC_FIELD_NAMES
     from .replay import RecordedCallInterrupted as RecordedCallInterrupted
     from .replay import ReplayMismatch as ReplayMismatch
+    from .replay import ReplayOptions as ReplayOptions
     from .replay import ReplayProvider as ReplayProvider
     from .replay import find_first_difference as find_first_difference
     from .replay import read_recording_file as read_recording_file

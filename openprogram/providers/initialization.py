@@ -213,7 +213,11 @@ def _install_for(plan: ActivationPlan) -> None:
     elif plan.mode == RECORD:
         from ..recordings.file.sink import RecordingSink
         from ..recordings.record.recorder import RecordingProvider
+        from ..recordings.store.activation import unended_call_error
 
+        unended = unended_call_error(path)  # a writer died mid-call: recover it first
+        if unended is not None:
+            raise unended
         sink = RecordingSink(path)
 
         def record_transform(api: str, original: ApiProvider) -> ApiProvider:

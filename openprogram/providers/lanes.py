@@ -34,7 +34,7 @@ def lane(name: str) -> Iterator[str]:
     ``PARENT/name``; yields the full lane path."""
     if not isinstance(name, str) or not name or "/" in name:
         raise ValueError(
-            f"a lane name must be a non-empty string without '/', not {name!r} "
+            f"a lane name must be a non-empty string without '/', not {_described(name)} "
             "(nest lane() blocks to make a path)"
         )
     parent = _current.get()
@@ -44,6 +44,16 @@ def lane(name: str) -> Iterator[str]:
         yield path
     finally:
         _current.reset(token)
+
+
+def _described(name: object) -> str:
+    """What a rejected lane name is, without quoting it: a lane name is the caller's text (a
+    tool call id, a user's input) and may hold a key, which a message must not echo."""
+    if not isinstance(name, str):
+        return f"a {type(name).__name__}"
+    if not name:
+        return "an empty string"
+    return f"a name of {len(name)} characters with '/' at character {name.index('/')}"
 
 
 def lane_segment(text: str) -> str:

@@ -7,7 +7,12 @@ is the stable face that application code imports.
 from ..recordings.file.format import RECORDING_FORMAT_VERSION, RecordingFileError
 from ..recordings.file.sink import RecordingSink
 from ..recordings.record.recorder import RecordingProvider
-from ..recordings.redaction import PLACEHOLDER, SECRET_FIELD_NAMES, remove_secret_values
+from ..recordings.redaction import (
+    PLACEHOLDER,
+    SECRET_FIELD_NAMES,
+    redact_lane,
+    remove_secret_values,
+)
 
 __all__ = [
     "PLACEHOLDER",
@@ -16,5 +21,6 @@ __all__ = [
     "RecordingProvider",
     "RecordingSink",
     "SECRET_FIELD_NAMES",
+    "redact_lane",
     "remove_secret_values",
 ]

@@ -11,6 +11,7 @@ from ..recordings.replay.differences import (
     ReplayMismatch,
     find_first_difference,
 )
+from ..recordings.replay.options import ReplayOptions
 from ..recordings.replay.replayer import RecordedCallInterrupted, ReplayProvider
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "Recording",
     "RecordingFileError",
     "ReplayMismatch",
+    "ReplayOptions",
     "ReplayProvider",
     "find_first_difference",
     "read_recording_file",

@@ -5,6 +5,7 @@ Built on Starlette (the ``openprogram[proxy]`` extra), imported only when a prox
 
 from __future__ import annotations
 
+import functools
 import logging
 from typing import Any
 
@@ -14,6 +15,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from .exchange import PREFIX, IncomingRequest, answer, send_error
+from .faults import until_disconnected
 from .formats import (
     FORMATS,
     GEMINI_VERSIONS,
@@ -55,6 +57,7 @@ class _Endpoint:
             body=await request.body(),
             model_id=model_id,
             action=action,
+            disconnected=functools.partial(until_disconnected, receive),
         )
         started = False
 

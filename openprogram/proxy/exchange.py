@@ -23,11 +23,16 @@ redacted as the recording would be, and rid of the credential the client sent (s
 Unless the proxy was started with ``--env-keys`` (``ProxySettings.env_keys``), a request that
 carries no credential of its own gets no key of the proxy's environment (docs/proxy.md,
 "Security").
+
+A fault a replay serves (``--fault``, the marker's ``faults=``) is answered otherwise: as the
+vendor's server fails, for the client's SDK to retry (:mod:`.faults`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import random
 import re
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -40,6 +45,7 @@ from ..providers.credentials import (
     resolve_provider_key,
     withhold_environment_keys,
 )
+from ..providers.faults import Fault, fault_of
 from ..providers.types import (
     AssistantMessage,
     AssistantMessageEvent,
@@ -49,6 +55,7 @@ from ..providers.types import (
     SimpleStreamOptions,
 )
 from ..providers.vendors.wire import WireRequestError
+from .faults import DROP_CONNECTION, answer_fault
 from .formats import VendorWire, WireFormat, client_credential
 from .lanes import LANE_HEADER, LaneBook, conversation_lane, in_lane, lane_segments
 from .settings import ProxySettings
@@ -80,6 +87,10 @@ class IncomingRequest:
     body: bytes
     model_id: str | None = None
     action: str | None = None
+    #: Waits until the client goes away (a ``timeout`` fault holds the answer until then).
+    disconnected: Callable[[], Awaitable[None]] | None = None
+    #: Closes the request's connection at once (a ``cut`` or ``network`` fault).
+    drop: Callable[[], None] | None = None
 
 
 @dataclass(frozen=True)
@@ -109,6 +120,9 @@ async def answer(
     """Answer one request of ``wire_format``: in this task, or, when the settings name the
     context calls run in (a pytest fixture's: the test's recording scope, run values and
     declared secrets), in a task of its own that runs in a copy of that context."""
+    drop = DROP_CONNECTION.get()  # the server's, for this connection: read before leaving its context
+    if drop is not None and request.drop is None:
+        request = dataclasses.replace(request, drop=drop)
     if settings.call_context is None:
         await _answer(wire_format, settings, lanes, request, send)
         return
@@ -153,13 +167,21 @@ async def _answer(
             return
         if first.type == "error":
             await _close(events)
+            fault = fault_of(first)
+            if fault is not None:
+                await answer_fault(
+                    wire_format.api, fault, send, started=False, streaming=call.streaming,
+                    disconnected=request.disconnected, drop=request.drop,
+                )
+                return
             status = _status_of(first.error)
             await send_error(send, vendor, status, first.error.error_message or "the call failed", credential)
             return
+        failed = _Failing(wire_format.api, call.streaming, request.disconnected, request.drop)
         if call.streaming:
-            await _stream(vendor.StreamEncoder(call.body), first, events, send, credential)
+            await _stream(vendor.StreamEncoder(call.body), first, events, _split_sends(send, settings), credential, failed)
         else:
-            await _complete(vendor, call.body, first, events, send, credential)
+            await _complete(vendor, call.body, first, events, send, credential, failed)
 
 
 def _prepare(
@@ -241,12 +263,49 @@ def _failed_event(last: AssistantMessageEvent, error: BaseException, credential:
     return EventError(reason="error", error=message)
 
 
+@dataclass(frozen=True)
+class _Failing:
+    """What answering a fault that breaks an answer part-way needs to know."""
+
+    api: str
+    streaming: bool
+    disconnected: Callable[[], Awaitable[None]] | None
+    drop: Callable[[], None] | None
+
+    async def answer(self, fault: Fault, send: Send, *, started: bool) -> None:
+        await answer_fault(
+            self.api, fault, send, started=started, streaming=self.streaming, disconnected=self.disconnected, drop=self.drop
+        )
+
+
+def _split_sends(send: Send, settings: ProxySettings) -> Send:
+    """``send``, or, when the replay re-chunks (``--rechunk``), a ``send`` that writes each
+    body chunk in pieces cut at seeded offsets, so a client's reads split SSE lines too."""
+    seed = settings.replay.rechunk if settings.replay is not None else None
+    if seed is None:
+        return send
+    rng = random.Random(f"openprogram-bytes:{seed}")
+
+    async def split(message: dict[str, Any]) -> None:
+        body = message.get("body", b"")
+        if message["type"] != "http.response.body" or len(body) < 2:
+            await send(message)
+            return
+        cuts = sorted(rng.sample(range(1, len(body)), min(len(body) - 1, rng.randint(1, 3))))
+        for start, end in zip([0, *cuts], [*cuts, len(body)], strict=True):
+            more = message.get("more_body", False) if end == len(body) else True
+            await send({"type": "http.response.body", "body": body[start:end], "more_body": more})
+
+    return split
+
+
 async def _stream(
     encoder: Any,
     first: AssistantMessageEvent,
     events: AsyncIterator[AssistantMessageEvent],
     send: Send,
     credential: str | None,
+    failing: _Failing,
 ) -> None:
     await send(
         {
@@ -259,6 +318,10 @@ async def _stream(
     try:
         await _send_body(send, encoder.encode(first))
         async for event in events:
+            fault = fault_of(event)
+            if fault is not None:  # the stream breaks here, as the vendor's does
+                await failing.answer(fault, send, started=True)
+                return
             last = event
             await _send_body(send, encoder.encode(event))
     except Exception as error:
@@ -280,6 +343,7 @@ async def _complete(
     events: AsyncIterator[AssistantMessageEvent],
     send: Send,
     credential: str | None,
+    failing: _Failing,
 ) -> None:
     last = first
     try:
@@ -289,6 +353,10 @@ async def _complete(
         last = _failed_event(last, error, credential)
     finally:
         await _close(events)
+    fault = fault_of(last)
+    if fault is not None:
+        await failing.answer(fault, send, started=False)
+        return
     if last.type == "done":
         await send_json(send, 200, vendor.response_body(last.message, body))
         return

@@ -51,7 +51,10 @@ def lane_segments(header: str | None, derived: str | None) -> list[str]:
     if header is not None and header.strip():
         segments = [segment.strip() for segment in header.split("/")]
         if not all(segments):
-            raise ValueError(f"the {LANE_HEADER} header names a lane path like a/b, not {header!r}")
+            from ..providers.recording import redact_lane
+
+            shown = redact_lane(header)  # the client's text: it may hold a key
+            raise ValueError(f"the {LANE_HEADER} header names a lane path like a/b, not {shown!r}")
         return segments
     return [derived] if derived else []
 

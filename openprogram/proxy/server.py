@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import signal
 import socket
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -27,6 +29,10 @@ from .settings import (
 
 if TYPE_CHECKING:
     from ..providers.scoped import RecordingScope
+    from .in_flight import InFlight
+
+#: What starts every line the command writes about itself.
+PREFIX = "openprogram proxy: "
 
 #: How long :func:`start_proxy` waits for the server thread to be serving.
 START_TIMEOUT_SECONDS = 30.0
@@ -52,6 +58,9 @@ def recording_session(settings: ProxySettings) -> Iterator[RecordingScope | None
         normalize=settings.normalize,
         values=settings.values,
         secrets=settings.secrets,
+        faults=settings.replay.faults if settings.replay else None,
+        rechunk=settings.replay.rechunk if settings.replay else None,
+        pace=settings.replay.pace if settings.replay else None,
     ) as scope:
         yield scope
 
@@ -88,18 +97,21 @@ def url_of(sock: socket.socket) -> str:
     return f"http://[{host}]:{port}" if ":" in host else f"http://{host}:{port}"
 
 
-def _uvicorn_server(settings: ProxySettings) -> Any:
+def _uvicorn_server(settings: ProxySettings) -> tuple[Any, InFlight]:
     """The server for ``settings``, built inside the recording session (a replay's lane book
-    reads the file the session replays)."""
+    reads the file the session replays), and what knows the calls it is answering."""
     import uvicorn
 
     from .app import build_app
+    from .in_flight import InFlight
     from .lanes import LaneBook
 
     mode, path = describe_mode(settings)
     lanes = LaneBook.for_replay(path) if mode == "replay" and path else LaneBook()
+    in_flight = InFlight(build_app(settings, lanes))
     config = uvicorn.Config(
-        build_app(settings, lanes),
+        in_flight,
+        http=_protocol_that_can_drop(),
         log_level="warning",
         access_log=False,
         lifespan="off",
@@ -107,7 +119,33 @@ def _uvicorn_server(settings: ProxySettings) -> Any:
         date_header=False,
         server_header=False,
     )
-    return uvicorn.Server(config)
+    return uvicorn.Server(config), in_flight
+
+
+def _protocol_that_can_drop() -> Any:
+    """uvicorn's HTTP protocol, with :data:`.faults.DROP_CONNECTION` set for the requests of
+    each connection (a fault closes a connection unanswered, as a vendor's refused or dropped
+    one); uvicorn's own (``"auto"``) when its protocol does not look as expected."""
+    from uvicorn.config import HTTP_PROTOCOLS
+    from uvicorn.importer import import_from_string
+
+    from .faults import DROP_CONNECTION
+
+    base = import_from_string(HTTP_PROTOCOLS["auto"])
+    if not isinstance(base, type) or not callable(getattr(base, "data_received", None)):
+        return "auto"
+
+    class Protocol(base):  # type: ignore[misc, valid-type]
+        def data_received(self, data: bytes) -> None:
+            # A request's task starts here and copies this context (uvicorn's own design).
+            transport = getattr(self, "transport", None)
+            token = DROP_CONNECTION.set(None if transport is None else transport.close)
+            try:
+                super().data_received(data)
+            finally:
+                DROP_CONNECTION.reset(token)
+
+    return Protocol
 
 
 def describe_mode(settings: ProxySettings) -> tuple[str, str | None]:
@@ -132,7 +170,10 @@ def startup_lines(url: str, settings: ProxySettings) -> list[str]:
     :func:`.settings.shown_url` shows it: no credential of its URL), and whose keys they use."""
     mode, path = describe_mode(settings)
     where = f"mode {mode}" + (f", recording {path}" if path else "")
-    lines = [f"openprogram proxy: listening on {url} ({where})", "  point the SDKs at it:"]
+    lines = [f"openprogram proxy: listening on {url} ({where})"]
+    if settings.replay:
+        lines.append(f"  replaying with {settings.replay.describe()}")
+    lines.append("  point the SDKs at it:")
     lines += [f"    export {name}={value}" for name, value in base_url_environment(url).items()]
     if mode != "replay":
         upstreams = ", ".join(f"{api} {shown_url(settings.upstream(api))}" for api in DEFAULT_UPSTREAMS)
@@ -143,17 +184,103 @@ def startup_lines(url: str, settings: ProxySettings) -> list[str]:
     return lines
 
 
-def serve(settings: ProxySettings, host: str, port: int, announce: Callable[[str], None] = print) -> None:
-    """Serve in the foreground until interrupted (``openprogram proxy``)."""
+def _to_stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+def serve(
+    settings: ProxySettings,
+    host: str,
+    port: int,
+    announce: Callable[[str], None] = print,
+    say: Callable[[str], None] = _to_stderr,
+) -> int:
+    """Serve in the foreground until stopped by Ctrl-C or SIGTERM (``openprogram proxy``), and
+    return the exit status. The stop is the proxy's normal end: its session ends as a run that
+    ended normally (an ``update`` that drifted is kept), unless calls were in flight when it
+    began (they are answered first; an ``update`` is then not kept, and the status is 1).
+    ``say`` gets what the stop did (docs/proxy.md, "Stopping")."""
     sock = listening_socket(host, port)
+    scope = None
     try:
-        with recording_session(settings):
-            server = _uvicorn_server(settings)
+        with recording_session(settings) as scope:
+            server, in_flight = _uvicorn_server(settings)
+            stop = _Stop(server, in_flight, say)
             for line in startup_lines(url_of(sock), settings):
                 announce(line)
-            server.run(sockets=[sock])
+            with stop.on_signals():
+                server.run(sockets=[sock])
+            if stop.cut and scope is not None and scope.update is not None:
+                scope.update.finish(f"{_calls(stop.cut)} in flight when the proxy was stopped")
     finally:
         sock.close()
+    report = scope.update.report if scope is not None and scope.update is not None else None
+    say(f"{PREFIX}stopped ({stop.how})" + (f"; recording {report.message}" if report is not None else ""))
+    return 1 if stop.cut or (report is not None and report.failed) else 0
+
+
+def _calls(count: int) -> str:
+    return f"{count} call" + ("" if count == 1 else "s")
+
+
+class _Stop:
+    """How ``openprogram proxy`` stops: Ctrl-C or SIGTERM asks uvicorn to finish the calls in
+    flight and end, and the signal it then raises again (to end the process the usual way)
+    finds this class's handler instead, so the session ends as a normal run. ``cut``: the
+    calls in flight when the server began to stop (their session is not complete)."""
+
+    def __init__(self, server: Any, in_flight: InFlight, say: Callable[[str], None]) -> None:
+        self.how = "stopped"
+        self.cut = 0
+        self._noted = False
+        self._server, self._in_flight, self._say = server, in_flight, say
+        uvicorn_exit, uvicorn_shutdown = server.handle_exit, server.shutdown
+
+        def handle_exit(signum: int, frame: Any) -> None:
+            self._note(signum)
+            uvicorn_exit(signum, frame)
+
+        async def shutdown(sockets: Any = None) -> None:
+            self.cut = in_flight.count
+            if self.cut:
+                self._say(
+                    f"{PREFIX}stopping ({self.how}): waiting for the {_calls(self.cut)} in flight to be "
+                    f"answered ({self.how} again cuts them); an update session is not kept"
+                )
+            await uvicorn_shutdown(sockets=sockets)
+            # A second signal stopped the wait: end what is left here, each call recorded as
+            # far as it got, rather than leave it to the event loop's closing (a traceback).
+            await in_flight.end_now()
+
+        server.handle_exit, server.shutdown = handle_exit, shutdown
+
+    def _note(self, signum: int) -> None:
+        if not self._noted:
+            self._noted = True
+            self.how = _SIGNAL_NAMES.get(signum, f"signal {signum}")
+
+    @contextlib.contextmanager
+    def on_signals(self) -> Iterator[None]:
+        """This class's handlers for the stop signals while the server runs (the main thread
+        only; uvicorn installs its own inside, and restores these)."""
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+
+        def stop(signum: int, frame: Any) -> None:
+            self._note(signum)
+            self._server.should_exit = True  # before uvicorn's handlers, or after (a no-op then)
+
+        previous = {signum: signal.signal(signum, stop) for signum in _SIGNAL_NAMES}
+        try:
+            yield
+        finally:
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+
+#: The signals that stop the command, as its messages name them.
+_SIGNAL_NAMES: dict[int, str] = {signal.SIGINT: "Ctrl-C", signal.SIGTERM: "SIGTERM"}
 
 
 @dataclass
@@ -167,11 +294,19 @@ class RunningProxy:
     settings: ProxySettings
     scope: RecordingScope | None
     _server: Any = field(repr=False)
+    _in_flight: InFlight = field(repr=False)
     _thread: threading.Thread = field(repr=False)
     _errors: list[BaseException] = field(default_factory=list, repr=False)
 
     def environment(self) -> dict[str, str]:
         return base_url_environment(self.url)
+
+    def end_calls(self, timeout: float = 10.0) -> int:
+        """End the calls the proxy is still answering (a client that stopped reading a stream
+        early): each is cancelled, so its recording ends with what it got so far and a
+        ``call_end``, and its response is closed. Returns how many there were. ``llm_proxy``
+        calls it when the test body ends, before the test's recording is closed."""
+        return self._in_flight.end_all(timeout)
 
     def stop(self, timeout: float = 10.0) -> None:
         self._server.should_exit = True
@@ -201,8 +336,8 @@ def start_proxy(settings: ProxySettings | None = None, *, host: str = "127.0.0.1
         reported = False
         try:
             with recording_session(settings) as scope:
-                server = _uvicorn_server(settings)
-                started.put(("ok", (scope, server)))
+                server, in_flight = _uvicorn_server(settings)
+                started.put(("ok", (scope, server, in_flight)))
                 reported = True
                 server.run(sockets=[sock])
         except BaseException as error:  # handed to the caller: at start, or by stop()
@@ -219,8 +354,8 @@ def start_proxy(settings: ProxySettings | None = None, *, host: str = "127.0.0.1
     if kind == "error":
         thread.join()
         raise value
-    scope, server = value
-    return RunningProxy(url_of(sock), settings, scope, server, thread, errors)
+    scope, server, in_flight = value
+    return RunningProxy(url_of(sock), settings, scope, server, in_flight, thread, errors)
 
 
 __all__ = ["RunningProxy", "describe_mode", "recording_session", "serve", "start_proxy", "startup_lines"]

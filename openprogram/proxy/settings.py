@@ -8,8 +8,11 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import urlparse, urlsplit, urlunsplit
+
+if TYPE_CHECKING:
+    from ..providers.replay import ReplayOptions
 
 #: The four wire formats a proxy speaks, by api.
 APIS = ("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai")
@@ -70,6 +73,10 @@ class ProxySettings:
     #: The apis whose upstream a project file chose, and that file: a client's key goes to
     #: such an upstream only on a host the user trusts (docs/project.md, "Security").
     project_upstreams: Mapping[str, str] = field(default_factory=dict)
+    #: Faults, re-chunking and pacing of the replay (``--fault``, ``--rechunk``, ``--pace``,
+    #: or the test's): handed to the proxy's own replay session, and read by the exchange,
+    #: which splits the bytes of a re-chunked stream too.
+    replay: ReplayOptions | None = None
 
     def __post_init__(self) -> None:
         for api, url in self.upstreams.items():
@@ -80,6 +87,11 @@ class ProxySettings:
             raise ValueError("a mode needs a recording file to apply to (--recording FILE)")
         if self.mode == "off" and self.recording is not None:
             raise ValueError("mode off records nothing: drop --recording, or choose record or update")
+        if self.replay and self.call_context is None and self.session_mode != "replay":
+            raise ValueError(
+                "--fault, --rechunk and --pace change what a replay serves: give the proxy a "
+                "recording to replay (--recording FILE, --mode replay)"
+            )
 
     def upstream(self, api: str) -> str:
         return self.upstreams.get(api) or DEFAULT_UPSTREAMS[api]

@@ -19,8 +19,10 @@ rather than weak:
   declared (``secrets=``, ``record_replay.secret_env``), and the value of any other
   secret-named environment variable that reads as a credential (``POSTGRES_PASSWORD=postgres``
   must not erase the word "postgres");
-* **opaque vendor data is never rewritten**: signatures, encrypted reasoning, image data, ids:
-  random bytes, in which a shape is chance.
+* **opaque vendor data loses only known values**: signatures, encrypted reasoning, image data,
+  ids are random bytes, in which a shape is chance, so no value shape runs there; a known value
+  of 8+ characters is no chance, and goes wherever it occurs. A server tool's fetched or
+  searched text (a page's ``data``, a result's ``content``) is text, not opaque.
 
 Run values (``{{name}}``) are replaced as whole tokens, and a literal ``{{name}}`` is escaped so
 that replay gives it back literally.
@@ -58,6 +60,7 @@ __all__ = [
     "declare_secret_env",
     "is_secret_field_name",
     "reads_as_credential",
+    "redact_lane",
     "redact_text",
     "remove_secret_values",
     "safe_cut",
@@ -69,7 +72,9 @@ PLACEHOLDER = "[secret removed]"
 # Bump when the rules change in a way that changes what a recording holds: a recording made
 # under other rules may redact a request differently from the replaying process.
 # 3: whole-token shapes, opaque vendor data, exact names in model output, run-value escapes.
-REDACTION_VERSION = 3
+# 4: known values in opaque data too, fetched text in server-tool payloads, content blocks only
+#    where content stands, Slack and AWS shapes in their documented forms.
+REDACTION_VERSION = 4
 
 logger = logging.getLogger("openprogram.recordings")
 
@@ -210,6 +215,21 @@ def _random_group(number: int) -> Callable[[re.Match[str]], bool]:
     return lambda match: looks_random(match.group(number))
 
 
+_SLACK_LEGACY = re.compile(r"[0-9]+-[0-9]+-[0-9]+-[0-9a-fA-F]+\Z")
+
+
+def _slack_body(kind: str, body: str) -> bool:
+    """Whether what follows ``xox?-`` is a Slack token's body: it starts with the numeric team
+    or user id (``xoxb-1234567890-...``) or reads as generated. ``xoxo-`` and ``xoxs-`` (legacy
+    tokens, and ``xoxo`` is also a word) count only in their documented form,
+    ``xoxo-<id>-<id>-<id>-<hex>``: ``xoxo-love-you-forever-2`` is a signature line."""
+    if kind in "os":
+        return bool(_SLACK_LEGACY.match(body))
+    if _DIGITS.isdisjoint(body):
+        return False
+    return body.partition("-")[0].isdigit() or looks_random(body)
+
+
 _SHAPES: tuple[_Shape, ...] = (
     _Shape(
         "sk-key", ("sk-",),
@@ -228,13 +248,14 @@ _SHAPES: tuple[_Shape, ...] = (
         re.compile(_start(r"A-Za-z0-9_\-") + r"AIza([0-9A-Za-z_-]{30,})" + _end(r"A-Za-z0-9_\-")), _random_group(1),
     ),
     _Shape(
+        # The 16 characters after the prefix are base32 (A-Z, 2-7): "ASIAPACIFIC2024Q3REV" is not.
         "aws-access-key-id", ("AKIA", "ASIA"),
-        re.compile(_start(_ALNUM) + r"(?:AKIA|ASIA)[0-9A-Z]{16}" + _end(_ALNUM)), None,
+        re.compile(_start(_ALNUM) + r"(?:AKIA|ASIA)[A-Z2-7]{16}" + _end(_ALNUM)), None,
     ),
     _Shape(
         "slack-token", ("xox",),
-        re.compile(_start(r"A-Za-z0-9\-") + r"xox[abposr]-([0-9A-Za-z-]{10,})" + _end(r"A-Za-z0-9\-")),
-        lambda match: not _DIGITS.isdisjoint(match.group(1)),
+        re.compile(_start(r"A-Za-z0-9\-") + r"xox([abposr])-([0-9A-Za-z-]{10,})" + _end(r"A-Za-z0-9\-")),
+        lambda match: _slack_body(match.group(1), match.group(2)),
     ),
     _Shape(
         "stripe-key", ("k_live_",),
@@ -406,7 +427,7 @@ class _KnownValues:
 
     __slots__ = (
         "values", "secrets", "pattern", "replacements", "run_names", "escape", "contains_whitespace",
-        "memo", "trigger", "shortest", "last_long", "long_memo", "long_memo_size", "message_memo", "message_memo_size",
+        "opaque_secrets", "opaque_pattern", "opaque_memo", "memo", "trigger", "shortest", "last_long", "long_memo", "long_memo_size", "message_memo", "message_memo_size",
     )
 
     def __init__(self, values: frozenset[str], run_values: tuple[tuple[str, str], ...] = ()) -> None:
@@ -414,6 +435,12 @@ class _KnownValues:
             (value for value in values if len(value) >= _DECLARED_MIN_LENGTH), key=lambda value: (-len(value), value)
         )
         self.secrets: tuple[str, ...] = tuple(secrets)
+        #: The known values removed from opaque vendor data too (see :func:`_opaque_text`):
+        #: 8+ characters, which random bytes do not hold by chance.
+        self.opaque_secrets = tuple(value for value in secrets if len(value) >= _credentials.MIN_SECRET_LENGTH)
+        self.opaque_pattern = re.compile("|".join(map(re.escape, self.opaque_secrets))) if self.opaque_secrets else None
+        #: Short opaque strings (ids, payload keys) and their redaction: they repeat in every event.
+        self.opaque_memo: dict[str, str] = {}
         replacements = dict.fromkeys(secrets, PLACEHOLDER)
         alternatives = [re.escape(value) for value in secrets]
         runs = sorted(
@@ -486,6 +513,10 @@ class Redactor:
     def redact_text(self, text: str) -> str:
         return _redact(self._known, str(text))
 
+    def redact_lane(self, path: str) -> str:
+        """See :func:`redact_lane`."""
+        return _redact_lane(self._known, str(path))
+
     def str_redactor(self) -> Callable[[str], str]:
         """``redact_text`` for callers that only ever pass ``str``, without the conversion."""
         return partial(_redact, self._known)
@@ -508,7 +539,7 @@ class Redactor:
 
     def remove_secret_values(self, value: Any) -> Any:
         """What the caller built (a request, options, headers): every field-name form."""
-        return _remove(value, self._known, is_secret_field_name)
+        return _remove_part(value, self._known, is_secret_field_name)
 
     def remove_from_request(self, payloads: dict[str, Any]) -> dict[str, Any]:
         """:meth:`remove_secret_values` of a request's payloads, each message of its context
@@ -804,6 +835,23 @@ def redact_text(text: str) -> str:
     return _redact(_known_values(), str(text))
 
 
+def redact_lane(path: str) -> str:
+    """A lane path (``a/b``), or a session id, as a recording stores it and a message may
+    quote it: see :func:`_redact_lane`."""
+    return _redact_lane(_known_values(), str(path))
+
+
+def _redact_lane(known: _KnownValues, path: str) -> str:
+    """A lane path redacted whole (a known value may hold a ``/``), then segment by segment:
+    each segment is a name of its own (``lane(tool_call.id)``), so a key that makes up a
+    segment is a whole token there, though a ``/`` before it reads as part of a base64 word in
+    other text."""
+    redacted = _redact(known, path)
+    if "/" not in redacted:
+        return redacted
+    return "/".join(_redact(known, segment) for segment in redacted.split("/"))
+
+
 def safe_cut(text: str) -> int:
     """A cut point ``k`` (0 if none) such that, for every string ``s`` starting with
     ``text``, ``redact_text(s) == redact_text(s[:k]) + redact_text(s[k:])``: the last point
@@ -824,7 +872,9 @@ def safe_cut(text: str) -> int:
 # A credential's prefix at a token start, with what followed it so far: the unfinished word of
 # a stream cut short is stored as the placeholder from there.
 _UNFINISHED_PREFIX = re.compile(
-    _start(r"A-Za-z0-9_\-") + r"(?:sk-|gh[pousr]_|github_pat_|AIza|AKIA|ASIA|xox[abposr]-|[sr]k_live_|hf_|eyJ)[A-Za-z0-9_.-]*\Z"
+    _start(r"A-Za-z0-9_\-")
+    + r"(?:(?:sk-|gh[pousr]_|github_pat_|AIza|xox[abpr]-|[sr]k_live_|hf_|eyJ)[A-Za-z0-9_.-]*"
+    + r"|(?:AKIA|ASIA)[A-Z2-7]{0,15}|xox[os]-[0-9][0-9a-fA-F-]*)\Z"
 )
 _UNFINISHED_SCHEME = re.compile(
     r"\b(?:[Bb][Ee][Aa][Rr][Ee][Rr]|[Bb][Aa][Ss][Ii][Cc]|[Tt][Oo][Kk][Ee][Nn])[ \t]+([A-Za-z0-9._~+/=-]+)\Z"
@@ -962,10 +1012,12 @@ def _open_pem(text: str, end: int) -> int:
 
 # ============================================================================ structures
 
-# Content blocks by their ``type``, and the fields of each that hold opaque vendor data (never
-# rewritten) or what the model produced (exact secret names only). Recognised wherever they
-# occur (a request's context, an event's snapshot, a part replay redacts alone), so a block is
-# redacted the same way whatever holds it.
+# Content blocks by their ``type``, and the fields of each that hold opaque vendor data (only
+# known values removed) or what the model produced (exact secret names only). A dict is taken
+# for a block where content stands: an element of a ``content`` list, the ``tool_call`` of an
+# event, or the value redacted itself (a message, a block, an event: the parts replay redacts
+# alone), so a block is redacted the same way whatever holds it, and a dict the caller built
+# elsewhere (``options.metadata``) that happens to carry ``"type": "image"`` stays the caller's.
 _OPAQUE_BLOCK_FIELDS: dict[str, frozenset[str]] = {
     "text": frozenset({"text_signature"}),
     "thinking": frozenset({"thinking_signature"}),
@@ -974,6 +1026,8 @@ _OPAQUE_BLOCK_FIELDS: dict[str, frozenset[str]] = {
     "serverTool": frozenset(),
 }
 _OUTPUT_BLOCK_FIELDS: dict[str, str] = {"toolCall": "arguments", "serverTool": "payload"}
+#: The keys whose values are content blocks, or lists of them.
+_BLOCK_KEYS = frozenset({"content", "tool_call"})
 # Keys inside a server-tool payload (the vendor's own item) whose values are opaque.
 _OPAQUE_PAYLOAD_KEY = re.compile(r"(?:^|_)(?:id|signature|encrypted\w*|data|index)$|^encrypted|Signature$|Id$", re.IGNORECASE)
 # A tool result's id, and the id of the call a message answers, are the vendor's.
@@ -982,17 +1036,81 @@ _OPAQUE_MESSAGE_FIELDS = frozenset({"tool_call_id"})
 SecretName = Callable[[str], bool]
 
 
+def _opaque_text(text: str, known: _KnownValues) -> str:
+    """Opaque vendor data (a signature, encrypted reasoning, an image, an id) with the known
+    values of 8+ characters removed, and nothing else changed: no value shape runs on random
+    bytes, but a whole known key does not occur in them by chance, so where one stands it was
+    put there (a reasoning item quoting the key, a tool result id built from it). A text that
+    ends with the first 8+ characters of a known value loses them too: a signature that grows
+    from one snapshot to the next (a stream cut short between two of its pieces) must not
+    leave a key's first half behind."""
+    if known.opaque_pattern is None or len(text) < _credentials.MIN_SECRET_LENGTH:
+        return text
+    if len(text) > _MEMO_MAX_LENGTH:
+        return _opaque_redacted(text, known)
+    memo = known.opaque_memo
+    result = memo.get(text)
+    if result is None:
+        if len(memo) >= _MEMO_MAX_ENTRIES:
+            memo.clear()
+        result = memo[text] = _opaque_redacted(text, known)
+    return result
+
+
+def _opaque_redacted(text: str, known: _KnownValues) -> str:
+    pattern = known.opaque_pattern
+    assert pattern is not None
+    for value in known.opaque_secrets:
+        if value in text:
+            text = pattern.sub(PLACEHOLDER, text)
+            break
+    return _without_known_start(text, known.opaque_secrets)
+
+
+def _without_known_start(text: str, values: tuple[str, ...]) -> str:
+    """``text`` without a trailing first part (8+ characters, not the whole) of one of
+    ``values``."""
+    minimum = _credentials.MIN_SECRET_LENGTH
+    cut = len(text)
+    for value in values:
+        start = max(0, len(text) - len(value) + 1)
+        head = value[:minimum]
+        position = text.find(head, start)
+        while position >= 0:
+            if position < cut and value.startswith(text[position:]):
+                cut = position
+                break
+            position = text.find(head, position + 1)
+    return text if cut == len(text) else text[:cut] + PLACEHOLDER
+
+
+def _known_only(value: Any, known: _KnownValues) -> Any:
+    """An opaque value (a string, or whatever a vendor put in an opaque field) with
+    :func:`_opaque_text` applied to every string in it, dict keys included."""
+    if type(value) is str:
+        return _opaque_text(value, known)
+    if isinstance(value, dict):
+        return {
+            (_opaque_text(key, known) if type(key) is str else key): _known_only(item, known) for key, item in value.items()
+        }
+    if isinstance(value, (list, tuple)):
+        return [_known_only(item, known) for item in value]
+    if isinstance(value, str):
+        return _opaque_text(str(value), known)
+    return value
+
+
 def _redact_message(message: Any, known: _KnownValues) -> Any:
     """A context message redacted as the caller's (see :meth:`Redactor.remove_from_request`),
     from :attr:`_KnownValues.message_memo` when the same message was redacted before."""
     try:
         encoded = orjson.dumps(message)
     except (orjson.JSONEncodeError, TypeError):
-        return _remove(message, known, is_secret_field_name)
+        return _remove_part(message, known, is_secret_field_name)
     memo = known.message_memo
     redacted = memo.get(encoded)
     if redacted is None:
-        redacted = _remove(message, known, is_secret_field_name)
+        redacted = _remove_part(message, known, is_secret_field_name)
         size = known.message_memo_size
         if size[0] + len(encoded) > _MESSAGE_MEMO_MAX_BYTES:
             memo.clear()
@@ -1017,12 +1135,22 @@ def _remove(value: Any, known: _KnownValues, secret_name: SecretName) -> Any:
     return value
 
 
+def _remove_part(value: Any, known: _KnownValues, secret_name: SecretName) -> Any:
+    """:func:`_remove` of a value where a content block may stand (the value redacted itself,
+    a ``content`` list or its elements, an event's ``tool_call``)."""
+    if isinstance(value, dict):
+        block_type = value.get("type")
+        if type(block_type) is str and block_type in _OPAQUE_BLOCK_FIELDS:
+            return _remove_from_block(value, block_type, known, secret_name)
+        return _remove_from_dict(value, known, secret_name)
+    if isinstance(value, (list, tuple)):
+        return [_remove_part(item, known, secret_name) if isinstance(item, dict) else _remove(item, known, secret_name) for item in value]
+    return _remove(value, known, secret_name)
+
+
 def _remove_from_dict(value: dict[Any, Any], known: _KnownValues, secret_name: SecretName) -> dict[Any, Any]:
     """:func:`_remove` of a dict, with the usual leaves (short strings already seen, numbers)
     handled in the loop: every recorded event and request is mostly such leaves."""
-    block_type = value.get("type")
-    if type(block_type) is str and block_type in _OPAQUE_BLOCK_FIELDS:
-        return _remove_from_block(value, block_type, known, secret_name)
     memo = known.memo
     result = {}
     for key, item in value.items():
@@ -1036,7 +1164,10 @@ def _remove_from_dict(value: dict[Any, Any], known: _KnownValues, secret_name: S
                 result[redacted_key] = PLACEHOLDER
                 continue
             if key in _OPAQUE_MESSAGE_FIELDS:
-                result[redacted_key] = item
+                result[redacted_key] = _known_only(item, known)
+                continue
+            if key in _BLOCK_KEYS and type(item) is not str:
+                result[redacted_key] = _remove_part(item, known, secret_name)
                 continue
             key = redacted_key
         kind = type(item)
@@ -1056,7 +1187,7 @@ def _remove_from_block(block: dict[Any, Any], block_type: str, known: _KnownValu
     result = {}
     for key, item in block.items():
         if key in opaque:
-            result[key] = item
+            result[key] = _known_only(item, known)
         elif key == output:
             result[key] = _remove_from_payload(item, known) if block_type == "serverTool" else _remove(item, known, is_exact_secret_name)
         elif type(key) is str and secret_name(key):
@@ -1066,22 +1197,63 @@ def _remove_from_block(block: dict[Any, Any], block_type: str, known: _KnownValu
     return result
 
 
+# A payload's ``data`` whose dict says it is text (an Anthropic ``web_fetch`` page's
+# ``"source": {"type": "text", "media_type": "text/plain", "data": ...}``) is fetched text.
+_PAYLOAD_DATA_KEY = re.compile(r"(?:^|_)data$", re.IGNORECASE)
+_MEDIA_TYPE_KEYS = ("media_type", "mime_type", "mimeType", "mediaType", "content_type", "contentType")
+_TEXT_MEDIA_TYPE = re.compile(r"\s*(?:text/|application/(?:[\w.-]+\+)?(?:json|xml|javascript|x-www-form-urlencoded)\b)", re.IGNORECASE)
+_ENCODED_DATA = re.compile(r"[A-Za-z0-9+/_-]*={0,2}\Z")
+
+
+def _is_fetched_text(data: str, siblings: dict[Any, Any]) -> bool:
+    """Whether a server-tool payload's ``data`` string is text a tool fetched or searched (a
+    page) rather than encoded bytes: its dict says so (``"type": "text"``, a text, JSON or XML
+    media type), or says nothing and the value is not base64 (it holds a space, say). Such
+    text is the web's, not the vendor's: every rule applies to it."""
+    kind = siblings.get("type")
+    media = next((siblings[name] for name in _MEDIA_TYPE_KEYS if type(siblings.get(name)) is str), None)
+    if kind == "text" or (media is not None and _TEXT_MEDIA_TYPE.match(media)):
+        return True
+    if media is not None or kind == "base64":
+        return False
+    return not _ENCODED_DATA.match(data)
+
+
 def _remove_from_payload(value: Any, known: _KnownValues) -> Any:
     """A vendor's server-tool item: its opaque values (ids, signatures, encrypted content,
-    data) as they are, exact secret names removed, the text rules on the rest."""
+    encoded data) with only known values removed, exact secret names removed, the text rules
+    on the rest (queries, titles, fetched pages, search results' content)."""
     if isinstance(value, dict):
         result = {}
+        keys_may_change = known.opaque_pattern is not None
         for key, item in value.items():
-            if type(key) is str and _OPAQUE_PAYLOAD_KEY.search(key) and type(item) is str:
-                result[key] = item
-            elif type(key) is str and is_exact_secret_name(key):
-                result[key] = PLACEHOLDER
-            else:
+            if type(key) is not str:
                 result[key] = _remove_from_payload(item, known)
+                continue
+            stored_key = _opaque_text(key, known) if keys_may_change else key
+            opaque = _opaque_payload_key(key)
+            if opaque and type(item) is str:
+                if opaque == "data" and _is_fetched_text(item, value):
+                    result[stored_key] = _remove(item, known, is_exact_secret_name)
+                else:
+                    result[stored_key] = _opaque_text(item, known)
+            elif is_exact_secret_name(key):
+                result[stored_key] = PLACEHOLDER
+            else:
+                result[stored_key] = _remove_from_payload(item, known)
         return result
     if isinstance(value, (list, tuple)):
         return [_remove_from_payload(item, known) for item in value]
     return _remove(value, known, is_exact_secret_name)
+
+
+@lru_cache(maxsize=4096)
+def _opaque_payload_key(key: str) -> str | None:
+    """``"data"`` for a payload key naming data (text or encoded bytes: see
+    :func:`_is_fetched_text`), ``"opaque"`` for any other opaque key, None for the rest."""
+    if _PAYLOAD_DATA_KEY.search(key):
+        return "data"
+    return "opaque" if _OPAQUE_PAYLOAD_KEY.search(key) else None
 
 
 def remove_secret_values(value: Any) -> Any:
@@ -1089,7 +1261,7 @@ def remove_secret_values(value: Any) -> Any:
 
     The input is never mutated. Dict keys are redacted like any other string, so a key that
     carries a credential cannot leak it; values that are neither containers nor strings are
-    returned as they are. Content blocks keep their opaque vendor data, and the arguments of a
-    tool call lose only exact secret names.
+    returned as they are. Content blocks keep their opaque vendor data but for known values,
+    and the arguments of a tool call lose only exact secret names.
     """
-    return _remove(value, _known_values(), is_secret_field_name)
+    return _remove_part(value, _known_values(), is_secret_field_name)

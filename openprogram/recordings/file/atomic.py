@@ -16,6 +16,7 @@ import os
 import stat
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 __all__ = ["LEFTOVER_AFTER_SECONDS", "create_exclusively", "remove_leftovers", "replace_atomically"]
@@ -67,11 +68,19 @@ def _written_temporary(path: Path, data: bytes, mode: int) -> str:
     return temporary
 
 
-def remove_leftovers(path: Path, suffix: str = ".tmp", *, older_than: float = LEFTOVER_AFTER_SECONDS) -> list[Path]:
+def remove_leftovers(
+    path: Path,
+    suffix: str = ".tmp",
+    *,
+    older_than: float = LEFTOVER_AFTER_SECONDS,
+    writer_gone: Callable[[str], bool] | None = None,
+) -> list[Path]:
     """Delete the temporary files beside ``path`` (``.NAME.*SUFFIX``) that killed processes
     left: regular files of this user that no live process holds and that were not written to
-    for ``older_than`` seconds. Never raises for a file it cannot judge or remove (it is left).
-    Returns the files it removed."""
+    for ``older_than`` seconds, or at once when ``writer_gone(name)`` says the process that
+    made the file has exited (a file is created a moment before its writer marks it, so an
+    unmarked young file may be one being started). Never raises for a file it cannot judge or
+    remove (it is left). Returns the files it removed."""
     from .writer_lock import is_being_recorded
 
     removed = []
@@ -86,7 +95,7 @@ def remove_leftovers(path: Path, suffix: str = ".tmp", *, older_than: float = LE
             if (
                 not stat.S_ISREG(info.st_mode)
                 or info.st_uid != os.getuid()
-                or now - info.st_mtime < older_than
+                or (now - info.st_mtime < older_than and not (writer_gone and writer_gone(candidate.name)))
                 or is_being_recorded(candidate)
             ):
                 continue

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections import OrderedDict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeGuard, cast
@@ -20,7 +20,7 @@ import orjson
 # Re-exported: the reader and the replayer take it from here.
 from ...providers.types import ANSWER_ONLY_FIELDS
 from ...providers.types import EVENT_CLASSES as EVENT_CLASSES
-from .patches import PatchError, apply_patch, growth_only_patch, strictly_equal
+from .patches import apply_patch, growth_only_patch, strictly_equal
 
 if TYPE_CHECKING:
     from ...providers.types import Context, Model, StreamOptions
@@ -32,6 +32,13 @@ RECORDING_FORMAT_VERSION = 2
 READABLE_FORMAT_VERSIONS = (1, 2)
 #: The first version whose request lines may carry ``context_patch``.
 CONTEXT_PATCH_VERSION = 2
+#: How deeply a line may nest objects and arrays, and a context or a ``partial`` rebuilt
+#: from patches the line that would hold it whole: readers walk values (redaction, the
+#: comparison of requests, the views), and a deeper value is refused when the file is opened,
+#: naming its line, rather than exhausting a walk later (docs/file-format.md).
+MAX_NESTING = 100
+#: The reason a line deeper than :data:`MAX_NESTING` is refused with.
+TOO_DEEP = f"nests objects and arrays deeper than {MAX_NESTING} levels (the format's limit)"
 
 #: The line types, by name: other modules use these, never the strings.
 HEADER, REQUEST, EVENT, CALL_END = "header", "request", "event", "call_end"
@@ -336,15 +343,16 @@ def rewrite_rows(
 # ============================================================================ reading lines
 
 
-def resolve_context(row: dict[str, Any], contexts: Mapping[int, Any], version: int, call_index: int) -> Any:
-    """The context of a request row: ``context`` as it stands, or ``context_patch`` applied to
-    the context of the earlier call it names (``contexts``: call_index -> resolved context).
-    Raises ``ValueError`` with the reason when neither is valid."""
+def context_source(row: dict[str, Any], version: int, call_index: int) -> tuple[Any, int | None, Any]:
+    """What a request row stores of its context: ``(context, None, None)`` for a whole
+    ``context``, ``(None, BASE, OPS)`` for a ``context_patch`` (the operations to apply to the
+    resolved context of the earlier call BASE; :mod:`.contexts` applies them). Raises
+    ``ValueError`` with the reason when the row holds neither in a valid shape."""
     patch = row.get("context_patch")
     if patch is None:
         if "context" not in row:
             raise ValueError("the request has neither context nor context_patch")
-        return row["context"]
+        return row["context"], None, None
     if "context" in row:
         raise ValueError("the request carries both context and context_patch")
     if version < CONTEXT_PATCH_VERSION:
@@ -352,14 +360,14 @@ def resolve_context(row: dict[str, Any], contexts: Mapping[int, Any], version: i
     if type(patch) is not dict or set(patch) != {"from", "ops"}:
         raise ValueError('context_patch must be {"from": CALL_INDEX, "ops": [...]}')
     base_index = patch["from"]
-    if not is_plain_int(base_index) or not 0 <= base_index < call_index or base_index not in contexts:
-        raise ValueError(
-            f"context_patch from {short_repr(base_index)} does not name an earlier call of the file"
-        )
-    try:
-        return apply_patch(contexts[base_index], patch["ops"])
-    except PatchError as error:
-        raise ValueError(f"the context_patch does not apply to call {base_index}'s context: {error}") from None
+    if not is_plain_int(base_index) or not 0 <= base_index < call_index:
+        raise ValueError(not_an_earlier_call(base_index))
+    return None, base_index, patch["ops"]
+
+
+def not_an_earlier_call(base_index: Any) -> str:
+    """The reason for a ``context_patch`` whose ``from`` names no earlier call."""
+    return f"context_patch from {short_repr(base_index)} does not name an earlier call of the file"
 
 
 def iter_rows(path: str | Path, lines: Iterable[bytes]) -> Iterator[tuple[int, dict[str, Any]]]:

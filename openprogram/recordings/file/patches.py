@@ -19,6 +19,7 @@ key disappears or a list shrinks, which the three operations cannot express.
 
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import orjson
@@ -150,7 +151,7 @@ def _diff_dict(previous: dict[str, Any], current: dict[str, Any], path: list[Any
 def _diff_list(previous: list[Any], current: list[Any], path: list[Any], ops: Patch, grown: bool) -> bool:
     if len(current) < len(previous):
         return False  # a shrunk list: no operation removes
-    for index in range(len(previous)):
+    for index in range(_identical_prefix(previous, current), len(previous)):
         path.append(index)
         expressible = _diff(previous[index], current[index], path, ops, grown)
         path.pop()
@@ -159,6 +160,17 @@ def _diff_list(previous: list[Any], current: list[Any], path: list[Any], ops: Pa
     for value in current[len(previous):]:
         ops.append(["push", list(path), value])
     return True
+
+
+def _identical_prefix(previous: list[Any], current: list[Any]) -> int:
+    """How many leading elements of the two lists are the very same objects, found at C speed:
+    an agent's next context shares every message but the new ones with the last, and walking
+    them in Python at every turn would cost time quadratic in the turns."""
+    same = list(map(operator.is_, previous, current))
+    try:
+        return same.index(False)
+    except ValueError:
+        return len(same)
 
 
 # ------------------------------------------------------------------------------ reading
@@ -227,45 +239,99 @@ def _apply_op(root: Any, op: Any) -> Any:
         if name == "push" and type(root) is list:
             return [*root, argument]
         raise PatchError(f"{name} at the root needs a list target" if name == "push" else "append needs a non-empty PATH")
-    return _replace_in(root, path, 0, name, argument)
+    return _replace_in(root, path, name, argument)
 
 
-def _replace_in(container: Any, path: list[Any], depth: int, name: str, argument: Any) -> Any:
-    """A copy of ``container`` with the operation applied below ``path[depth]``."""
-    step = path[depth]
-    last = depth == len(path) - 1
-    copy: dict[str, Any] | list[Any]
-    if type(container) is dict:
-        if type(step) is not str:
-            raise PatchError(f"index {step!r} used on an object")
-        copy = dict(container)
-        if last and name == "set":
-            copy[step] = argument
-            return copy
-        if step not in container:
-            raise PatchError(f"no key {step!r}")
-        child = container[step]
-    elif type(container) is list:
-        if type(step) is not int or not 0 <= step < len(container):
-            raise PatchError(f"no index {step!r} in a list of {len(container)}")
-        copy = list(container)
-        if last and name == "set":
-            copy[step] = argument
-            return copy
-        child = container[step]
-    else:
-        raise PatchError(f"step {step!r} into a {type(container).__name__}")
-    if not last:
-        copy[step] = _replace_in(child, path, depth + 1, name, argument)
-    elif name == "append":
-        if type(child) is not str or type(argument) is not str:
-            raise PatchError("append needs a string target and a string suffix")
-        copy[step] = child + argument
-    else:  # push
-        if type(child) is not list:
-            raise PatchError("push needs a list target")
-        copy[step] = [*child, argument]
-    return copy
+def _replace_in(root: Any, path: list[Any], name: str, argument: Any) -> Any:
+    """A copy of ``root`` with the operation applied at ``path``: the containers along the path
+    are copied, everything else is shared. A loop, not a recursion, so that a PATH of any
+    length fails with a :class:`PatchError` rather than exhausting the stack."""
+    along: list[tuple[Any, Any]] = []  # (container, step) from the root down
+    node = root
+    last = len(path) - 1
+    leaf: Any = None
+    for depth, step in enumerate(path):
+        if type(node) is dict:
+            if type(step) is not str:
+                raise PatchError(f"index {step!r} used on an object")
+            along.append((node, step))
+            if depth == last and name == "set":
+                leaf = argument
+                break
+            if step not in node:
+                raise PatchError(f"no key {step!r}")
+        elif type(node) is list:
+            if type(step) is not int or not 0 <= step < len(node):
+                raise PatchError(f"no index {step!r} in a list of {len(node)}")
+            along.append((node, step))
+            if depth == last and name == "set":
+                leaf = argument
+                break
+        else:
+            raise PatchError(f"step {step!r} into a {type(node).__name__}")
+        node = node[step]
+        if depth == last:
+            if name == "append":
+                if type(node) is not str or type(argument) is not str:
+                    raise PatchError("append needs a string target and a string suffix")
+                leaf = node + argument
+            else:  # push
+                if type(node) is not list:
+                    raise PatchError("push needs a list target")
+                leaf = [*node, argument]
+    for container, step in reversed(along):
+        copy: Any = dict(container) if type(container) is dict else list(container)
+        copy[step] = leaf
+        leaf = copy
+    return leaf
+
+
+# ------------------------------------------------------------------------------ nesting
+
+
+def nesting(value: Any, limit: int) -> int:
+    """How many levels of objects and arrays ``value`` nests (a scalar: 0, ``[]``: 1), exact
+    up to ``limit``: the walk stops at the first level past it (the caller only needs to know
+    that the value is too deep). A loop, not a recursion: a hostile value cannot exhaust the
+    stack."""
+    if type(value) is not dict and type(value) is not list:
+        return 0
+    deepest = 1
+    pending: list[tuple[Any, int]] = [(value, 1)]
+    while pending:
+        container, level = pending.pop()
+        below = level + 1
+        for child in container.values() if type(container) is dict else container:
+            kind = type(child)
+            if kind is dict or kind is list:
+                if below > deepest:
+                    deepest = below
+                    if deepest > limit:
+                        return deepest
+                if child:
+                    pending.append((child, below))
+    return deepest
+
+
+def too_deep_operation(patch: Any, limit: int) -> int | None:
+    """The position of the first operation of ``patch`` that would make the value it applies
+    to nest deeper than ``limit`` levels (see :func:`nesting`), or None.
+
+    An operation puts its value at a known depth (PATH's length, one more for ``push``), so
+    the result of a patch nests no deeper than the value it was applied to and what each
+    operation adds: a value within the limit stays within it unless an operation takes it
+    past, and checking the operations is enough. Malformed operations are left to
+    :func:`apply_patch`, which rejects them."""
+    if type(patch) is not list:
+        return None
+    for position, op in enumerate(patch):
+        if type(op) is not list or len(op) != 3 or type(op[1]) is not list:
+            continue
+        name, path, argument = op
+        above = len(path) + (1 if name == "push" else 0)
+        if above > limit or (name != "append" and above + nesting(argument, limit - above) > limit):
+            return position
+    return None
 
 
 def _encoded_equal(a: Any, b: Any) -> bool:

@@ -31,17 +31,20 @@ from pydantic import ValidationError
 
 from ...providers.types import AssistantMessageEvent
 from ...state import READ_SLACK_BYTES, FileRefusal, open_regular_file
+from .contexts import CallContexts
 from .format import (
     EVENT_CLASSES,
     LINE_TYPES,
+    MAX_NESTING,
     OUTCOMES,
     PARTIAL_EVENT_TYPES,
+    TOO_DEEP,
     RecordingFileError,
+    context_source,
     is_plain_int,
-    resolve_context,
     version_problem,
 )
-from .patches import PatchError, apply_patch
+from .patches import PatchError, apply_patch, nesting, too_deep_operation
 from .reader_fast import (
     Append,
     DeltaKind,
@@ -50,12 +53,14 @@ from .reader_fast import (
     kept_for_later,
 )
 
-__all__ = ["RecordedCall", "Recording", "read_recording_file"]
+__all__ = ["RecordedCall", "Recording", "read_event_times", "read_recording_file"]
 
 #: The largest recording the reader opens (bytes): it reads a whole file at once, so a
 #: bigger one is refused with a message instead of exhausting memory (docs/recordings-cli.md).
 MAX_RECORDING_BYTES = 2 * 1024 * 1024 * 1024
 _READ_BUFFER = 1024 * 1024
+#: A ``partial`` sits two levels below its event line (line, event), which the limit counts from.
+_PARTIAL_NESTING = MAX_NESTING - 2
 _NO_TIME = object()  # an event line without ``t`` (written before timings)
 
 # ============================================================================ the parsed file
@@ -66,8 +71,12 @@ class RecordedCall:
     """One call of a recording: its request payloads, its events as kept, and its end."""
 
     call_index: int
-    request: dict[str, Any]
+    #: The request's ``model`` and ``options`` payloads (``options`` None when the call had none).
+    model: dict[str, Any]
+    options: dict[str, Any] | None
     request_line: int
+    #: The contexts of the recording's calls, this one's among them (built when asked).
+    contexts: CallContexts = field(repr=False)
     #: With ``summary_only``: the last event as stored (a one-item list, empty for a call
     #: without events). None otherwise: the events are kept as ``entries``.
     rows: list[dict[str, Any]] | None = None
@@ -94,19 +103,43 @@ class RecordedCall:
     redactions: list[dict[str, Any]] = field(default_factory=list)
 
     @property
-    def model(self) -> dict[str, Any]:
-        model: dict[str, Any] = self.request["model"]  # a validated request: model is an object
-        return model
-
-    @property
     def context(self) -> dict[str, Any]:
-        context: dict[str, Any] = self.request["context"]  # a validated request: context is an object
-        return context
+        """The request's context, resolved (read-only: it shares its messages with the
+        contexts of other calls; see :mod:`.contexts`)."""
+        return self.contexts.context(self.call_index)
 
     @property
-    def options(self) -> dict[str, Any] | None:
-        options: dict[str, Any] | None = self.request["options"]  # an object or null
-        return options
+    def request(self) -> dict[str, Any]:
+        """The request payloads as recorded: ``model``, ``context`` and ``options``."""
+        return {"model": self.model, "context": self.context, "options": self.options}
+
+    @property
+    def stored_context(self) -> tuple[Any, int | None, Any]:
+        """How the file stores the context: ``(context, None, None)`` whole, or ``(None, BASE,
+        OPS)`` as the ``context_patch`` of call BASE's (the growth, without building it)."""
+        return self.contexts.stored(self.call_index)
+
+    @property
+    def message_count(self) -> int:
+        """How many messages the request's context holds (without building it)."""
+        return self.contexts.message_count(self.call_index)
+
+    @property
+    def system_prompt(self) -> Any:
+        """The request's system prompt (without building its context)."""
+        return self.contexts.system_prompt(self.call_index)
+
+    def messages_from(self, start: int) -> list[Any]:
+        """The context's messages from ``start`` on, without building the context when the
+        file stores them as pushed onto an earlier call's (see :mod:`.contexts`)."""
+        return self.contexts.messages_from(self.call_index, start)
+
+    @property
+    def context_growth(self) -> tuple[int | None, int]:
+        """``(base, shared)``: the earlier call this call's context was stored as the growth
+        of (None when stored whole) and how many leading messages it shares with that call's
+        context, the very same objects (what the views need to show a turn's growth)."""
+        return self.contexts.growth(self.call_index)
 
     def event_dumps(self) -> Iterator[dict[str, Any]]:
         """The full event dumps, ``partial`` restored, one at a time."""
@@ -230,6 +263,40 @@ def _served(entries: list[Any]) -> Iterator[AssistantMessageEvent]:
 # ============================================================================ the strict reader
 
 
+#: The head of this writer's event lines, up to the event's ``t`` (see :func:`read_event_times`).
+_EVENT_TIME = re.compile(rb'\{"type":"event","call_index":(\d+),"event_index":(\d+),"t":(\d+),')
+
+
+def read_event_times(recording: Recording) -> dict[int, list[int | None]]:
+    """The ``t`` of every event (milliseconds from the call's request, docs/file-format.md), by
+    ``call_index``, None for a line without one. Read from the file again, for a replay that
+    paces: the reader keeps only each call's first and last, so a replay that does not pace
+    pays nothing for them. A line that no longer holds its event (the file changed since it
+    was read) has None."""
+    reader = _Reader(recording.path)
+    with os.fdopen(reader.open_descriptor(), "rb") as handle:
+        lines = handle.read().split(b"\n")
+    times: dict[int, list[int | None]] = {}
+    for call in recording.calls:
+        row: list[int | None] = []
+        for event_index, number in enumerate(call.event_lines):
+            line = lines[number - 1] if number <= len(lines) else b""
+            found = _EVENT_TIME.match(line)
+            if found is not None:
+                same = (int(found.group(1)), int(found.group(2))) == (call.call_index, event_index)
+                row.append(int(found.group(3)) if same else None)
+                continue
+            try:
+                parsed = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                parsed = None
+            same = type(parsed) is dict and (parsed.get("call_index"), parsed.get("event_index")) == (call.call_index, event_index)
+            t = parsed.get("t") if same else None
+            row.append(t if type(t) is int and t >= 0 else None)
+        times[call.call_index] = row
+    return times
+
+
 def read_recording_file(path: str | os.PathLike[str], *, summary_only: bool = False) -> Recording:
     """Parse and validate a whole recording file, or raise :class:`RecordingFileError`.
 
@@ -271,8 +338,8 @@ class _Reader:
         self.calls: dict[int, _CallState] = {}
         #: The calls not yet ended, by their ``call_index`` as the writer's line form spells it.
         self.open_calls: dict[bytes, _CallState] = {}
-        #: Every call's resolved context, for the ``context_patch`` of a later call to name.
-        self.contexts: dict[int, Any] = {}
+        #: Every call's context, for the ``context_patch`` of a later call to name.
+        self.contexts = CallContexts()
         #: The fields set the events kept for later share, the latest one per event class.
         self.fields_sets: dict[type, frozenset[str]] = {}
         #: Lane names and session ids as today's rules store them (the same few repeat).
@@ -284,9 +351,9 @@ class _Reader:
             return name
         redacted = self.names.get(name)
         if redacted is None:
-            from ..redaction import redact_text
+            from ..redaction import redact_lane
 
-            redacted = self.names[name] = redact_text(name)
+            redacted = self.names[name] = redact_lane(name)
         return redacted
 
     def fail(
@@ -329,6 +396,7 @@ class _Reader:
                 except orjson.JSONDecodeError:
                     self.line(number, line)  # raises with the reason
                 if type(row) is dict and row.get("type") == "event" and self.header is not None:
+                    self.check_nesting(number, line, row)
                     event_row(number, row)
                     continue
             self.line(number, line)
@@ -351,9 +419,13 @@ class _Reader:
         try:
             row = orjson.loads(line)
         except orjson.JSONDecodeError as error:
-            raise self.fail(f"not valid JSON or UTF-8 ({_json_reason(error)})", number) from None
+            reason = _json_reason(error)
+            if reason.startswith("depth limit"):  # orjson's own limit, far past the format's
+                raise self.fail(TOO_DEEP, number) from None
+            raise self.fail(f"not valid JSON or UTF-8 ({reason})", number) from None
         if type(row) is not dict:
             raise self.fail("a line must be a JSON object", number)
+        self.check_nesting(number, line, row)
         kind = row.get("type")
         read_row = _ROW_READERS.get(kind) if type(kind) is str else None
         if read_row is None:
@@ -361,6 +433,12 @@ class _Reader:
         if self.header is None and kind != "header":
             raise self.fail("the first line must be the header", number)
         read_row(self, number, row)
+
+    def check_nesting(self, number: int, line: bytes, row: dict[str, Any]) -> None:
+        """Refuse a line that nests deeper than :data:`MAX_NESTING`. A line with no more
+        brackets than the limit cannot (nearly every line): only the others are walked."""
+        if line.count(b"{") + line.count(b"[") > MAX_NESTING and nesting(row, MAX_NESTING) > MAX_NESTING:
+            raise self.fail(TOO_DEEP, number)
 
     def header_row(self, number: int, row: dict[str, Any]) -> None:
         if self.header is not None:
@@ -402,11 +480,13 @@ class _Reader:
         if type(row.get("model")) is not dict:
             raise self.fail("the request's model must be a JSON object", number, index)
         try:
-            context = resolve_context(row, self.contexts, self.version, index)
+            context, base, ops = context_source(row, self.version, index)
+            if base is None:
+                self.contexts.add_whole(index, context)
+            else:
+                self.contexts.add_patch(index, base, ops)
         except ValueError as error:
             raise self.fail(str(error), number, index) from None
-        if type(context) is not dict:
-            raise self.fail("the request's context must be a JSON object", number, index)
         options = row.get("options")
         if options is not None and type(options) is not dict:
             raise self.fail("the request's options must be a JSON object or null", number, index)
@@ -415,11 +495,9 @@ class _Reader:
             raise self.fail("the request's lane must be a path like \"a/b\" (no empty segment)", number, index)
         if session is not None and type(session) is not str:
             raise self.fail("the request's session must be a string", number, index)
-        request = {"model": row["model"], "context": context, "options": options}
-        self.contexts[index] = context
         if lane or session:  # what a file written under older rules holds is shown redacted
             lane, session = self.redacted_name(lane), self.redacted_name(session)
-        call = RecordedCall(index, request, number, lane=lane, session=session)
+        call = RecordedCall(index, row["model"], options, number, self.contexts, lane=lane, session=session)
         if self.summary_only:
             call.rows, call.has_all_events = [], False
         self.calls[index] = self.open_calls[b"%d" % index] = _CallState(call)
@@ -536,6 +614,14 @@ class _Reader:
             if append:
                 chain.pending.append(append)
             return dump, append
+        deep = too_deep_operation(patch, _PARTIAL_NESTING)
+        if deep is not None:
+            raise self.fail(
+                f"the partial_patch's operation {deep} nests the partial deeper than {MAX_NESTING} "
+                "levels of objects and arrays (the format's limit)",
+                number,
+                index,
+            )
         try:
             dump["partial"] = chain.patched(patch)
         except PatchError as error:

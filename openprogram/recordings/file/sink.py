@@ -15,7 +15,9 @@
 * **A torn last line is refused.** A file whose last line has no newline (its writer died
   mid-write) is refused with a message naming ``openprogram recordings recover``, unless
   another live writer is recording into it (then the line is that writer's, still being
-  written). Appending after it would glue the next line onto the torn one.
+  written). Appending after it would glue the next line onto the torn one. So is a file whose
+  last call (or a call that streamed after it began) has no ``call_end`` while nobody writes it:
+  its writer died mid-call, and no replay would read the calls appended after it.
 
 The file format is described in ``docs/file-format.md``.
 """
@@ -37,7 +39,9 @@ from .format import (
     REQUEST_MARKER,
     ContextBases,
     RecordingFileError,
+    call_end_row,
     encode_line,
+    event_line_head,
     header_of_line,
     header_row,
     is_plain_int,
@@ -55,6 +59,18 @@ _READ_CHUNK = 1 << 20
 _TAIL_CHUNK = 1 << 16
 #: A header line is a few hundred bytes; a "header" longer than this is not one.
 _MAX_HEADER_BYTES = 1 << 20
+
+#: How the writer starts event and call_end lines (from ``format``'s own builders), each
+#: followed by the call's index.
+_EVENT_PREFIX = event_line_head(0).partition(b"0")[0]
+_CALL_END_PREFIX = encode_line(call_end_row(0, 0)).partition(b"0")[0]
+
+
+def _index_after(line: bytes, start: int) -> int:
+    """The ``call_index`` at ``start`` of a line in the writer's form (-1 if it is not one)."""
+    digits = line[start : line.find(b",", start)]
+    return int(digits) if digits.isdigit() else -1
+
 
 # Bumped in a forked child, so that a sink notices (with an int comparison, not a system
 # call per line) that it must reopen its file before writing.
@@ -276,12 +292,50 @@ class RecordingSink:
         if last_newline < 0:
             last_newline = self._torn_tail(size, others_live)
         self._known_size = self._count_origin = last_newline + 1
-        index = self._last_request_index(last_newline + 1)
-        if index is None:  # not in our form: count from the start, as a catching-up sink does
+        last = self._last_request(last_newline + 1)
+        if last is None:  # not in our form: count from the start, as a catching-up sink does
             self._known_size = self._count_origin = 0
             self._catch_up(last_newline + 1)
-        else:
-            self._next_index = index + 1
+            return
+        index, start = last
+        self._next_index = index + 1
+        if index >= 0 and not others_live:
+            self._refuse_unended(start, last_newline + 1, index)
+
+    def _refuse_unended(self, start: int, end: int, last_index: int) -> None:
+        """Refuse a file whose writer died mid-call (nobody writes it now): the last call, or
+        a call that streamed after it began, has no ``call_end``. The strict reader refuses
+        such a file, so calls appended after it would not replay either; ``recover`` closes
+        the call. Reads from the last request line (at ``start``) to ``end``, as opening does:
+        a call left open before that which never streamed after it is not seen here (``status``
+        reads the whole file)."""
+        data = self._pread_range(start, end)
+        begun, ended = {last_index}, set()
+        for line in data.split(b"\n")[1:]:  # after the request line itself
+            if line.startswith(_EVENT_PREFIX):
+                begun.add(_index_after(line, len(_EVENT_PREFIX)))
+            elif line.startswith(_CALL_END_PREFIX):
+                ended.add(_index_after(line, len(_CALL_END_PREFIX)))
+        unended = sorted(index for index in begun - ended if index >= 0)
+        if unended:
+            raise RecordingFileError(
+                self._path,
+                f"call {unended[0]} has no call_end (its writer stopped mid-call): no replay reads the "
+                "file, nor calls appended after it. Run "
+                f"'openprogram recordings recover {self._path}' to close the call (its events are "
+                "kept), then record again",
+                kind="interrupted",
+            )
+
+    def _pread_range(self, start: int, end: int) -> bytes:
+        pieces = []
+        while start < end:
+            chunk = os.pread(self._fd, min(_READ_CHUNK, end - start), start)
+            if not chunk:
+                break
+            pieces.append(chunk)
+            start += len(chunk)
+        return b"".join(pieces)
 
     def _torn_tail(self, size: int, others_live: bool) -> int:
         """The offset of the newline before a last line that has none. Refused unless another
@@ -304,10 +358,11 @@ class RecordingSink:
             end = start
         return -1  # unreachable past a checked header line; kept total
 
-    def _last_request_index(self, end: int) -> int | None:
-        """The ``call_index`` of the last request line before ``end`` (a line start), -1 when
-        there is none, None when one is not in the sink's own form. Reads backwards in chunks;
-        a line spanning chunks is joined once, so a huge line costs linear time."""
+    def _last_request(self, end: int) -> tuple[int, int] | None:
+        """The ``call_index`` and offset of the last request line before ``end`` (a line
+        start), ``(-1, 0)`` when there is none, None when one is not in the sink's own form.
+        Reads backwards in chunks; a line spanning chunks is joined once, so a huge line costs
+        linear time."""
         pieces: list[bytes] = []  # the end of the line being read, in reverse order
         while end > 0:
             start = max(0, end - _TAIL_CHUNK)
@@ -318,12 +373,13 @@ class RecordingSink:
                 line = chunk[newline + 1 : cut] + b"".join(reversed(pieces))
                 pieces.clear()
                 if REQUEST_MARKER in line:
-                    return request_line_index(line)
+                    index = request_line_index(line)
+                    return None if index is None else (index, start + newline + 1)
                 cut = newline
                 newline = chunk.rfind(b"\n", 0, cut)
             pieces.append(chunk[:cut])
             end = start
-        return -1  # the first line is the checked header, never a request
+        return -1, 0  # the first line is the checked header, never a request
 
     def _lines_total(self) -> int:
         """Newline-terminated lines up to the known size, for an error message: the lines

@@ -157,7 +157,7 @@ class RecordingProvider:
         # The lane name is the caller's text like any other: redacted (replay looks it up redacted).
         call = _CallRecorder(
             self._sink,
-            self._sink.begin_call(payloads, redactor.redact_text(current_lane())),
+            self._sink.begin_call(payloads, redactor.redact_lane(current_lane())),
             redactor,
             check_arguments=self._check_arguments,
         )

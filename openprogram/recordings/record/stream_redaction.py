@@ -505,12 +505,14 @@ class StreamRedaction:
             redacted = self._redactor.remove_from_output(parsed)
             target = raw if redacted == parsed else orjson.dumps(redacted).decode()
             block.final_raw, block.final_stored = parsed, redacted
+            given = parsed
         else:
             # Not valid JSON, or cut short: the rules run on what the text decodes to as far
             # as it parses (an escape such as "\n" must not hide the word after it), and on
             # the text itself (keys in single quotes, a value cut off).
             decoded = parse_streaming_json(raw) if raw.strip() else {}
             finished = _with_last_string(decoded, self._redactor.redact_unfinished) if cut_short else decoded
+            given = decoded
             redacted = self._redactor.remove_from_output(finished)
             base = raw if redacted == decoded else orjson.dumps(redacted).decode()
             target = self._redactor.redact_arguments_text(base, unfinished=cut_short)
@@ -519,7 +521,12 @@ class StreamRedaction:
                 block.final_stored = self._redactor.remove_from_output(block.final_stored)
         block.rewritten = target != raw
         if target != raw:
-            self._mark(f"content[{block.index}].arguments", raw, target, cut_short, names=_names_secret(parsed, raw))
+            where = f"content[{block.index}].arguments"
+            changes = _argument_changes(given, redacted, where, self._redactor, "cut-short" if cut_short else "known-value")
+            for path, rules in changes.items():
+                self.marks.setdefault(path, set()).update(rules)
+            if not changes:  # only the text rules found something: the arguments as a whole
+                self._mark(where, raw, target, cut_short, names=_names_secret(parsed, raw))
             if pieces:
                 pieces = spread(pieces, target)
                 if "{{" in target:
@@ -712,7 +719,10 @@ class StreamRedaction:
         if type(raw) is dict and type(redacted) is dict:
             for key, value in raw.items():
                 if key in redacted:
-                    self._mark_changes(value, redacted[key], f"{path}.{key}" if path else str(key))
+                    # A toolcall_end's tool call is the message's block: named as such.
+                    index = raw.get("content_index") if not path and key == "tool_call" else None
+                    here = f"content[{index}]" if type(index) is int else f"{path}.{key}" if path else str(key)
+                    self._mark_changes(value, redacted[key], here)
                 elif value is not None:
                     self.marks.setdefault(f"{path}.{key}" if path else str(key), set()).add("secret-field-name")
         elif type(raw) is list and type(redacted) is list:
@@ -722,6 +732,44 @@ class StreamRedaction:
             where = path.split(".", 1)[1] if path.split(".", 1)[0] in _MESSAGES and "." in path else path
             rules = set(self._redactor.rules_in(raw)) if type(raw) is str else set()
             self.marks.setdefault(where, set()).update(rules or {"secret-field-name"})
+
+
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*\Z")
+
+
+def _key_step(key: Any) -> str:
+    """A dict key as a step of a field path: ``.name``, or ``["a key"]`` when it is no plain
+    name."""
+    text = str(key)
+    return f".{text}" if _PLAIN_KEY.match(text) else f"[{orjson.dumps(text).decode()}]"
+
+
+def _argument_changes(raw: Any, redacted: Any, path: str, redactor: Redactor, default: str) -> dict[str, set[str]]:
+    """The key paths inside a tool call's arguments where redaction removed something
+    (``content[1].arguments.auth.password``), with their rules: the paths are built from the
+    redacted keys, so a key that held a secret is named without it. Empty when the two do not
+    line up (the arguments as a whole are named then)."""
+    changes: dict[str, set[str]] = {}
+    stack = [(raw, redacted, path)]
+    while stack:
+        before, after, here = stack.pop()
+        if type(before) is dict and type(after) is dict and len(before) == len(after):
+            for (key, value), (stored_key, stored) in zip(before.items(), after.items(), strict=True):
+                child = here + _key_step(stored_key)
+                if stored == PLACEHOLDER and value != PLACEHOLDER and is_exact_secret_name(key):
+                    changes.setdefault(child, set()).add("secret-field-name")
+                else:
+                    if key != stored_key:
+                        changes.setdefault(child, set()).update(redactor.rules_in(str(key)) or {default})
+                    stack.append((value, stored, child))
+        elif type(before) is list and type(after) is list and len(before) == len(after):
+            stack.extend((value, stored, f"{here}[{number}]") for number, (value, stored) in enumerate(zip(before, after, strict=True)))
+        elif type(before) is str and type(after) is str:
+            if after.count(PLACEHOLDER) > before.count(PLACEHOLDER):
+                changes.setdefault(here, set()).update(redactor.rules_in(before) or {default})
+        elif before != after and after == PLACEHOLDER:
+            changes.setdefault(here, set()).add(default)
+    return changes
 
 
 def _with_last_string(value: Any, change: Callable[[str], str]) -> Any:

@@ -12,11 +12,13 @@ import json
 import os
 import re
 import threading
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from ...providers.faults import Fault
 from ...providers.lanes import ROOT_LANE, current_lane
 from ...providers.types import (
     AssistantMessageEvent,
@@ -26,19 +28,23 @@ from ...providers.types import (
     StreamOptions,
 )
 from ..file.format import EVENT_CLASSES, raw_request_payloads, request_payloads
-from ..file.reader import RecordedCall, Recording, read_recording_file
+from ..file.reader import RecordedCall, Recording, read_event_times, read_recording_file
 from ..redaction import (
     PLACEHOLDER,
     Redactor,
     check_run_values,
     current_redactor,
-    redact_text,
+    redact_lane,
     remove_secret_values,
     use_run_values,
     value_token,
 )
 from .differences import REMAINING_CALLS, ReplayMismatch, find_first_difference
+from .faulting import FaultBook, faulted_events
 from .lazy_redaction import settle
+from .options import ReplayOptions
+from .pacing import paced
+from .rechunk import rechunked
 from .volatile import RequestFilter
 
 __all__ = ["RecordedCallInterrupted", "ReplayProvider"]
@@ -228,6 +234,42 @@ def _sessions_of(recording: Recording) -> list[_Session]:
     return list(sessions.values())
 
 
+@dataclass(frozen=True)
+class _Adjustments:
+    """The replay options, ready for the replayer: the faults' book, and each event's time
+    when it paces (read once, when the replay starts)."""
+
+    options: ReplayOptions
+    faults: FaultBook | None
+    times: dict[int, list[int | None]] | None
+
+    @classmethod
+    def of(cls, options: ReplayOptions, recording: Recording) -> _Adjustments:
+        return cls(
+            options,
+            FaultBook(options.faults) if options.faults else None,
+            read_event_times(recording) if options.pace is not None else None,
+        )
+
+    def times_of(self, call: RecordedCall) -> list[int | None] | None:
+        """The recorded times of ``call``'s events when this replay paces, else None."""
+        return None if self.times is None else self.times.get(call.call_index)
+
+
+class _RecentRequests(OrderedDict[int, dict[str, Any]]):
+    """The filtered recorded requests (``ignore``, ``normalize``) of the calls compared last,
+    by call index: each holds a whole conversation, so only the most recent are kept (a call
+    is compared when it is next, and again only while a replay looks for another session)."""
+
+    KEPT = 64
+
+    def __setitem__(self, index: int, request: dict[str, Any]) -> None:
+        super().__setitem__(index, request)
+        self.move_to_end(index)
+        if len(self) > self.KEPT:
+            self.popitem(last=False)
+
+
 def _lane_name(lane: str) -> str:
     return "the root lane" if lane == ROOT_LANE else f"lane {lane!r}"
 
@@ -253,6 +295,7 @@ class ReplayProvider:
         normalize: Iterable[Sequence[str]] = (),
         values: Mapping[str, str] | None = None,
         replay_note: str | None = None,
+        replay_options: ReplayOptions | None = None,
     ) -> None:
         #: Said at the end of every mismatch this replay raises: how replay came to be on and
         #: how to call models live again (a profile's replay mode outlives the command that
@@ -260,7 +303,7 @@ class ReplayProvider:
         self._replay_note = replay_note
         self._filter = RequestFilter(ignore, normalize)  # first: a bad pattern reads no file
         self._values = check_run_values(values)
-        self._filtered: dict[int, dict[str, Any]] = {}  # call_index -> filtered recorded request
+        self._filtered = _RecentRequests()  # call_index -> filtered recorded request
         self._recording = read_recording_file(recording_path)
         self._lock = threading.Lock()
         self._call_count = 0
@@ -271,6 +314,9 @@ class ReplayProvider:
         #: A file recorded before lanes existed (or by a sequential agent) has none: it keeps
         #: one strict order, whatever lane the calls are made in now.
         self._uses_lanes = any(call.lane != ROOT_LANE for call in self._recording.calls)
+        #: Faults, re-chunking, pacing (docs/tutorial.md, "Testing what goes wrong"): None
+        #: when none is asked for, and then the calls take the plain path of ``_replay``.
+        self._adjusted = _Adjustments.of(replay_options, self._recording) if replay_options else None
 
     @property
     def recording_path(self) -> Path:
@@ -285,14 +331,23 @@ class ReplayProvider:
         """Recorded calls handed out so far, by ``stream`` and ``stream_simple`` together."""
         return self._call_count
 
+    @property
+    def replay_options(self) -> ReplayOptions | None:
+        """The faults, re-chunking and pacing this replay applies (None: none)."""
+        return None if self._adjusted is None else self._adjusted.options
+
     def stream(
         self, model: Model, context: Context, options: StreamOptions | None = None
     ) -> AsyncIterator[AssistantMessageEvent]:
+        if self._adjusted is not None:
+            return self._replay_adjusted(model, context, options, self._adjusted)
         return self._replay(model, context, options)
 
     def stream_simple(
         self, model: Model, context: Context, options: SimpleStreamOptions | None = None
     ) -> AsyncIterator[AssistantMessageEvent]:
+        if self._adjusted is not None:
+            return self._replay_adjusted(model, context, options, self._adjusted)
         return self._replay(model, context, options)
 
     def assert_consumed(self) -> None:
@@ -308,15 +363,22 @@ class ReplayProvider:
     def take(self, model: Model, context: Context, options: StreamOptions | None) -> RecordedCall:
         """Match the request against the next recorded call of its lane and consume it,
         atomically; a mismatch consumes nothing, so the same request may be retried."""
+        return self._take(model, context, options, None)[0]
+
+    def _take(
+        self, model: Model, context: Context, options: StreamOptions | None, faults: FaultBook | None
+    ) -> tuple[RecordedCall, Fault | None]:
+        """:meth:`take`, and the fault ``faults`` fires for the matched call, if any: a
+        faulted call is not consumed (the retry that follows is served it)."""
         incoming = _Incoming.of(model, context, options, self._filter)
-        lane = redact_text(current_lane()) if self._uses_lanes else ROOT_LANE  # as recorded
+        lane = redact_lane(current_lane()) if self._uses_lanes else ROOT_LANE  # as recorded
         with self._lock:
             session = self._session
             if session is not None:
                 call = self._next(session, lane)
                 if call is not None:
                     self._check(call, incoming, session, lane)
-                    return self._consume(session, lane, call)
+                    return self._served(session, lane, call, faults)
             first_mismatch: ReplayMismatch | None = None
             for candidate in self._sessions:
                 call = None if candidate in self._used else self._next(candidate, lane)
@@ -324,7 +386,7 @@ class ReplayProvider:
                     continue
                 difference = self._differs(call, incoming)
                 if difference is None:
-                    return self._consume(candidate, lane, call)
+                    return self._served(candidate, lane, call, faults)
                 if first_mismatch is None:
                     first_mismatch = self._mismatch(call, difference, candidate, lane)
             # Nothing matches: report against the call that would have come next.
@@ -334,6 +396,15 @@ class ReplayProvider:
         calls = session.lanes.get(lane)
         position = self._cursors.get((session.number, lane), 0)
         return calls[position] if calls is not None and position < len(calls) else None
+
+    def _served(
+        self, session: _Session, lane: str, call: RecordedCall, faults: FaultBook | None
+    ) -> tuple[RecordedCall, Fault | None]:
+        if faults is not None:
+            fault = faults.fire(current_lane(), self._cursors.get((session.number, lane), 0))
+            if fault is not None:
+                return call, fault
+        return self._consume(session, lane, call), None
 
     def _consume(self, session: _Session, lane: str, call: RecordedCall) -> RecordedCall:
         if session is not self._session:
@@ -345,10 +416,13 @@ class ReplayProvider:
         return call
 
     def _differs(self, call: RecordedCall, incoming: _Incoming) -> tuple[str, Any, Any] | None:
-        recorded = self._filtered.get(call.call_index) if self._filter else call.request
+        if not self._filter:
+            return incoming.difference(self._with_options(call.request))
+        recorded = self._filtered.get(call.call_index)
         if recorded is None:  # filtered once per recorded call, when first compared
+            # The default options stand in for none before the filter, as on the incoming
+            # side: after it, an ignored ``options`` is blank on both sides.
             recorded = self._filtered[call.call_index] = self._filter.apply(self._with_options(call.request))
-        recorded = self._with_options(recorded)
         return incoming.difference(recorded)
 
     @staticmethod
@@ -434,6 +508,34 @@ class ReplayProvider:
         for event in events:
             yield event
         if call.outcome != "complete":
+            raise RecordedCallInterrupted(call.call_index, call.outcome)
+
+    async def _replay_adjusted(
+        self, model: Model, context: Context, options: StreamOptions | None, adjusted: _Adjustments
+    ) -> AsyncIterator[AssistantMessageEvent]:
+        """``_replay`` with the replay options applied: a fault served instead of the call,
+        the streams re-split, the recorded times waited."""
+        if self._values:
+            with use_run_values(dict(self._values)):
+                call, fault = self._take(model, context, options, adjusted.faults)
+        else:
+            call, fault = self._take(model, context, options, adjusted.faults)
+        events: Iterator[AssistantMessageEvent] = call.events()
+        if self._values:
+            events = (with_run_values(event, self._values) for event in events)
+        numbered: Iterator[tuple[int, AssistantMessageEvent]] = (
+            enumerate(events) if fault is None else faulted_events(call, events, model, fault)
+        )
+        if adjusted.options.rechunk is not None:
+            numbered = rechunked(numbered, adjusted.options.rechunk, call.call_index)
+        times, factor = adjusted.times_of(call), adjusted.options.pace
+        if times and factor is not None:
+            async for event in paced(numbered, times, factor):
+                yield event
+        else:
+            for _, event in numbered:
+                yield event
+        if fault is None and call.outcome != "complete":
             raise RecordedCallInterrupted(call.call_index, call.outcome)
 
     async def serve(self, call: RecordedCall) -> AsyncIterator[AssistantMessageEvent]:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -92,8 +93,8 @@ class ActivationPlan:
     #: ``record_replay.secret_env``: environment variables whose values are secrets, whatever
     #: they look like (redaction removes them wherever they occur).
     secret_env: tuple[str, ...] = ()
-    #: Something about a usable file the user should know (a record target whose last writer
-    #: died mid-call: appending works, replaying will not until it is recovered).
+    #: Something about a usable file the user should know (none is set today: a record target
+    #: whose writer died mid-call is blocked until it is recovered).
     warning: str | None = None
 
     @property
@@ -137,8 +138,6 @@ class ActivationPlan:
 
 def recover_command(error: RecordingFileError) -> str:
     """The command that repairs the file of an ``interrupted`` error (its writer died)."""
-    import shlex
-
     return f"{CMD} recover {shlex.quote(error.path)}"
 
 
@@ -343,16 +342,28 @@ def _check_record_target(plan: ActivationPlan, check_file: bool) -> ActivationPl
             RecordingSink(plan.path).close()
         except RecordingFileError as error:
             return plan.blocked_by_file(error)
-        import shlex
-
-        from .listing import INTERRUPTED, describe
-
-        listed = describe(plan.path, plan.path.name)
-        if listed.state == INTERRUPTED:
-            command = f"{CMD} recover {shlex.quote(str(plan.path))}"
-            warning = (
-                f"{listed.reason.split(';')[0] if listed.reason else 'its writer died'}: recording "
-                f"appends to it, but it will not replay until '{command}' closes the unfinished call"
-            )
-            return dataclasses.replace(plan, file_usable=True, warning=warning)
+        unended = unended_call_error(plan.path)
+        if unended is not None:
+            return plan.blocked_by_file(unended)
     return dataclasses.replace(plan, file_usable=True)
+
+
+def unended_call_error(path: Path) -> RecordingFileError | None:
+    """The error that refuses recording into ``path`` when a call in it has no ``call_end``
+    and nobody writes it (its writer died mid-call: no replay reads the file, nor the calls
+    appended after it), else None. The sink refuses such a call at the file's end when it
+    opens it; this reads the whole file (one pass over its bytes), so ``status`` and the
+    runtime also refuse a call left open further up."""
+    from ..file.format import RecordingFileError
+    from .listing import INTERRUPTED, describe
+
+    listed = describe(path, path.name)
+    if listed.state != INTERRUPTED:
+        return None
+    died = listed.reason.split(";")[0] if listed.reason else "a call has no call_end (its writer died)"
+    return RecordingFileError(
+        path,
+        f"{died}: no replay reads the file, nor calls appended after it. Run "
+        f"'{CMD} recover {shlex.quote(str(path))}' to close the call (its events are kept), then record again",
+        kind="interrupted",
+    )

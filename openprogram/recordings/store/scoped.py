@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ...providers.api_registry import _scoped_route
 
 if TYPE_CHECKING:
+    from ...providers.faults import Fault
     from ..replay.replayer import ReplayProvider
     from .updating import UpdateSession
 
@@ -85,6 +86,9 @@ def use_recording(
     normalize: Iterable[Sequence[str]] = (),
     values: Mapping[str, str] | None = None,
     secrets: Iterable[str] | None = None,
+    faults: Fault | str | Iterable[Fault | str] | None = None,
+    rechunk: int | str | None = None,
+    pace: float | str | None = None,
 ) -> Iterator[RecordingScope]:
     """Route every provider lookup made inside the block to a recording.
 
@@ -101,6 +105,12 @@ def use_recording(
     compares with, and serves, this run's texts. ``secrets`` are values to remove wherever they
     occur, whatever they look like (4 characters or more), besides the credentials the process
     knows of: a customer id, an internal host name.
+
+    ``faults``, ``rechunk`` and ``pace`` replay what goes wrong (docs/tutorial.md, "Testing
+    what goes wrong"): failures served instead of recorded answers (:class:`Fault` objects
+    or ``kind[@call][:event][xtimes]`` specs), every stream re-split by a seed (``"random"``
+    picks one and prints it), the recorded times waited (``"recorded"``, or a factor). They
+    are checked in every mode and apply in ``replay`` only.
     """
     if mode not in MODES:
         raise ValueError(f"use_recording mode must be one of {', '.join(MODES)}, not {mode!r}")
@@ -110,17 +120,21 @@ def use_recording(
         use_declared_secrets,
         use_run_values,
     )
+    from ..replay.options import ReplayOptions
     from ..replay.volatile import RequestFilter
 
     ignore, normalize = tuple(ignore), tuple(normalize)
     RequestFilter(ignore, normalize)  # raises ValueError for a bad pattern or regex
+    replay_options = ReplayOptions.of(faults, rechunk, pace)  # raises ValueError, naming the option
     values = dict(check_run_values(values))
     declared = check_declared_secrets(secrets)  # raises ValueError for a bad value
     scope = RecordingScope(Path(path), mode)
     if mode == "replay":
         from .sessions import ChoosingReplayProvider
 
-        scope.replay_provider = ChoosingReplayProvider(path, ignore=ignore, normalize=normalize, values=values)
+        scope.replay_provider = ChoosingReplayProvider(
+            path, ignore=ignore, normalize=normalize, values=values, replay_options=replay_options
+        )
     elif mode == "update":
         from .updating import UpdateSession
 

@@ -10,7 +10,7 @@ compares requests: the recorded requests after ``ignore`` and ``normalize``) and
 call matches. ``docs/recordings-cli.md`` (``replay``, "sessions") describes the rule.
 
 It is a subclass of :class:`~..replay.replayer.ReplayProvider` that hooks the two steps of
-``take`` that check the followed session's next call and consume it; the rule belongs in the
+``take`` that check the followed session's next call and serve it; the rule belongs in the
 replayer itself, and moves there when the replayer is next changed.
 """
 
@@ -33,7 +33,7 @@ class ChoosingReplayProvider(ReplayProvider):
         self._switch: tuple[Any, RecordedCall] | None = None
 
     # The replayer's take(): the followed session's next call in the lane is checked, then
-    # consumed, both under the replayer's lock.
+    # served (consumed, unless a fault answers it), both under the replayer's lock.
 
     def _check(self, call: RecordedCall, incoming: Any, session: Any, lane: str) -> None:
         difference = self._differs(call, incoming)
@@ -44,13 +44,15 @@ class ChoosingReplayProvider(ReplayProvider):
             raise self._mismatch(call, difference, session, lane)
         self._switch = switch
 
-    def _consume(self, session: Any, lane: str, call: RecordedCall) -> RecordedCall:
+    def _served(self, session: Any, lane: str, call: RecordedCall, faults: Any) -> tuple[RecordedCall, Any]:
+        # Switched before a fault may apply: a faulted request is answered from the session
+        # that matched it (a cut serves its events), and the switch holds for its retry.
         if self._switch is not None:
             other, other_call = self._switch
             self._switch = None
             self._move(session, other)
             session, call = other, other_call
-        return super()._consume(session, lane, call)
+        return super()._served(session, lane, call, faults)
 
     def _agreeing_session(self, session: Any, lane: str, incoming: Any) -> tuple[Any, RecordedCall] | None:
         """The first session (in file order) not yet used by this replay that holds the calls

@@ -9,7 +9,8 @@ make again, so it never loses a call (``docs/tutorial.md``, "Re-recording only w
 
 - **Byte for byte unless the run drifted and ended normally.** A run that did not drift leaves
   the file as it was, however many calls it made. A run that ended by an exception, Ctrl-C, a
-  failed test or a non-zero exit status leaves it as it was too, and says so.
+  failed test or a non-zero exit status leaves it as it was too, and says so; so does a process
+  whose exit status could not be seen (:mod:`.process_end`).
 - **One session for what one run did.** A drifted run that ended normally replaces the file
   atomically by the replayed calls followed by the new ones, written as one session (so an
   unused recorded call still fails a test later), ``call_index`` renumbered from 0, the file's
@@ -38,7 +39,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 from ...providers.types import AssistantMessageEvent, Context, Model, StreamOptions
 from ..file.atomic import (
@@ -52,6 +53,7 @@ from ..file.format import HEADER, RecordingFileError, header_row, iter_rows, rew
 from ..file.reader import RecordedCall
 from ..file.writer_lock import UpdateClaim, claim_for_update
 from ..replay.differences import ReplayMismatch
+from .process_end import UNSEEN_EXIT, ProcessEnd
 from .sessions import ChoosingReplayProvider
 
 __all__ = [
@@ -71,10 +73,36 @@ UPDATE_SUFFIX = ".update"
 
 
 def remove_abandoned_updates(path: Path) -> list[Path]:
-    """Delete the temporary files (``.NAME.*.update`` beside ``path``) that killed ``update``
-    runs left behind: regular files of this user that no live process is recording into and
-    that were not written to for a minute. Returns the files it removed."""
-    return remove_leftovers(path, UPDATE_SUFFIX, older_than=ABANDONED_AFTER_SECONDS)
+    """Delete the temporary files (``.NAME.PID-*.update`` beside ``path``) that killed
+    ``update`` runs left behind: regular files of this user that no live process is recording
+    into, and whose process has exited (or, for a name without a process id, that were not
+    written to for a minute). Every update run calls it when it starts. Returns the files it
+    removed."""
+    prefix = f".{path.name}."
+    return remove_leftovers(
+        path, UPDATE_SUFFIX, older_than=ABANDONED_AFTER_SECONDS, writer_gone=lambda name: _writer_gone(name, prefix)
+    )
+
+
+def _writer_gone(name: str, prefix: str) -> bool:
+    """Whether the process named in an update file's name (``.NAME.PID-XXXXXXXX.update``, see
+    :meth:`UpdateSession._new_file`) has exited. A file is created a moment before its writer
+    marks it, so this (not the writer mark alone) tells a killed run's file from a starting
+    one's. False when the name holds no process id or the process may be alive (a reused id
+    only delays the removal)."""
+    pid_text, dash, _rest = name[len(prefix) :].partition("-")
+    if not dash or not pid_text.isascii() or not pid_text.isdigit():
+        return False
+    pid = int(pid_text)
+    if pid <= 0 or pid == os.getpid():
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # another user's process with that id: alive
+        return False
+    return False
 
 
 def _plural(count: int, word: str = "call") -> str:
@@ -136,6 +164,7 @@ class UpdateSession:
     ) -> None:
         self.path = Path(path)
         self._claim: UpdateClaim | None = claim_for_update(self.path)
+        remove_abandoned_updates(self.path)  # what killed update runs of this file left
         try:
             self.replay: ChoosingReplayProvider | None = (
                 ChoosingReplayProvider(self.path, ignore=ignore, normalize=normalize, values=values)
@@ -220,7 +249,10 @@ class UpdateSession:
         try:
             make_private_folders(folder)
             remove_abandoned_updates(self.path)
-            descriptor, name = tempfile.mkstemp(prefix=f".{self.path.name}.", suffix=UPDATE_SUFFIX, dir=folder)
+            # The process id in the name lets the next run tell a killed run's file at once.
+            descriptor, name = tempfile.mkstemp(
+                prefix=f".{self.path.name}.{os.getpid()}-", suffix=UPDATE_SUFFIX, dir=folder
+            )
         except OSError as error:
             raise RecordingFileError(
                 self.path,
@@ -426,23 +458,26 @@ def _calls_of(path: Path, wanted: set[int] | None) -> tuple[dict[str, Any] | Non
 class _ProcessRun:
     """The update run of a whole process (``record_replay.mode=update``), settled at its end.
 
-    An ``atexit`` handler cannot see the exit status, so the run notes what it can: an
-    uncaught exception (``sys.last_type``, set before ``atexit`` runs; Ctrl-C included), the
-    status given to ``sys.exit`` in the main thread, or the status the ``openprogram`` command
-    returns (:func:`finish_process_update`). A process killed by a signal never runs ``atexit``
-    and leaves the file as it was."""
+    How the process ends comes from :class:`.process_end.ProcessEnd` (an ``atexit`` handler
+    cannot see the exit status): an uncaught exception (``sys.last_type``, set before
+    ``atexit`` runs; Ctrl-C included), the ``SystemExit`` that ended it, or a normal end; or
+    from the status the ``openprogram`` command returns (:func:`finish_process_update`). An
+    end that cannot be seen is not taken as normal. A process killed by a signal never runs
+    ``atexit`` and leaves the file as it was."""
 
-    def __init__(self, session: UpdateSession, say: Callable[[str], None]) -> None:
+    def __init__(self, session: UpdateSession, say: Callable[[str], None], end: ProcessEnd) -> None:
         self.session = session
         self.pid = os.getpid()
-        self.exit_status: int | None = None
         self._say = say
+        self._end = end
 
     def ended(self, exit_status: int | None) -> str | None:
         last = getattr(sys, "last_type", None)
         if isinstance(last, type) and issubclass(last, BaseException):
             return ended_by(last)
-        status = exit_status if exit_status is not None else self.exit_status
+        status = exit_status if exit_status is not None else self._end.exit_status()
+        if status is None:
+            return UNSEEN_EXIT
         if status:
             return f"exit status {status}" + (" (interrupted)" if status == 130 else "")
         return None
@@ -475,6 +510,7 @@ class _ProcessRun:
 
 
 _process_run: _ProcessRun | None = None
+_process_end: ProcessEnd | None = None
 
 
 def _stderr(message: str) -> None:
@@ -485,16 +521,11 @@ def _stderr(message: str) -> None:
 def watch_process(session: UpdateSession, say: Callable[[str], None] = _stderr) -> None:
     """Make the whole process one update run: settle ``session`` when the process ends, by how
     it ends (see :class:`_ProcessRun`), and say the outcome on stderr."""
-    global _process_run
-    run = _process_run = _ProcessRun(session, say)
-    original_exit = sys.exit
-
-    def exit_noting_status(status: str | int | None = None) -> NoReturn:
-        if threading.current_thread() is threading.main_thread():
-            run.exit_status = 0 if status is None else status if isinstance(status, int) else 1
-        original_exit(status)
-
-    sys.exit = exit_noting_status
+    global _process_run, _process_end
+    if _process_end is None:  # one watch of the process's end, whatever runs it settles
+        _process_end = ProcessEnd()
+        _process_end.watch()
+    run = _process_run = _ProcessRun(session, say, _process_end)
     atexit.register(run.at_exit)
 
 

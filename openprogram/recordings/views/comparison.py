@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, cast
 
+from ..file.patches import strictly_equal
 from ..redaction import remove_secret_values
 from ..replay.differences import find_first_difference
 
@@ -107,20 +108,78 @@ def response_summary(call: Any) -> dict[str, Any]:
     }
 
 
-def first_request_difference(call_a: Any, call_b: Any) -> dict[str, Any] | None:
+def first_request_difference(
+    call_a: Any, call_b: Any, same_contexts: bool = False, redacted: _Redacted | None = None
+) -> dict[str, Any] | None:
     """The first differing request field, in the order replay compares them (secrets
-    removed from both requests first)."""
-    request_a, request_b = remove_secret_values(call_a.request), remove_secret_values(call_b.request)
+    removed from both requests first). ``same_contexts``: the contexts are known to be equal
+    (:class:`_SameContexts`), so they are not compared again; ``redacted``: the redactions
+    of one comparison of recordings, each message redacted once."""
+    redacted = redacted or _Redacted()
     for part in REQUEST_PARTS:
-        found = find_first_difference(request_a.get(part), request_b.get(part), part)
+        if part == "context" and same_contexts:
+            continue
+        found = find_first_difference(redacted.part(call_a, part), redacted.part(call_b, part), part)
         if found is not None:
             path, value_a, value_b = found
             return {"field_path": path, "a": value_a, "b": value_b}
     return None
 
 
+class _Redacted:
+    """A request part with its secrets removed, each context message once: the contexts of a
+    conversation share their message objects, and redacting the whole conversation at every
+    call would cost time quadratic in the turns."""
+
+    def __init__(self) -> None:
+        self._messages: dict[int, tuple[Any, Any]] = {}
+
+    def part(self, call: Any, part: str) -> Any:
+        value = getattr(call, part)
+        if part != "context" or type(value) is not dict or type(value.get("messages")) is not list:
+            return remove_secret_values(value)
+        result: dict[str, Any] = {}
+        for key, item in value.items():
+            if key == "messages":
+                result[key] = [self._message(message) for message in item]
+            else:
+                result.update(remove_secret_values({key: item}))
+        return result
+
+    def _message(self, message: Any) -> Any:
+        done = self._messages.get(id(message))
+        if done is None or done[0] is not message:
+            done = self._messages[id(message)] = (message, remove_secret_values(message))
+        return done[1]
+
+
+class _SameContexts:
+    """Which calls have the very same context in both recordings, found from how the files
+    store them: two contexts stored as the same operations applied to contexts already found
+    the same are the same, without a look at the whole conversation. Comparing every
+    context whole would cost time quadratic in the turns of an agent's recording; this costs
+    the growth, and the whole comparison is left to calls that differ."""
+
+    def __init__(self) -> None:
+        self._same: set[int] = set()
+
+    def check(self, call_a: Any, call_b: Any) -> bool:
+        whole_a, base_a, ops_a = call_a.stored_context
+        whole_b, base_b, ops_b = call_b.stored_context
+        if base_a is not None and base_a == base_b:
+            same = base_a in self._same and strictly_equal(ops_a, ops_b)
+        elif base_a is None and base_b is None:
+            same = strictly_equal(whole_a, whole_b)
+        else:
+            same = False
+        if same:
+            self._same.add(call_a.call_index)
+        return same
+
+
 def diff_recordings(recording_a: Any, recording_b: Any) -> RecordingDiff:
     calls: list[CallDifference] = []
+    same_contexts, redacted = _SameContexts(), _Redacted()
     count = max(len(recording_a.calls), len(recording_b.calls))
     for index in range(count):
         if index >= len(recording_b.calls):
@@ -130,7 +189,7 @@ def diff_recordings(recording_a: Any, recording_b: Any) -> RecordingDiff:
             calls.append(CallDifference(index, "only_in_b"))
             continue
         call_a, call_b = recording_a.calls[index], recording_b.calls[index]
-        request = first_request_difference(call_a, call_b)
+        request = first_request_difference(call_a, call_b, same_contexts.check(call_a, call_b), redacted)
         summary_a, summary_b = response_summary(call_a), response_summary(call_b)
         responses = [
             {"field": key, "a": summary_a[key], "b": summary_b[key]}

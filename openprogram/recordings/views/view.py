@@ -193,12 +193,19 @@ def drift_message_index(field_path: str | None) -> int | None:
 
 
 def render_step_body(step: ConversationStep, *, mark_message: int | None = None) -> str:
-    """What one call added to its conversation, then its answer."""
+    """What one call added to its conversation, then its answer: a call that grew from an
+    earlier one names it instead of repeating its messages, so the page grows with the
+    conversation, not with its square."""
     parts = []
     if step.new_conversation:
         parts.append('<div class="newconv">new conversation</div>')
-        if step.system_prompt:
-            parts.append(_system(step.system_prompt))
+    if step.earlier_call is not None:
+        parts.append(
+            f'<div class="earlier">+ {esc(step.first_new_index)} earlier messages as in call '
+            f"{esc(step.earlier_call)}</div>"
+        )
+    if step.system_prompt:
+        parts.append(_system(step.system_prompt))
     for offset, message in enumerate(step.new_messages):
         parts.append(render_message(message, drift=step.first_new_index + offset == mark_message))
     if step.answer is not None:
@@ -233,7 +240,7 @@ FIELD_SEPARATOR = '<span class="sep"> · </span>'
 
 def call_meta(step: ConversationStep) -> str:
     """The one-line summary of a call: model, outcome, tokens, cost, timings."""
-    call, model = step.call, step.request.get("model") or {}
+    call, model = step.call, step.model
     usage = _usage(step.answer)
     outcome = str(call.outcome)
     items = [

@@ -9,8 +9,10 @@ or may write), holds:
 * ``models``: the same entries as the configuration's ``models`` (a local server, a gateway);
   the user's configuration overrides an entry of the same provider and id (a local port, say);
 * ``record_replay``: ``ignore``, ``normalize`` and ``secret_env``, the rules a replay of the
-  project's recordings needs;
-* ``proxy.upstream``: where the ``llm_proxy`` fixture's live calls go, by api (``API = URL``).
+  project's recordings needs, and ``cache_stable`` (fail a test whose calls break the prompt
+  cache's prefix);
+* ``proxy.upstream``: where the ``llm_proxy`` fixture's live calls go, by api (``API = URL``);
+* ``budget``: the limits (``calls``, ``tokens``, ``cost``) of each recorded test that sets none.
 
 Like :mod:`openprogram.state` this imports nothing of openprogram at import time, so every
 layer may read it. The lookup is a few ``stat`` calls per folder up to the root, and a file is
@@ -46,8 +48,8 @@ __all__ = [
 PROJECT_FILE_NAMES = ("openprogram.toml", "pyproject.toml")
 #: A project file is a handful of settings and a model list.
 MAX_PROJECT_BYTES = 1024 * 1024
-_RECORD_REPLAY_KEYS = ("ignore", "normalize", "secret_env")
-_TOP_KEYS = ("models", "record_replay", "proxy")
+_RECORD_REPLAY_KEYS = ("ignore", "normalize", "secret_env", "cache_stable")
+_TOP_KEYS = ("models", "record_replay", "proxy", "budget")
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,8 @@ class ProjectConfig:
     record_replay: dict[str, Any] = field(default_factory=dict)
     #: ``proxy.upstream``: api -> URL (checked as the proxy checks ``--upstream`` when used).
     proxy_upstream: dict[str, str] = field(default_factory=dict)
+    #: ``budget``: the limits of a recorded test whose marker sets none (validated).
+    budget: dict[str, Any] = field(default_factory=dict)
     #: Project files the search passed by unread, each with the reason (docs/project.md).
     passed_by: tuple[str, ...] = ()
 
@@ -265,7 +269,22 @@ def _parse(path: Path) -> ProjectConfig:
     models = _models(project, table.get("models", []))
     record_replay = _record_replay(project, table.get("record_replay", {}))
     upstream = _proxy_upstream(project, table.get("proxy", {}))
-    return ProjectConfig(path=path, table=label, models=models, record_replay=record_replay, proxy_upstream=upstream)
+    budget = _budget(project, table.get("budget", {}))
+    return ProjectConfig(
+        path=path, table=label, models=models, record_replay=record_replay, proxy_upstream=upstream, budget=budget
+    )
+
+
+def _budget(project: ProjectConfig, value: Any) -> dict[str, Any]:
+    from .recordings.insight.budget import Budget
+
+    table = "[tool.openprogram.budget]" if project.table else "[budget]"
+    example = f"\n{table}\ncalls = 10\ntokens = 20000\ncost = 0.05"
+    try:
+        Budget.parse(value, project.where("budget"), example)
+    except ValueError as error:
+        raise ConfigError(str(error)) from None
+    return dict(value)
 
 
 def _proxy_upstream(project: ProjectConfig, value: Any) -> dict[str, str]:
@@ -326,6 +345,11 @@ def _record_replay(project: ProjectConfig, value: Any) -> dict[str, Any]:
             RequestFilter(ignore=rules) if key == "ignore" else RequestFilter(normalize=rules)
         except (ValueError, TypeError) as error:
             raise ConfigError(f"{project.where(f'record_replay.{key}')}: {error}") from None
+    if "cache_stable" in value and type(value["cache_stable"]) is not bool:
+        raise ConfigError(
+            f"{project.where('record_replay.cache_stable')} must be true or false, not {value['cache_stable']!r} "
+            "(true fails a test whose calls break the prompt cache's prefix)"
+        )
     if "secret_env" in value:
         problem = secret_env_problem(value["secret_env"])
         if problem is not None:

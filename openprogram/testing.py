@@ -58,8 +58,9 @@ if TYPE_CHECKING:  # the recordings modules are imported when a test first needs
     from openprogram.recordings.replay.differences import ReplayMismatch
     from openprogram.recordings.store.scoped import RecordingScope
 
-#: The ``llm_proxy`` fixture (a module of its own: it needs this one's names).
-pytest_plugins = ["openprogram.testing_proxy"]
+#: The ``llm_proxy`` fixture, and the usage report, budgets, prompt-cache check and doctor
+#: (modules of their own: they need this one's names).
+pytest_plugins = ["openprogram.testing_proxy", "openprogram.testing_insight"]
 
 MODES = ("replay", "record", "rewrite", "update", "off")
 #: The folder of drift pages, in the rootdir unless ``--llm-report-dir`` says otherwise.

@@ -4,8 +4,10 @@ The pytest plugin (:mod:`openprogram.testing`) wraps every provider a test looks
 records, updates or calls live, so that it can tell the user what the agent loop turned into
 an answer: a live call the vendor never answered (the test fails with that cause, and nothing
 of it is kept), an error the vendor did answer (recorded, and named in the test's report), and
-a replay mismatch raised where the test cannot see it (a proxy's request thread). The watch
-only observes: every event reaches the caller unchanged, in order, at once.
+a replay mismatch raised where the test cannot see it (a proxy's request thread). It also
+keeps each call's final message (what the usage report and budgets count) and, when asked, the
+request (what the prompt-cache check compares). The watch only observes: every event reaches
+the caller unchanged, in order, at once.
 """
 
 from __future__ import annotations
@@ -18,6 +20,18 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from openprogram.recordings.replay.differences import ReplayMismatch
+
+
+@dataclass(frozen=True)
+class WatchedCall:
+    """A call the watch saw end: its number in the test (from 0), its lane, its final message
+    (None when it stopped without one) and, when the watch keeps requests, its request as
+    recorded (redacted payloads)."""
+
+    call: int
+    lane: str
+    request: dict[str, Any] | None = None
+    message: Any = None
 
 
 @dataclass(frozen=True)
@@ -42,6 +56,10 @@ class CallWatch:
         self.failures: list[CallFailure] = []
         #: The first replay mismatch a watched call raised.
         self.mismatch: ReplayMismatch | None = None
+        #: Every call seen, in the order made (final message and, if kept, request).
+        self.calls: list[WatchedCall] = []
+        #: Keep each call's request (the prompt-cache check needs them; off by default).
+        self.keep_requests = False
         self._calls = 0
         self._lock = threading.Lock()
 
@@ -76,11 +94,19 @@ class CallWatch:
             if self.mismatch is None:
                 self.mismatch = mismatch
 
-    async def events(self, inner: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        """``inner``'s events, unchanged; an ``error`` event or a mismatch is noted first."""
+    def _saw_end(self, call: int, lane: str, request: dict[str, Any] | None, message: Any) -> None:
+        with self._lock:
+            self.calls.append(WatchedCall(call, lane, request, message))
+
+    async def events(self, inner: AsyncIterator[Any], request: dict[str, Any] | None = None) -> AsyncIterator[Any]:
+        """``inner``'s events, unchanged; an ``error`` event or a mismatch is noted first, and
+        the final message when the call ends."""
+        from openprogram.providers.lanes import current_lane
         from openprogram.recordings.replay.differences import ReplayMismatch
 
         call = self._next_call()
+        lane = current_lane()
+        ended = False
         iterator = inner.__aiter__()
         next_event = iterator.__anext__
         try:
@@ -89,13 +115,21 @@ class CallWatch:
                     event = await next_event()
                 except StopAsyncIteration:
                     return
-                if event.type == "error":
-                    self._saw_error(call, event)
+                kind = event.type
+                if kind == "done" or kind == "error":
+                    # Noted at once: a consumer may stop reading at the final event, and the
+                    # generator is then closed only when it is collected.
+                    ended = True
+                    self._saw_end(call, lane, request, event.message if kind == "done" else event.error)
+                    if kind == "error":
+                        self._saw_error(call, event)
                 yield event
         except ReplayMismatch as mismatch:
             self._saw_mismatch(mismatch)
             raise
         finally:
+            if not ended:  # stopped before its final event: no usage was reported
+                self._saw_end(call, lane, request, None)
             aclose = getattr(iterator, "aclose", None)
             if aclose is not None:
                 with contextlib.suppress(Exception):
@@ -118,10 +152,21 @@ class WatchedProvider:
         return self._provider
 
     def stream(self, model: Any, context: Any, options: Any = None) -> AsyncIterator[Any]:
-        return self._watch.events(self._provider.stream(model, context, options))
+        return self._watch.events(self._provider.stream(model, context, options), self._request(model, context, options))
 
     def stream_simple(self, model: Any, context: Any, options: Any = None) -> AsyncIterator[Any]:
-        return self._watch.events(self._provider.stream_simple(model, context, options))
+        return self._watch.events(
+            self._provider.stream_simple(model, context, options), self._request(model, context, options)
+        )
+
+    def _request(self, model: Any, context: Any, options: Any) -> dict[str, Any] | None:
+        """The request as recorded, when the watch keeps requests (read now: the agent may
+        change its context once the call is made)."""
+        if not self._watch.keep_requests:
+            return None
+        from openprogram.recordings.file.format import request_payloads
+
+        return request_payloads(model, context, options)
 
 
 @contextlib.contextmanager

@@ -219,12 +219,14 @@ def test_the_record_pipeline_imports_one_way(position):
 
 #: The jobs of ``recordings/`` (docs/architecture.md) and which others each may use: the file
 #: format under everything, recording and replaying side by side and never into each other,
-#: the views reading, and the store (managing recordings, the modes) on top.
+#: what the calls say about a run (insight) and the views reading, and the store (managing
+#: recordings, the modes) on top.
 JOBS: dict[str, set[str]] = {
     "file": set(),
     "record": {"file"},
     "replay": {"file"},
-    "views": {"file", "replay"},
+    "insight": {"file", "replay"},
+    "views": {"file", "replay", "insight"},
     "store": {"file", "record", "replay"},
 }
 

@@ -37,7 +37,8 @@ def tutorial_steps(text: str) -> list[tuple[str, str, str]]:
 def test_tutorial_has_files_and_commands():
     steps = tutorial_steps((REPO_ROOT / "docs" / "tutorial.md").read_text())
     assert {name for kind, name, _ in steps if kind == "file"} == {
-        "agent.py", "pytest.ini", "test_agent.py", "test_concurrent.py", "test_what_goes_wrong.py",
+        "agent.py", "pytest.ini", "test_agent.py", "test_concurrent.py", "test_what_goes_wrong.py", "test_spend.py",
+        "pyproject.toml",
     }
     assert sum(1 for kind, _, _ in steps if kind == "command") >= 10
 
@@ -89,6 +90,19 @@ def test_every_tutorial_command_runs_as_written(tmp_path, isolated_home):
     assert "3 passed" in outputs["pytest -q test_what_goes_wrong.py --llm-fault=server_error --llm-rechunk=random"][0]
     tracked = subprocess.run(["git", "ls-files"], cwd=project, capture_output=True, text=True).stdout.split()
     assert str(recording.relative_to(project)) in tracked
+    # Section 8, as written: usage, a budget that fails in replay, the prompt cache, the doctor.
+    usage = outputs["pytest -q --llm-usage"][0]
+    assert "openprogram usage" in usage and "replaying saved" in usage
+    assert re.search(r"^test_agent.py::test_uses_the_calculator\s+replay\s+2\s", usage, re.M)
+    assert '"schema_version": 1' in (project / "usage.json").read_text()
+    over = outputs["pytest -q test_agent.py"][0]
+    assert "calls 2 > budget 1 (over by 1, 100%); call 1 (echo) crossed it, from 1 to 2" in over
+    assert "1 passed" in outputs["pytest -q test_agent.py"][1]
+    cache = outputs["openprogram recordings show recordings/test_spend/test_adds_within_budget.jsonl --cache"][0]
+    assert "every call keeps the whole request before it as a prefix" in cache and "100%" in cache
+    doctor = next(text for command, texts in outputs.items() if command.startswith("openprogram recordings doctor") for text in texts)
+    assert "datetime in context.system_prompt" in doctor and "No other difference." in doctor
+    assert "two live runs compared" in outputs["pytest -q test_concurrent.py --llm-doctor"][0]
 
 
 def test_examples_run_offline_from_their_committed_recordings(isolated_home):

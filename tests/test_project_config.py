@@ -85,6 +85,11 @@ def test_a_project_file_changed_is_read_again(project):
         ('[tool.openprogram.record_replay]\nnormalize = [["(", "x"]]\n', "tool.openprogram.record_replay.normalize:"),
         ('[tool.openprogram.record_replay]\nsecret_env = ["9LIVES"]\n', "tool.openprogram.record_replay.secret_env: '9LIVES' is not an environment variable name"),
         ('[tool.openprogram\nmodels = 1\n', "pyproject.toml is not valid TOML"),
+        ('[tool.openprogram.record_replay]\ncache_stable = "yes"\n', "tool.openprogram.record_replay.cache_stable must be true or false, not 'yes'"),
+        ('[tool.openprogram.budget]\ncalls = 2.5\n', "tool.openprogram.budget.calls must be a whole number, 0 or more; not 2.5"),
+        ('[tool.openprogram.budget]\ncost = -1\n', "tool.openprogram.budget.cost must be a number of dollars (0.05), 0 or more; not -1"),
+        ('[tool.openprogram.budget]\nmoney = 1\n', "tool.openprogram.budget.money: unknown limit; a budget takes calls, tokens, cost, e.g. \n[tool.openprogram.budget]\ncalls = 10"),
+        ('[tool.openprogram]\nbudget = 5\n', "tool.openprogram.budget must be a table of calls, tokens, cost, not 5"),
     ],
 )
 def test_errors_name_the_file_the_key_and_the_fix(tmp_path, monkeypatch, table, message):
@@ -94,6 +99,17 @@ def test_errors_name_the_file_the_key_and_the_fix(tmp_path, monkeypatch, table, 
         project_config()
     assert message in str(caught.value)
     assert str(tmp_path / "pyproject.toml") in str(caught.value)
+
+
+def test_a_budget_and_cache_stable_are_project_settings(tmp_path, monkeypatch):
+    (tmp_path / "openprogram.toml").write_text("[budget]\ncalls = 4\ncost = 0.5\n[record_replay]\ncache_stable = true\n")
+    monkeypatch.chdir(tmp_path)
+    project = project_config()
+    assert project.budget == {"calls": 4, "cost": 0.5}
+    assert project.record_replay == {"cache_stable": True}
+    (tmp_path / "openprogram.toml").write_text("[budget]\ntokens = 1.5\n")
+    with pytest.raises(ConfigError, match=r"openprogram.toml: budget.tokens must be a whole number, 0 or more; not 1.5$"):
+        project_config()
 
 
 def test_an_unknown_model_names_both_places_a_model_can_be_defined(project):

@@ -227,7 +227,7 @@ def test_status_names_the_project_file_and_fails_on_an_invalid_one(tmp_path, iso
     assert json.loads(broken.stdout)["project"] == {
         "path": str(tmp_path / "pyproject.toml"),
         "passed_by": [],
-        "problem": f"{tmp_path / 'pyproject.toml'}: tool.openprogram.bogus: unknown key; a project file takes models, record_replay, proxy",
+        "problem": f"{tmp_path / 'pyproject.toml'}: tool.openprogram.bogus: unknown key; a project file takes models, record_replay, proxy, budget",
     }
 
 

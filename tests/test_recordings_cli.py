@@ -405,18 +405,19 @@ def test_show_describes_calls_without_content(isolated_home, mixed_folder):
     assert PROMPT_MARKER not in result.stdout and "second" not in result.stdout
     lines = result.stdout.splitlines()
     table_start = next(i for i, line in enumerate(lines) if line.startswith("CALL"))
-    assert lines[table_start].split() == ["CALL", "API", "PROVIDER", "MODEL", "EVENTS", "OUTCOME", "FIRST", "DURATION", "TOKENS", "ERROR"]
+    assert lines[table_start].split() == ["CALL", "API", "PROVIDER", "MODEL", "EVENTS", "OUTCOME", "FIRST", "DURATION", "TOKENS", "COST", "ERROR"]
     calls = lines[table_start + 1 :]
     assert len(calls) == 3
     assert calls[0].split()[:4] == ["0", "faux", "faux", "echo"]
-    assert re.search(r"complete\s+\d+ ms\s+\d+ ms\s+\d+ in / \d+ out", calls[0])
+    assert re.search(r"complete\s+\d+ ms\s+\d+ ms\s+\d+ in / \d+ out\s+\$0\.000000", calls[0])
+    assert re.search(r"^usage      \d+ in / 0 cache read / \d+ out, \$0\.000000 \(what a replay does not pay\)$", result.stdout, re.M)
     assert calls[2].endswith("boom: the vendor said no")
 
     data = json.loads(recordings(isolated_home, "show", "valid", "--json").stdout)
     assert data["call_count"] == 3 and data["id"] == "valid" and data["active"] is False
     assert data["event_count"] == sum(call["event_count"] for call in data["calls"])
     first = data["calls"][0]
-    assert set(first) == {"call_index", "api", "provider", "model", "event_count", "outcome", "usage", "error_message", "first_event_ms", "duration_ms", "session", "lane", "redactions", "response_id", "response_model"}
+    assert set(first) == {"call_index", "api", "provider", "model", "event_count", "outcome", "usage", "error_message", "first_event_ms", "duration_ms", "session", "lane", "redactions", "response_id", "response_model", "cost"}
     assert type(first["first_event_ms"]) is int and first["duration_ms"] >= first["first_event_ms"]
     assert set(first["usage"]) == {"input", "output", "reasoning", "cache_read", "cache_write", "total_tokens"}
     assert data["calls"][2]["error_message"] == "boom: the vendor said no"

@@ -347,6 +347,12 @@ def _show_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--conversation", action="store_true", help="render the recorded session as a conversation (prompts and outputs!)"
     )
+    parser.add_argument(
+        "--cache",
+        action="store_true",
+        help="how much of each request the prompt cache could reuse: the share of the previous call's request kept "
+        "as a prefix, where it breaks, and the cached tokens the vendor reported",
+    )
 
 
 @verb("show", "describe a recording call by call (no content)", arguments=_show_arguments)
@@ -387,17 +393,31 @@ def run_show(args: argparse.Namespace) -> int:
         calls=inspection.summarize_calls(recording.calls),
     )
     now = render.now()
+    steps = _cache_steps(recording) if args.cache else None
     if args.json:
         data = report.to_json(now)
         if args.content:
             data["content"] = list(_redacted_rows(path))
+        if steps is not None:
+            for call, step in zip(data["calls"], steps, strict=True):
+                call["cache"] = step.to_json()
         _print_json(data)
     elif args.content:
         for row in _redacted_rows(path):
             _print_json(row, indent=False)
     else:
         print(render.render_show(report, now))
+        if steps is not None:
+            print()
+            print(render.render_cache(steps))
     return 0
+
+
+def _cache_steps(recording: Recording) -> list[Any]:
+    """``show --cache``: each call's prompt-cache prefix against the call before it in its lane."""
+    from openprogram.recordings.insight.cache_prefix import prefix_steps, recording_cache_calls
+
+    return prefix_steps(recording_cache_calls(recording.calls))
 
 
 def _warn_content() -> None:
@@ -439,6 +459,35 @@ def run_diff(args: argparse.Namespace) -> int:
     else:
         print(render.render_diff(result))
     return 0 if result.identical else 1
+
+
+@verb(
+    "doctor",
+    "propose ignore/normalize rules for what two recordings of one run differ in only because it is "
+    "volatile (exit 0 nothing else differs, 1 something does, 2 invalid)",
+    arguments=_diff_arguments,
+)
+def run_doctor(args: argparse.Namespace) -> int:
+    """Exit 0 when the recordings differ only in volatile values (the rules cover it all), 1
+    when something else differs too, 2 when either is missing or invalid."""
+    from openprogram.config import ConfigError
+    from openprogram.recordings.file.format import RecordingFileError
+    from openprogram.recordings.insight.doctor import diagnose, render_report
+    from openprogram.recordings.views.inspection import read_recording
+
+    recordings = []
+    for selector in (args.a, args.b):
+        try:
+            recordings.append(read_recording(_resolve_for_reading(selector)))
+        except (RecordingFileError, CliError, ConfigError) as error:
+            raise CliError(str(error), EXIT_USAGE) from None
+    report = diagnose(recordings[0].calls, recordings[1].calls)
+    _warn_content()
+    if args.json:
+        _print_json({**report.to_json(), "a": str(recordings[0].path), "b": str(recordings[1].path)})
+    else:
+        print(terminal_safe(render_report(report, recordings[0].path, recordings[1].path), multiline=True))
+    return 0 if report.clean else 1
 
 
 def _names_local_file(selector: str) -> bool:

@@ -133,6 +133,7 @@ def render_show(report: ShowReport, now: float) -> str:
         f"{safe(header.get('created_at', 'unknown'))} by openprogram "
         f"{safe(header.get('openprogram_version', 'unknown'))}",
         f"calls      {len(report.calls)} ({sum(c.event_count for c in report.calls)} events)",
+        *([f"usage      {usage_total(report.calls)}"] if any(call.usage for call in report.calls) else []),
     ]
     if report.calls:
         lines.append("")
@@ -153,6 +154,7 @@ def render_show(report: ShowReport, now: float) -> str:
                 human_ms(call.first_event_ms),
                 human_ms(call.duration_ms),
                 safe(human_usage(call.usage)),
+                human_cost(call.cost),
                 *([str(len(call.redactions))] if redacted else []),
                 *([safe(human_answer(call))] if answers else []),
                 safe(one_line(call.error_message)) if call.error_message else "",
@@ -163,7 +165,7 @@ def render_show(report: ShowReport, now: float) -> str:
             "CALL",
             *(["SESSION"] if sessions else []),
             *(["LANE"] if lanes else []),
-            "API", "PROVIDER", "MODEL", "EVENTS", "OUTCOME", "FIRST", "DURATION", "TOKENS",
+            "API", "PROVIDER", "MODEL", "EVENTS", "OUTCOME", "FIRST", "DURATION", "TOKENS", "COST",
             *(["REDACTED"] if redacted else []),
             *(["ANSWERED BY"] if answers else []),
             "ERROR",
@@ -195,6 +197,55 @@ def human_usage(usage: dict[str, int] | None) -> str:
     text = f"{usage.get('input', 0)} in / {usage.get('output', 0)} out{reasoning_note(usage)}"
     cached = (usage.get("cache_read") or 0) + (usage.get("cache_write") or 0)
     return f"{text} / {cached} cache" if cached else text
+
+
+def human_cost(cost: float | None) -> str:
+    """A call's cost, six decimals (a small model's call costs fractions of a cent)."""
+    return "-" if cost is None else f"${cost:.6f}"
+
+
+def usage_total(calls: list[CallSummary]) -> str:
+    """The recording's usage summed: what its calls cost live, and a replay does not pay."""
+    sums = {name: sum(int((call.usage or {}).get(name) or 0) for call in calls) for name in ("input", "cache_read", "output", "reasoning")}
+    cost = sum(call.cost or 0.0 for call in calls)
+    return (
+        f"{sums['input']} in / {sums['cache_read']} cache read / {sums['output']} out"
+        f"{reasoning_note(sums)}, {human_cost(cost)} (what a replay does not pay)"
+    )
+
+
+def render_cache(steps: list[Any]) -> str:
+    """``show --cache``: each call against the call before it in its lane (tools, system
+    prompt, messages, as vendors cache them): the share of that request it keeps as a prefix,
+    where the prefix breaks, and the cached tokens the vendor reported."""
+    sessions = len({step.session for step in steps}) > 1
+    rows = [
+        [
+            str(step.call_index),
+            *([str(step.session)] if sessions else []),
+            safe(step.lane or "-"),
+            "-" if step.previous is None else str(step.previous),
+            "-" if step.kept_share is None else f"{step.kept_share:.0%}",
+            "-" if step.cache_read is None else str(step.cache_read),
+            "-" if step.prompt_tokens is None else str(step.prompt_tokens),
+            safe(step.breaks_at) if step.breaks_at else "-",
+        ]
+        for step in steps
+    ]
+    headings = ["CALL", *(["SESSION"] if sessions else []), "LANE", "AFTER", "KEPT", "CACHED", "PROMPT", "BREAKS AT"]
+    right = frozenset({4, 5, 6} if sessions else {3, 4, 5})  # KEPT, CACHED, PROMPT
+    broken = [step for step in steps if step.broken]
+    lines = [
+        "prompt cache: each call against the call before it in its lane, in the order vendors cache "
+        "(tools, system prompt, messages); KEPT is the share of that request kept as a prefix, CACHED the "
+        "cached tokens the vendor reported, PROMPT every prompt token",
+        *table(headings, rows, right=right),
+    ]
+    lines.append(
+        f"{len(broken)} call(s) break the prefix before the turns they added" if broken
+        else "every call keeps the whole request before it as a prefix"
+    )
+    return "\n".join(lines)
 
 
 def human_answer(call: CallSummary) -> str:

@@ -18,6 +18,7 @@ from .differences_plain import (
     Difference,
     plain_first_difference,
 )
+from .volatile_shapes import volatile_hint
 
 __all__ = [
     "NON_DETERMINISTIC_FIELD_NAMES",
@@ -127,10 +128,12 @@ class ReplayMismatch(AssertionError):
         self.where = redact_text(where) if where else where
         #: What may explain the drift (an earlier answer that lost a value to redaction).
         self.note = note
+        #: That the two values differ only in a volatile-looking part (a time, a uuid, a port),
+        #: and the rule that covers it; None otherwise.
+        self.volatile_hint = None if field_path == REMAINING_CALLS else volatile_hint(self.field_path, self.recorded, self.incoming)
         at = f"call {call_index} ({self.where})" if self.where else f"call {call_index}"
-        super().__init__(
-            f"replay mismatch at {at}, field {self.field_path}:{self._described()}" + (f"\n{note}" if note else "")
-        )
+        notes = "".join(f"\n{text}" for text in (note, self.volatile_hint and f"note: {self.volatile_hint}") if text)
+        super().__init__(f"replay mismatch at {at}, field {self.field_path}:{self._described()}{notes}")
 
     def _described(self) -> str:
         """The two sides, from the end of the first line on: in words for the calls left

@@ -156,6 +156,8 @@ class CallSummary:
     #: named them (None in a file written before answers kept them).
     response_id: str | None = None
     response_model: str | None = None
+    #: The cost the call's answer reports (dollars; None without a final message).
+    cost: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -174,6 +176,7 @@ class CallSummary:
             "redactions": self.redactions,
             "response_id": self.response_id,
             "response_model": self.response_model,
+            "cost": self.cost,
         }
 
 
@@ -214,6 +217,7 @@ def summarize_call(call: Any) -> CallSummary:
     error message of the message its terminal event carries (terminal events are stored in
     full, so no partial snapshot is rebuilt). Redacted, as every view of a file is: a file
     edited by hand may hold a secret in an error message."""
+    from ..insight.usage import call_usage
     from ..redaction import remove_secret_values
     from .comparison import final_message
 
@@ -221,11 +225,13 @@ def summarize_call(call: Any) -> CallSummary:
     message = remove_secret_values(final_message(call))
     usage = None
     error_message = None
+    cost = None
     answer: dict[str, Any] = message if isinstance(message, dict) else {}
     if answer:
         raw_usage = answer.get("usage")
         if isinstance(raw_usage, dict):
             usage = {name: raw_usage.get(name, 0) for name in USAGE_FIELDS}
+            cost = call_usage(answer, call=call.call_index).cost
         error_message = answer.get("error_message")
     return CallSummary(
         call_index=call.call_index,
@@ -242,6 +248,7 @@ def summarize_call(call: Any) -> CallSummary:
         redactions=list(getattr(call, "redactions", [])),
         response_id=_text(answer.get("response_id")),
         response_model=_text(answer.get("response_model")),
+        cost=cost,
     )
 
 

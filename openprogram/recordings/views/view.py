@@ -36,6 +36,7 @@ from typing import Any
 
 import orjson
 
+from ..insight.cache_prefix import PrefixStep, prefix_steps, recording_cache_calls
 from ..redaction import remove_secret_values
 from .conversation import ConversationStep, call_cost, conversation_steps
 from .inspection import answered_by, reasoning_note
@@ -248,6 +249,7 @@ def call_meta(step: ConversationStep) -> str:
         f'<span class="outcome-{esc(outcome)}">{esc(outcome)}</span>',
         f'<span class="meta">{esc(usage.get("input", 0))} in / {esc(usage.get("output", 0))} out tokens{esc(reasoning_note(usage))}</span>',
         f'<span class="meta">${call_cost(step.answer):.6f}</span>',
+        *([f'<span class="meta">{esc(cached)} tokens read from the cache</span>'] if (cached := usage.get("cache_read")) else []),
         *([f'<span class="meta">answered by {esc(named)}</span>'] if (named := answered_by(step.answer)) else []),
     ]
     timings = _timings(call)
@@ -290,7 +292,9 @@ def _sessions(calls: list[Any]) -> dict[str | None, dict[str, list[Any]]]:
 def _totals(steps: Iterable[ConversationStep], sessions: int, lanes: int) -> str:
     steps = list(steps)
     tokens_in = sum(int(_usage(step.answer).get("input") or 0) for step in steps)
+    tokens_cached = sum(int(_usage(step.answer).get("cache_read") or 0) for step in steps)
     tokens_out = sum(int(_usage(step.answer).get("output") or 0) for step in steps)
+    tokens_reasoning = sum(int(_usage(step.answer).get("reasoning") or 0) for step in steps)
     cost = sum(call_cost(step.answer) for step in steps)
     failed = sum(1 for step in steps if step.call.outcome != "complete")
     cells = [
@@ -298,7 +302,9 @@ def _totals(steps: Iterable[ConversationStep], sessions: int, lanes: int) -> str
         ("sessions", sessions),
         ("lanes", lanes),
         ("input tokens", tokens_in),
+        ("cache read tokens", tokens_cached),
         ("output tokens", tokens_out),
+        ("of which reasoning", tokens_reasoning),
         ("cost", f"${cost:.6f}"),
         ("not complete", failed),
     ]
@@ -309,18 +315,37 @@ def _lane_name(lane: str) -> str:
     return "root lane" if lane == "" else f"lane {lane}"
 
 
+def _cache_meta(step: PrefixStep | None) -> str:
+    """The prompt cache of a call (docs/recordings-cli.md, ``show --cache``): the share of the
+    previous call's request it keeps as a prefix, where it breaks, and the cached tokens the
+    vendor reported."""
+    if step is None or step.previous is None:
+        return ""
+    share = step.kept_share or 0.0
+    kept = f"keeps {share:.0%} of call {step.previous} as a prompt-cache prefix"
+    broken = f", breaks at {step.breaks_at}" if step.breaks_at else ""
+    cached = f" ({step.cache_read or 0} tokens read from the cache)"
+    classes = "meta cache-break" if step.broken else "meta"
+    return f'{FIELD_SEPARATOR}<span class="{classes}">{esc(kept + broken + cached)}</span>'
+
+
+
 def render_recording_page(recording: Any) -> str:
     """The whole recording: totals, then each session with its lanes side by side, each call
     a foldable line opening onto its conversation."""
     calls = list(recording.calls)
     grouped = _sessions(calls)
     steps = steps_by_call(calls)
+    prefixes = {step.call_index: step for step in prefix_steps(recording_cache_calls(calls))}
     open_all = len(calls) <= OPEN_ALL_UP_TO
     sections = []
     for number, (session, lanes) in enumerate(grouped.items(), start=1):
         columns = []
         for lane, lane_calls in lanes.items():
-            rendered = "".join(_call_details(steps[c.call_index], open_=open_all) for c in lane_calls)
+            rendered = "".join(
+                _call_details(steps[c.call_index], open_=open_all, extra=_cache_meta(prefixes.get(c.call_index)))
+                for c in lane_calls
+            )
             columns.append(
                 f'<div class="lane"><h3>{esc(_lane_name(lane))} ({len(lane_calls)} calls)</h3>{rendered}</div>'
             )

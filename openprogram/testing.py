@@ -154,11 +154,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        f"{MARKER}(name=None, ignore=(), normalize=(), secrets=(), faults=(), rechunk=None, pace=None): "
+        f"{MARKER}(name=None, ignore=(), normalize=(), secrets=(), faults=(), rechunk=None, pace=None, "
+        "budget=None, cache_stable=False, upstream=None): "
         "route this test's provider calls to a recording (<test folder>/recordings/<module>/<name or "
         "test name>.jsonl); ignore and normalize make replay overlook volatile values in requests; "
         "secrets are values never written to the recording; faults, rechunk and pace replay what "
-        "goes wrong (failures, re-split streams, the recorded timing)",
+        "goes wrong (failures, re-split streams, the recorded timing); budget limits calls, tokens "
+        "and cost; cache_stable fails a call that breaks the prompt-cache prefix; upstream is where "
+        "llm_proxy's live calls go",
     )
     config.addinivalue_line(
         "markers",

@@ -154,6 +154,7 @@ def test_every_json_document_of_recordings_has_its_schema_version(recordings, ca
             with_json.append(name)
     arguments = {
         "status": [], "list": [], "show": [recordings["a"]], "diff": [recordings["a"], recordings["prompt"]],
+        "doctor": [recordings["a"], recordings["prompt"]],
     }
     assert sorted(with_json) == sorted(arguments)  # a new --json verb is added here
     for name, extra in arguments.items():

@@ -120,6 +120,31 @@ def sse_stream(body: dict[str, Any]) -> bytes:
     return "".join(frames).encode()
 
 
+def completion(body: dict[str, Any]) -> bytes:
+    """The whole ``chat.completion`` JSON of the answer, for a request that does not stream."""
+    text, calls = answer(body)
+    turn = len(body.get("messages") or [])
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if calls:
+        message["tool_calls"] = [
+            {"id": f"call_{turn}_{index}", "type": "function", "function": {"name": name, "arguments": arguments}}
+            for index, (name, arguments) in enumerate(calls)
+        ]
+    prompt = max(1, len(json.dumps(body.get("messages") or [])) // 4)
+    done = max(1, len(text or "".join(a for _, a in calls)) // 4)
+    return json.dumps(
+        {
+            "id": f"chatcmpl-echo-{turn}",
+            "object": "chat.completion",
+            "created": CREATED,
+            "model": MODEL,
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
+            "usage": {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done},
+        },
+        separators=(",", ":"),
+    ).encode()
+
+
 class EchoServer:
     """Use as a context manager: ``with EchoServer() as server: server.base_url ...``, on a
     free port of 127.0.0.1."""
@@ -161,7 +186,10 @@ class _Handler(BaseHTTPRequestHandler):
         if not self.path.endswith("/chat/completions"):
             self._send(404, "application/json", b'{"error": {"message": "not found"}}')
             return
-        self._send(200, "text/event-stream", sse_stream(request))
+        if request.get("stream") is True:
+            self._send(200, "text/event-stream", sse_stream(request))
+        else:
+            self._send(200, "application/json", completion(request))
 
     def _send(self, status: int, content_type: str, payload: bytes) -> None:
         self.send_response(status)

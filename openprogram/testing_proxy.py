@@ -92,8 +92,11 @@ def llm_proxy(
     a client built at import time keeps the address it read then). In replay the SDKs' key
     variables hold a per-test token, the only key the proxy answers. ``llm_proxy.url`` is its
     address; ``llm_recording.scope`` the test's recording scope while the body runs."""
-    from openprogram.proxy import ProxySettings, start_proxy
+    from openprogram.proxy import ProxySettings, install_hint, missing_dependencies, start_proxy
 
+    missing = missing_dependencies()
+    if missing:
+        pytest.fail(f"llm_proxy needs {' and '.join(missing)}, which come with the proxy extra: {install_hint()}", pytrace=False)
     handle = llm_recording
     handle.proxied = True
     replaying = handle.mode == "replay" or (handle.mode == "record" and handle.path.exists())
@@ -104,6 +107,7 @@ def llm_proxy(
             upstreams=upstreams,
             project_upstreams=chosen_by_project,
             call_context=functools.partial(_test_context, handle),
+            normalize=handle.normalize,  # for its lanes: the test's session applies them to the calls
             client_token=token,
             # The test's replay options apply in its own scope; the proxy splits the bytes too.
             replay=handle.replay_options if replaying else None,

@@ -190,16 +190,22 @@ def test_gemini_client(llm_proxy):
 )
 def test_the_anthropic_and_google_sdks_find_the_proxy_from_their_variables(pytester, test, chunks, key_variable):
     """Each SDK's own client, built with no argument, reaches the proxy through the variable the
-    fixture sets; in replay it starts with the placeholder key, as no key is set."""
+    fixture sets; in replay it starts with the placeholder key, as no key is set. The calls do
+    not stream, so the vendor answers with a whole JSON body."""
+    from tests.test_proxy_sdks import whole_answer
     from tests.transcripts import anthropic_streams, google_streams
     from tests.vendor_server import ScriptedResponse, VendorServer
 
-    transcript = {"anthropic": anthropic_streams.PLAIN_TEXT, "google": google_streams.PLAIN_TEXT}[chunks]
+    api, stream = {
+        "anthropic": ("anthropic-messages", anthropic_streams.PLAIN_TEXT),
+        "google": ("google-generative-ai", google_streams.PLAIN_TEXT),
+    }[chunks]
+    body = whole_answer(api, stream)
     pytester.makepyfile(test_sdks=OTHER_SDKS)
     for name in ("ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL"):
         pytester._monkeypatch.delenv(name, raising=False)
     with VendorServer() as server:
-        server.queue(ScriptedResponse(chunks=transcript))
+        server.queue(ScriptedResponse(chunks=[body], headers={"content-type": "application/json"}))
         pytester._monkeypatch.setenv(key_variable, "live-key-for-the-test")
         pytester._monkeypatch.setenv("UPSTREAM_URL", server.url)
         recorded = pytester.runpytest_subprocess("-q", "-k", test, "--llm-record-mode=record")
@@ -222,6 +228,17 @@ def test_a_project_upstream_on_an_untrusted_host_gets_no_key(pytester):
     refused.stdout.fnmatch_lines(["*key not sent to collector.invalid (the upstream of openai-completions that *pyproject.toml sets)*"])
     assert "sk-local-test" not in refused.stdout.str()
     assert not (pytester.path / "recordings" / "test_app" / "test_direct_sdk.jsonl").exists()
+
+
+def test_llm_proxy_without_the_proxy_extra_says_how_to_install_it(pytester):
+    """One line naming the command, no traceback (the server's packages are an extra)."""
+    pytester.makeconftest('import sys\nsys.modules["uvicorn"] = None  # as if it were not installed\n')
+    pytester.makepyfile(test_missing='def test_it(llm_proxy):\n    pass\n')
+    result = pytester.runpytest_subprocess("-q", "--llm-record-mode=record")
+    result.assert_outcomes(errors=1)
+    assert "llm_proxy needs uvicorn, which come with the proxy extra: pip install 'starlette>=0.40' 'uvicorn>=0.29'" in result.stdout.str()
+    assert "Traceback" not in result.stdout.str() and "ModuleNotFoundError" not in result.stdout.str()
+
 
 EARLY_STOP = '''
 import os

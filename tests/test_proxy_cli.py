@@ -24,9 +24,10 @@ def recording(tmp_path):
         server.queue(ScriptedResponse(chunks=c.PLAIN_TEXT))
         settings = ProxySettings(upstreams={"openai-completions": server.url + "/v1"}, recording=path, mode="record")
         with start_proxy(settings) as proxy:
-            openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-x").chat.completions.create(
-                model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
+            stream = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-x").chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True
             )
+            list(stream)
     return path
 
 
@@ -103,6 +104,51 @@ def test_a_recording_that_cannot_replay_is_reported(tmp_path, isolated_home):
     )
     assert result.returncode == 1
     assert str(broken) in result.stderr and "Traceback" not in result.stderr
+
+
+def _project(tmp_path, table: str):
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / ".git").mkdir()
+    (project / "pyproject.toml").write_text(table)
+    return project
+
+
+def test_the_command_reads_the_project_s_upstream_table(tmp_path, isolated_home):
+    """``[tool.openprogram.proxy.upstream]`` names where live calls go, for the command as for
+    the llm_proxy fixture; ``--upstream`` wins over it."""
+    import openai
+
+    with VendorServer() as server:
+        server.queue(ScriptedResponse(chunks=c.PLAIN_TEXT))
+        project = _project(tmp_path, f'[tool.openprogram.proxy.upstream]\n"openai-completions" = "{server.url}/v1"\n')
+        process = subprocess.Popen(
+            [PYTHON, "-m", "openprogram", "proxy", "--port", "0", "--mode", "record", "--recording", str(tmp_path / "r.jsonl")],
+            env=cli_env(isolated_home), cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        try:
+            first = process.stdout.readline()
+            url = first.split("listening on ", 1)[1].split(" ", 1)[0]
+            lines = [process.stdout.readline().strip() for _ in range(5)]
+            assert f"openai-completions {server.url}/v1" in lines[4]
+            stream = openai.OpenAI(base_url=url + "/v1", api_key="sk-test-cli-0123456789", max_retries=0).chat.completions.create(
+                model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True
+            )
+            assert "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices) == "Hello world!"
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+        assert len(server.requests) == 1
+
+
+def test_a_bad_upstream_table_is_a_usage_error_naming_the_file(tmp_path, isolated_home):
+    project = _project(tmp_path, '[tool.openprogram.proxy.upstream]\n"openai-completions" = "ftp://host"\n')
+    result = subprocess.run(
+        [PYTHON, "-m", "openprogram", "proxy", "--port", "0"],
+        env=cli_env(isolated_home), cwd=project, capture_output=True, text=True, timeout=60,
+    )
+    assert result.returncode == 2
+    assert "pyproject.toml" in result.stderr and "proxy.upstream" in result.stderr and "Traceback" not in result.stderr
 
 
 def test_without_its_extra_the_proxy_names_the_packages_to_install(monkeypatch):

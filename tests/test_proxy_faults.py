@@ -25,6 +25,7 @@ from openprogram.proxy import ProxySettings, start_proxy
 from openprogram.proxy.faults import fault_response
 from tests.openai_support import closed_port_url
 from tests.test_faults import silent_server
+from tests.test_proxy_sdks import whole_answer
 from tests.transcripts import anthropic_streams as a
 from tests.transcripts import google_streams as g
 from tests.transcripts import openai_completions_streams as c
@@ -98,7 +99,12 @@ def live_failure(api: str, kind: str, streaming: bool) -> BaseException:
 
 def record(api: str, path: Path, streaming: bool) -> str:
     with VendorServer() as server:
-        server.queue(ScriptedResponse(chunks=PLAIN[api]))
+        if streaming:
+            server.queue(ScriptedResponse(chunks=PLAIN[api]))
+        else:  # the call goes upstream as sent: the vendor answers it with one JSON body
+            whole = whole_answer(api, PLAIN[api])
+            assert whole is not None
+            server.queue(ScriptedResponse(chunks=[whole], headers={"content-type": "application/json"}))
         suffix = "/v1" if api.startswith("openai") else ""
         settings = ProxySettings(upstreams={api: server.url + suffix}, recording=path, mode="record")
         with start_proxy(settings) as proxy:

@@ -275,9 +275,12 @@ def test_a_value_where_a_name_belongs_is_described_not_quoted():
     with pytest.raises(WireRequestError) as role:
         anthropic_messages.parse_request_body({"model": "m", "max_tokens": 1, "messages": [{"role": secret, "content": "hi"}]})
     with pytest.raises(WireRequestError) as part:
-        google_generative_ai.parse_request_body({"contents": [{"parts": [{secret: 1, "fileData": {}}]}]}, model_id="g")
+        # a user's part of any shape travels as sent (raw); a model's part must be one Gemini answers with
+        google_generative_ai.parse_request_body(
+            {"contents": [{"role": "model", "parts": [{secret: 1, "fileData": {}}]}]}, model_id="g"
+        )
     assert str(role.value).startswith("messages[0]: openprogram proxy cannot carry a message of role a string of 48 characters")
-    assert "part with fileData, a string of 48 characters (" in str(part.value)
+    assert "model part with fileData, a string of 48 characters (" in str(part.value)
     assert "A1b2C3d4" not in str(role.value) + str(part.value)
 
 

@@ -27,6 +27,11 @@ BODY = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
 JSON_HEADERS = {"content-type": "application/json"}
 
 
+def whole_answer() -> ScriptedResponse:
+    """The vendor's answer to ``BODY``, a call that does not stream (it goes upstream as sent)."""
+    return ScriptedResponse(chunks=[c.PLAIN_TEXT_WHOLE], headers={"content-type": "application/json"})
+
+
 # --------------------------------------------------------------------------- the checks, alone
 
 
@@ -112,7 +117,7 @@ def test_a_cross_site_page_and_dns_rebinding_are_refused_and_reach_nothing(tmp_p
     monkeypatch.setenv("OPENAI_API_KEY", OWNER_KEY)
     path = tmp_path / "owner.jsonl"
     with VendorServer() as server:
-        server.queue(ScriptedResponse(chunks=c.PLAIN_TEXT))
+        server.queue(whole_answer())
         settings = ProxySettings(
             upstreams={"openai-completions": server.url + "/v1"}, recording=path, mode="record", env_keys=True
         )
@@ -165,13 +170,13 @@ def test_a_request_without_a_key_gets_none_of_the_proxy_s_own(tmp_path, monkeypa
     assert "start the proxy with --env-keys" in _error(refused) and "OPENAI_API_KEY" in _error(refused)
     assert OWNER_KEY not in refused.text
     with VendorServer() as server:
-        server.queue(ScriptedResponse(chunks=c.PLAIN_TEXT), ScriptedResponse(chunks=c.PLAIN_TEXT))
+        server.queue(whole_answer(), whole_answer())
         upstreams = {"openai-completions": server.url + "/v1"}
         with start_proxy(ProxySettings(upstreams=upstreams, mode="off")) as proxy:
             assert httpx.post(proxy.url + "/v1/chat/completions", json=BODY).status_code == 200
         with start_proxy(ProxySettings(upstreams=upstreams, mode="off", env_keys=True)) as proxy:
             assert httpx.post(proxy.url + "/v1/chat/completions", json=BODY).status_code == 200
-    sent = [request.headers["authorization"] for request in server.requests]
+    sent = [request.headers.get("authorization") for request in server.requests]
     assert sent[0] != f"Bearer {OWNER_KEY}" and sent[1] == f"Bearer {OWNER_KEY}"
 
 
@@ -187,7 +192,7 @@ def test_error_bodies_hold_no_credential_the_client_sent_or_the_proxy_knows(tmp_
     monkeypatch.setenv("OPENAI_API_KEY", owner_key)
     path = tmp_path / "one.jsonl"
     with VendorServer() as server:
-        server.queue(ScriptedResponse(chunks=c.PLAIN_TEXT))
+        server.queue(whole_answer())
         settings = ProxySettings(upstreams={"openai-completions": server.url + "/v1"}, recording=path, mode="record")
         with start_proxy(settings) as proxy:
             assert httpx.post(proxy.url + "/v1/chat/completions", json=BODY).status_code == 200
@@ -315,7 +320,7 @@ def test_the_token_is_never_sent_on(tmp_path):
     """A proxy with a client token passes no key on: the token opens the proxy, nothing else."""
     token = "openprogram-replay-0123456789abcdefghijklmnop"
     with VendorServer() as server:
-        server.queue(ScriptedResponse(chunks=c.PLAIN_TEXT))
+        server.queue(whole_answer())
         settings = ProxySettings(upstreams={"openai-completions": server.url + "/v1"}, mode="off", client_token=token)
         with start_proxy(settings) as proxy:
             answer = httpx.post(proxy.url + "/v1/chat/completions", json=BODY, headers={"authorization": f"Bearer {token}"})

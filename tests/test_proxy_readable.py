@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from openprogram.proxy import ProxySettings, start_proxy
-from tests.test_proxy_sdks import TRANSCRIPTS, VENDORS
+from tests.test_proxy_sdks import TRANSCRIPTS, VENDORS, whole_answer
 from tests.vendor_server import ScriptedResponse, VendorServer
 
 
@@ -111,9 +111,8 @@ def record_two_turns(api: str, path: Path) -> list[dict[str, Any]]:
     client = CLIENTS[api]
     bodies = [client.first("What is the weather in Paris?")]
     with VendorServer() as server:
-        server.queue(
-            ScriptedResponse(chunks=TRANSCRIPTS[(api, "one_tool_call")]), ScriptedResponse(chunks=TRANSCRIPTS[(api, "plain")])
-        )
+        # the client does not stream, so the vendor answers each call with one JSON body
+        server.queue(*(_whole(api, name) for name in ("one_tool_call", "plain")))
         settings = ProxySettings(upstreams={api: server.url + VENDORS[api].suffix}, recording=path, mode="record")
         with start_proxy(settings) as proxy:
             answer = _post(proxy.url, api, bodies[0])
@@ -121,6 +120,12 @@ def record_two_turns(api: str, path: Path) -> list[dict[str, Any]]:
             bodies.append(client.then(bodies[0], answer.json(), "22 degrees"))
             assert _post(proxy.url, api, bodies[1]).status_code == 200
     return bodies
+
+
+def _whole(api: str, transcript: str) -> ScriptedResponse:
+    body = whole_answer(api, TRANSCRIPTS[(api, transcript)])
+    assert body is not None
+    return ScriptedResponse(chunks=[body], headers={"content-type": "application/json"})
 
 
 @pytest.mark.parametrize("api", sorted(CLIENTS))

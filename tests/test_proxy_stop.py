@@ -22,6 +22,14 @@ from tests.vendor_server import ScriptedResponse, VendorServer
 COMMAND = f"{CTRL_C_AS_IN_A_TERMINAL}\nimport sys\nfrom openprogram.cli.main import main\nsys.exit(main(sys.argv[1:]))"
 
 
+def whole(hold_after: int | None = None) -> ScriptedResponse:
+    """The vendor's answer to a call that does not stream (``ask``'s): one JSON body, written
+    in three pieces so that a test can hold it part-way."""
+    body = c.PLAIN_TEXT_WHOLE
+    pieces = [body[:40], body[40:80], body[80:]]
+    return ScriptedResponse(chunks=pieces, headers={"content-type": "application/json"}, hold_after=hold_after)
+
+
 def ask(url: str, prompt: str) -> str:
     import openai
 
@@ -39,7 +47,7 @@ def recorded(tmp_path):
     """A recording of two calls ('first', 'second'), made through a proxy."""
     path = tmp_path / "session.jsonl"
     with VendorServer() as server:
-        server.queue(ScriptedResponse(chunks=c.PLAIN_TEXT), ScriptedResponse(chunks=c.PLAIN_TEXT))
+        server.queue(whole(), whole())
         settings = ProxySettings(upstreams={"openai-completions": server.url + "/v1"}, recording=path, mode="record")
         with start_proxy(settings) as proxy:
             ask(proxy.url, "first")
@@ -93,7 +101,7 @@ class Proxy:
 @pytest.mark.parametrize(("stop", "said"), [(signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")])
 def test_a_drifted_update_stopped_by_its_signal_is_kept_and_the_stop_says_so(recorded, isolated_home, stop, said):
     with VendorServer() as server:
-        server.queue(ScriptedResponse(chunks=c.PLAIN_TEXT))
+        server.queue(whole())
         proxy = Proxy(isolated_home, recorded, server.url)
         try:
             assert ask(proxy.url, "first") == "Hello world!"  # replayed
@@ -114,7 +122,7 @@ def test_a_drifted_update_stopped_by_its_signal_is_kept_and_the_stop_says_so(rec
 def test_a_stop_with_a_call_in_flight_answers_it_and_leaves_the_file(recorded, isolated_home):
     before = recorded.read_bytes()
     with VendorServer() as server:
-        server.queue(ScriptedResponse(chunks=c.PLAIN_TEXT, hold_after=2))  # mid-answer until released
+        server.queue(whole(hold_after=2))  # mid-answer until released
         proxy = Proxy(isolated_home, recorded, server.url)
         answered: list[object] = []
         try:
@@ -150,7 +158,7 @@ def _outcome(url: str, prompt: str) -> object:
 def test_sigkill_leaves_the_file_intact_and_the_next_update_removes_what_it_left(recorded, isolated_home, fresh_registry):
     before = recorded.read_bytes()
     with VendorServer() as server:
-        server.queue(ScriptedResponse(chunks=c.PLAIN_TEXT))
+        server.queue(whole())
         proxy = Proxy(isolated_home, recorded, server.url)
         try:
             ask(proxy.url, "first")
@@ -169,7 +177,7 @@ def test_sigkill_leaves_the_file_intact_and_the_next_update_removes_what_it_left
 def test_a_second_ctrl_c_cuts_the_calls_in_flight_quietly_and_leaves_the_file(recorded, isolated_home):
     before = recorded.read_bytes()
     with VendorServer() as server:
-        server.queue(ScriptedResponse(chunks=c.PLAIN_TEXT, hold_after=2))  # never released here
+        server.queue(whole(hold_after=2))  # never released here
         proxy = Proxy(isolated_home, recorded, server.url)
         answered: list[object] = []
         try:

@@ -175,18 +175,66 @@ def test_gemini_fields_without_a_typed_option_travel_in_the_wire_s_names():
     ("module", "body", "message"),
     [
         (openai_completions, {"model": "m"}, "body.messages is required"),
-        (openai_completions, {"model": "m", "messages": [{"role": "user", "content": [{"type": "input_audio"}]}]}, "messages[0].content[0]: openprogram proxy cannot carry a 'input_audio' part"),
         (openai_completions, {"model": "m", "messages": [{"role": "assistant", "tool_calls": [{"id": "c", "function": {"name": "f", "arguments": "[1]"}}]}]}, "messages[0].tool_calls[0].function.arguments must be a JSON object"),
-        (openai_responses, {"model": "m", "input": [{"type": "item_reference", "id": "x"}]}, "input[0]: openprogram proxy cannot carry a input item of type 'item_reference'"),
-        (anthropic_messages, {"model": "m", "messages": [{"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": "u"}}]}]}, "openprogram proxy cannot carry a image by URL"),
+        (openai_completions, {"model": "m", "messages": [{"role": "user", "content": [7]}]}, "messages[0].content[0] must be a JSON object"),
         (anthropic_messages, {"model": "m", "messages": [], "temperature": "hot"}, "body.temperature must be a number, not a string"),
-        (google_generative_ai, {"contents": [{"role": "user", "parts": [{"fileData": {}}]}]}, "openprogram proxy cannot carry a part with fileData"),
     ],
 )
-def test_what_ours_cannot_hold_is_refused_naming_where(module, body, message):
+def test_what_ours_cannot_read_is_refused_naming_where(module, body, message):
     with pytest.raises(WireRequestError) as raised:
         module.parse_request_body(body, model_id="gemini-2.5-flash" if module is google_generative_ai else None)
     assert message in str(raised.value)
+
+
+AUDIO = {"type": "input_audio", "input_audio": {"data": "UklGRg==", "format": "wav"}}
+IMAGE_URL = {"type": "image_url", "image_url": {"url": "https://example.com/cat.png", "detail": "high"}}
+FILE_PART = {"type": "input_file", "file_id": "file-abc123"}
+DOCUMENT = {"type": "document", "source": {"type": "url", "url": "https://example.com/a.pdf"}}
+IMAGE_BY_URL = {"type": "image", "source": {"type": "url", "url": "https://example.com/cat.png"}}
+FILE_DATA = {"fileData": {"mimeType": "application/pdf", "fileUri": "https://example.com/a.pdf"}}
+
+
+@pytest.mark.parametrize(
+    ("module", "body"),
+    [
+        (openai_completions, {"model": "m", "messages": [{"role": "user", "content": [{"type": "text", "text": "Hear:"}, AUDIO, IMAGE_URL]}]}),
+        (openai_completions, {"model": "m", "messages": [
+            {"role": "user", "content": "Hi"}, {"role": "assistant", "content": "Hello"},
+            {"role": "system", "content": "From now on, answer in French."}, {"role": "user", "content": "Bye"},
+        ]}),
+        (openai_responses, {"model": "m", "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": "Read:"}, FILE_PART]},
+            {"type": "item_reference", "id": "msg_123"},
+            {"role": "developer", "content": "Be brief."},
+        ]}),
+        (anthropic_messages, {"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": [DOCUMENT, IMAGE_BY_URL, {"type": "text", "text": "Compare."}]}]}),
+        (google_generative_ai, {"contents": [{"role": "user", "parts": [FILE_DATA, {"text": "Summarise."}]}]}),
+    ],
+    ids=["completions-parts", "completions-mid-system", "responses-items", "anthropic-blocks", "gemini-file"],
+)
+def test_what_ours_cannot_hold_is_carried_as_the_client_sent_it(module, body):
+    """An image by URL, audio, a file or document, a Responses item_reference, a system message
+    in mid-conversation: carried as the JSON the client sent (``RawContent``), compared as such,
+    and built back exactly (before, each was refused with a 400)."""
+    from openprogram.providers.types import RawContent
+
+    model_id = "gemini-2.5-flash" if module is google_generative_ai else None
+    model, context, options = module.parse_request_body(body, model_id=model_id)
+    raw = [
+        block
+        for message in context.messages if isinstance(message.content, list)
+        for block in message.content if isinstance(block, RawContent)
+    ]
+    assert raw and all(block.api == model.api for block in raw)
+    again = module.parse_request_body(body, model_id=model_id)
+    assert again[1] == context  # the same request reads the same
+    changed = json.loads(json.dumps(body).replace("example.com", "example.org").replace("msg_123", "msg_456").replace("French", "German").replace("file-abc123", "file-xyz"))
+    assert module.parse_request_body(changed, model_id=model_id)[1] != context  # and another differs
+    if module is not google_generative_ai:  # Gemini's builder speaks the SDK's form
+        rebuilt = module.build_request_body(model, context, options)
+        for key in ("messages", "input"):
+            if key in body:
+                assert rebuilt[key] == body[key]
 
 
 # --------------------------------------------------------------------------- through a proxy
@@ -323,15 +371,19 @@ def test_the_vendor_gets_every_field_the_client_s_sdk_sent(api, tmp_path):
     assert server.requests[0].path.split("?")[0] == server.requests[1].path.split("?")[0] or api == "google-generative-ai"
 
 
-def test_gemini_non_streaming_and_streaming_paths_both_reach_the_streaming_upstream(tmp_path):
+def test_a_gemini_call_that_does_not_stream_stays_one_that_does_not_stream(tmp_path):
+    """The upstream is asked what the client asked (before, a ``generateContent`` call went
+    upstream as ``streamGenerateContent``), and its JSON body reaches the client as it came."""
+    body = json.loads(g.PLAIN_TEXT[-1].decode().removeprefix("data: "))
+    whole = json.dumps(body).encode()
     with VendorServer() as server:
-        server.queue(ScriptedResponse(chunks=g.PLAIN_TEXT))
+        server.queue(ScriptedResponse(chunks=[whole], headers={"content-type": "application/json"}))
         settings = ProxySettings(upstreams={"google-generative-ai": server.url}, recording=tmp_path / "g.jsonl", mode="record")
         with start_proxy(settings) as proxy:
             client = _client("google-generative-ai", proxy.url, "AIzaSy-test-0123456789")  # kept: it closes when collected
             response = client.models.generate_content(model=g.MODEL_ID, contents="hi")
-    assert response.text == "Hello, world!"
-    assert ":streamGenerateContent" in server.requests[0].path
+    assert response.response_id == body["responseId"]
+    assert server.requests[0].path.split("?")[0].endswith(f"/models/{g.MODEL_ID}:generateContent")
 
 
 def test_a_request_read_in_any_thread_gives_the_same_lane():

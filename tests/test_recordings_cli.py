@@ -417,9 +417,10 @@ def test_show_describes_calls_without_content(isolated_home, mixed_folder):
     assert data["call_count"] == 3 and data["id"] == "valid" and data["active"] is False
     assert data["event_count"] == sum(call["event_count"] for call in data["calls"])
     first = data["calls"][0]
-    assert set(first) == {"call_index", "api", "provider", "model", "event_count", "outcome", "usage", "error_message", "first_event_ms", "duration_ms", "session", "lane", "redactions", "response_id", "response_model", "cost"}
+    assert set(first) == {"call_index", "api", "provider", "model", "event_count", "outcome", "usage", "error_message", "first_event_ms", "duration_ms", "session", "lane", "redactions", "response_id", "response_model", "replays_from", "cost", "answer_withheld"}
     assert type(first["first_event_ms"]) is int and first["duration_ms"] >= first["first_event_ms"]
     assert set(first["usage"]) == {"input", "output", "reasoning", "cache_read", "cache_write", "total_tokens"}
+    assert (first["replays_from"], first["answer_withheld"]) == (None, None)  # not recorded through the proxy
     assert data["calls"][2]["error_message"] == "boom: the vendor said no"
     assert first["error_message"] is None
     assert first["redactions"] == []  # nothing in the answers was a secret

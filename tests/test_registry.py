@@ -97,3 +97,35 @@ def test_transform_raising_at_registration_leaves_the_registry_unchanged(fresh_r
     with pytest.raises(ValueError):
         register_api_provider("x", Dummy("new"))
     assert lookup_registered_provider("x") is existing
+
+
+def test_providing_stands_in_for_the_registered_provider_inside_its_block_only(fresh_registry):
+    """``providing(api, p)``: lookups inside the block get ``p`` as the transform or a scoped
+    route would serve the registered provider; outside, and for other apis, nothing changes."""
+    import asyncio
+
+    from openprogram.providers.api_registry import _scoped_route, providing
+
+    registered, standing_in = Dummy("registered"), Dummy("per request")
+    register_api_provider("a", registered)
+    register_api_provider("b", Dummy("b"))
+    with providing("a", standing_in):
+        assert lookup_registered_provider("a") is standing_in
+        assert lookup_registered_provider("b").name == "b"
+        token = _scoped_route.set(wrap)  # a recording scope wraps it as the original
+        try:
+            served = lookup_registered_provider("a")
+            assert isinstance(served, Wrapped) and served.original is standing_in
+        finally:
+            _scoped_route.reset(token)
+
+        async def in_a_task():  # tasks started inside see it too
+            return lookup_registered_provider("a")
+
+        assert asyncio.run(in_a_task()) is standing_in
+    assert lookup_registered_provider("a") is registered
+    configure_provider_transform(wrap)
+    with providing("a", standing_in):
+        served = lookup_registered_provider("a")
+        assert isinstance(served, Wrapped) and served.original is standing_in
+    assert lookup_registered_provider("a").original is registered

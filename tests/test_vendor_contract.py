@@ -1073,7 +1073,8 @@ GOOGLE = VendorCase(
     },
     hold_after=2,
     text_before_hold="Hello, world",
-    refused_starts="google: connection failed (ConnectError)",
+    # google-genai's async client is aiohttp's when aiohttp is installed (litellm brings it), else httpx's
+    refused_starts="google: connection failed (",
     break_off=Failure(
         g.BREAKS_OFF,
         *open_text("Partial "),

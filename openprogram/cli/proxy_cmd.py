@@ -82,11 +82,17 @@ def run(args: argparse.Namespace) -> int:
 
     replay = _replay_options(args)
     try:
-        upstreams = dict(parse_upstream(text) for text in args.upstream)
+        named = dict(parse_upstream(text) for text in args.upstream)
+    except ValueError as error:
+        raise CliError(str(error), EXIT_USAGE) from None
+    project_upstreams, project_file = _project_upstreams()
+    try:
         settings = ProxySettings(
-            upstreams=upstreams,
+            upstreams={**project_upstreams, **named},
             recording=Path(args.recording) if args.recording else None,
             mode=args.mode,
+            # a client's key goes to an upstream the project chose only on a trusted host
+            project_upstreams={api: project_file for api in project_upstreams if api not in named},
             env_keys=args.env_keys,
             replay=replay,
         )
@@ -132,36 +138,32 @@ def _replay_options(args: argparse.Namespace) -> ReplayOptions | None:
     return options
 
 
-def _check_installed() -> None:
-    """The server comes with an extra: say how to get it rather than fail on an import. The
-    command names the extra's own packages: the name ``openprogram`` on PyPI is another project
-    (docs/install.md), so asking pip for the extra by that name would install it."""
-    import importlib.util
-    import shlex
-
-    missing = [name for name in ("starlette", "uvicorn") if importlib.util.find_spec(name) is None]
-    if missing:
-        requirements = " ".join(shlex.quote(requirement) for requirement in proxy_requirements())
-        raise CliError(
-            f"openprogram proxy needs {' and '.join(missing)} (its proxy extra): pip install {requirements}"
-        )
-
-
-def proxy_requirements() -> list[str]:
-    """The requirements of openprogram's ``proxy`` extra, as the installed package declares
-    them (``starlette>=0.40``), or the bare names when its metadata cannot be read."""
-    import importlib.metadata
+def _project_upstreams() -> tuple[dict[str, str], str]:
+    """The project's ``[tool.openprogram.proxy.upstream]`` table (docs/project.md) and its file;
+    ``--upstream`` wins over it for the apis it names."""
+    from openprogram.project import project_config
+    from openprogram.proxy.settings import check_upstream
+    from openprogram.state import ConfigError
 
     try:
-        declared = importlib.metadata.requires("openprogram") or []
-    except importlib.metadata.PackageNotFoundError:
-        declared = []
-    found = [
-        requirement.strip()
-        for requirement, _, marker in (entry.partition(";") for entry in declared)
-        if marker.replace("'", '"').replace(" ", "") == 'extra=="proxy"'
-    ]
-    return found or ["starlette", "uvicorn"]
+        project = project_config()
+    except ConfigError as error:
+        raise CliError(f"openprogram project configuration: {error}", EXIT_USAGE) from None
+    for api, url in project.proxy_upstream.items():
+        try:
+            check_upstream(api, url)
+        except ValueError as error:
+            raise CliError(f"{project.where('proxy.upstream')}: {error}", EXIT_USAGE) from None
+    return dict(project.proxy_upstream), str(project.path)
+
+
+def _check_installed() -> None:
+    """The server comes with an extra: say how to get it rather than fail on an import."""
+    from openprogram.proxy import install_hint, missing_dependencies
+
+    missing = missing_dependencies()
+    if missing:
+        raise CliError(f"openprogram proxy needs {' and '.join(missing)} (its proxy extra): {install_hint()}")
 
 
 def _is_loopback(host: str) -> bool:

@@ -140,6 +140,7 @@ def render_show(report: ShowReport, now: float) -> str:
         sessions = len({call.session for call in report.calls}) > 1
         lanes = any(call.lane for call in report.calls)
         redacted = [call for call in report.calls if call.redactions]
+        proxied = any(call.replays_from for call in report.calls)
         answers = any(call.response_model or call.response_id for call in report.calls)
         rows = [
             [
@@ -156,6 +157,7 @@ def render_show(report: ShowReport, now: float) -> str:
                 safe(human_usage(call.usage)),
                 human_cost(call.cost),
                 *([str(len(call.redactions))] if redacted else []),
+                *([_REPLAYS_FROM.get(call.replays_from or "", "events")] if proxied else []),
                 *([safe(human_answer(call))] if answers else []),
                 safe(one_line(call.error_message)) if call.error_message else "",
             ]
@@ -167,6 +169,7 @@ def render_show(report: ShowReport, now: float) -> str:
             *(["LANE"] if lanes else []),
             "API", "PROVIDER", "MODEL", "EVENTS", "OUTCOME", "FIRST", "DURATION", "TOKENS", "COST",
             *(["REDACTED"] if redacted else []),
+            *(["REPLAYS"] if proxied else []),
             *(["ANSWERED BY"] if answers else []),
             "ERROR",
         ]
@@ -180,7 +183,20 @@ def render_show(report: ShowReport, now: float) -> str:
             for call in redacted:
                 where = ", ".join(f"{item['path']} ({', '.join(item['rules'])})" for item in call.redactions)
                 lines.append(f"  call {call.call_index}: {safe(where)}")
+        withheld = [call for call in report.calls if call.withheld]
+        if proxied:
+            lines.append("")
+            lines.append(
+                "REPLAYS: through openprogram proxy, a call replays the vendor's own answer byte for byte "
+                "(vendor), or its events written in the client's wire format (events)"
+            )
+            for call in withheld:
+                lines.append(f"  call {call.call_index}: {safe(call.withheld or '')}")
     return "\n".join(lines)
+
+
+#: The REPLAYS column of ``show``.
+_REPLAYS_FROM = {"vendor": "vendor", "events": "events"}
 
 
 def human_ms(milliseconds: int | None) -> str:

@@ -7,10 +7,11 @@ so a transform always wraps the original, never an already wrapped provider.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextvars import ContextVar
-from typing import Protocol, runtime_checkable
+from typing import NamedTuple, Protocol, runtime_checkable
 
 from .types import AssistantMessageEvent, Context, Model, SimpleStreamOptions, StreamOptions
 
@@ -26,6 +27,20 @@ class ApiProvider(Protocol):
     def stream_simple(
         self, model: Model, context: Context, options: SimpleStreamOptions | None = None
     ) -> AsyncIterator[AssistantMessageEvent]: ...
+
+
+class VendorAnswer(NamedTuple):
+    """A vendor's answer to one call as it came over the wire: the HTTP status, the content
+    type, and the body in the chunks it arrived in. A provider that received one MAY offer it
+    through a ``raw_answer()`` method (None until its stream has ended, or when it has none);
+    the recorder then keeps it beside the call's events (docs/file-format.md, "The vendor's
+    answer"), and a replay through ``openprogram proxy`` serves those bytes. ``complete`` is
+    False for an answer whose connection broke off after ``chunks``."""
+
+    status: int
+    content_type: str
+    chunks: list[bytes]
+    complete: bool = True
 
 
 #: What the process-wide transform does to the provider registered for an api (wrap it for
@@ -45,6 +60,23 @@ _transform: ProviderTransform | None = None
 _scoped_route: ContextVar[ScopedRoute | None] = ContextVar(
     "openprogram_scoped_route", default=None
 )
+# Per-context providers standing in for the registered ones (see :func:`providing`).
+_overrides: ContextVar[dict[str, ApiProvider] | None] = ContextVar("openprogram_provider_overrides", default=None)
+
+
+@contextlib.contextmanager
+def providing(api: str, provider: ApiProvider) -> Iterator[None]:
+    """Inside the block (and the tasks it starts), ``provider`` is ``api``'s provider in place
+    of the registered one, and whatever serves lookups wraps it as it would wrap the
+    registered one: a scoped route (``use_recording``) or the process-wide transform (record,
+    replay, update). ``openprogram proxy`` builds a provider per request this way (its
+    passthrough of the client's own bytes), without touching the registry other callers see."""
+    current = _overrides.get()
+    token = _overrides.set({**(current or {}), api: provider})
+    try:
+        yield
+    finally:
+        _overrides.reset(token)
 
 
 def register_api_provider(api: str, provider: ApiProvider) -> None:
@@ -105,17 +137,26 @@ def get_api_provider(api: str) -> ApiProvider | None:
 def lookup_registered_provider(api: str) -> ApiProvider | None:
     """The lookup itself, without initialising the runtime."""
     route = _scoped_route.get()
+    overrides = _overrides.get()
+    override = overrides.get(api) if overrides is not None else None
     with _lock:
         if route is not None:
-            original = _originals.get(api)
+            original = override if override is not None else _originals.get(api)
             return route(api, original)
+        if override is not None:
+            return _transform(api, override) if _transform is not None else override
         return _served.get(api)
 
 
 def served_provider(api: str) -> ApiProvider | None:
-    """What a lookup outside any scoped route gets for ``api`` (the registered provider, as the
-    process-wide transform serves it): for a scoped route that changes only some apis."""
+    """What a lookup outside any scoped route gets for ``api`` (the registered provider, or the
+    one :func:`providing` puts in its place, as the process-wide transform serves it): for a
+    scoped route that changes only some apis."""
+    overrides = _overrides.get()
+    override = overrides.get(api) if overrides is not None else None
     with _lock:
+        if override is not None:
+            return _transform(api, override) if _transform is not None else override
         return _served.get(api)
 
 

@@ -12,7 +12,13 @@ from ..recordings.replay.differences import (
     find_first_difference,
 )
 from ..recordings.replay.options import ReplayOptions
-from ..recordings.replay.replayer import RecordedCallInterrupted, ReplayProvider
+from ..recordings.replay.replayer import (
+    RecordedCallInterrupted,
+    ReplayProvider,
+    ServedAnswer,
+    served_answers,
+)
+from ..recordings.replay.volatile import normalizer
 
 __all__ = [
     "NON_DETERMINISTIC_FIELD_NAMES",
@@ -23,6 +29,9 @@ __all__ = [
     "ReplayMismatch",
     "ReplayOptions",
     "ReplayProvider",
+    "ServedAnswer",
     "find_first_difference",
+    "normalizer",
     "read_recording_file",
+    "served_answers",
 ]

@@ -124,10 +124,25 @@ class ServerToolContent(_Value):
     text: str | None = None
 
 
+class RawContent(_Value):
+    """A part of a request that openprogram's types cannot hold, kept as the JSON the client
+    sent it in (``payload``, in the wire of ``api``): an image by URL or file id, a document,
+    audio or a file part; with ``message``, a whole message or input item instead (a system
+    message in the middle of a conversation, a Responses ``item_reference``), standing alone in
+    a user message. ``openprogram proxy`` reads a client's request this way rather than refuse
+    it: a replay compares the JSON as it is, and a provider of the same ``api`` sends it back as
+    it is (any other leaves it out, as it does another vendor's server tool blocks)."""
+
+    type: Literal["raw"] = "raw"
+    api: str
+    payload: dict[str, Any] = Field(default_factory=dict)
+    message: bool = False
+
+
 AssistantContent: TypeAlias = Annotated[
     TextContent | ThinkingContent | ToolCall | ServerToolContent, Field(discriminator="type")
 ]
-UserContent: TypeAlias = Annotated[TextContent | ImageContent, Field(discriminator="type")]
+UserContent: TypeAlias = Annotated[TextContent | ImageContent | RawContent, Field(discriminator="type")]
 
 StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
 
@@ -405,6 +420,7 @@ __all__ = [
     "Message",
     "Model",
     "ModelCost",
+    "RawContent",
     "ReasoningLevel",
     "ServerToolContent",
     "SimpleStreamOptions",

@@ -14,7 +14,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from .exchange import PREFIX, IncomingRequest, answer, send_error
+from .exchange import PREFIX, AnswerBrokeOff, IncomingRequest, answer, send_error
 from .faults import until_disconnected
 from .formats import (
     FORMATS,
@@ -57,6 +57,10 @@ class _Endpoint:
             body=await request.body(),
             model_id=model_id,
             action=action,
+            method=request.method,
+            path=(scope.get("raw_path") or b"").decode("latin-1") or request.url.path,
+            query_string=scope.get("query_string", b""),
+            raw_headers=tuple(request.headers.items()),
             disconnected=functools.partial(until_disconnected, receive),
         )
         started = False
@@ -68,6 +72,8 @@ class _Endpoint:
 
         try:
             await answer(self.wire_format, self.settings, self.lanes, incoming, tracked)
+        except AnswerBrokeOff as error:  # the client's connection drops, as the vendor's did
+            logger.warning("openprogram proxy: %s", error)
         except Exception as error:
             logger.exception("openprogram proxy: a request failed")
             if not started:

@@ -1,5 +1,12 @@
-"""One proxied request, answered: read into our types, sent through ``stream_simple`` in its
-lane, and the events written back in the client's wire format.
+"""One proxied request, answered: read into our types (for matching, lanes and the recording),
+sent through ``stream_simple`` in its lane with this request's :class:`.passthrough
+.PassthroughProvider` standing in for the api's provider, and answered with what came of it:
+
+- a live call (record, update's new calls, off): the vendor's answer, forwarded as it arrived
+  by the passthrough itself;
+- a replayed call that keeps the vendor's answer: those bytes, with their recorded chunking;
+- any other replayed call (one recorded through ``openprogram.providers``, or whose answer
+  redaction had to change): its events, written in the client's wire format.
 
 Plain ASGI (``send`` and a request already read), so this module imports no web framework and
 stays testable alone. The whole call runs in the one task that serves the request: its lane is
@@ -12,13 +19,13 @@ vendor's own error, and the proxy goes on serving:
 - an unreadable body or one ours cannot carry: 400 (whatever reading it raised: a body that
   fails in a way no check foresaw is still the client's to fix, never a 500 with a traceback);
 - a replay mismatch (``replay mismatch at call N, field ...``): 400;
-- a vendor failure before the answer started: the vendor's status when the message names one
-  (``HTTP 401``), else 502; once the stream has started, the format's in-stream error.
+- an upstream that cannot be reached: 502, naming the host and how to point elsewhere; a
+  replayed call recorded without the vendor's answer that failed: the status its message names
+  (``HTTP 401``), else 502; once its stream has started, the format's in-stream error.
 
-Every error answer says ``x-should-retry: false``: the vendor provider has already retried
-what was worth retrying, and a retry of a mismatch would only mismatch again. Its message is
-redacted as the recording would be, and rid of the credential the client sent (see
-:func:`send_error`).
+An answer the vendor gave, an error included, reaches the client as the vendor sent it (and
+replays so); one whose connection broke part-way breaks off for the client too. The proxy's own
+error answers say ``x-should-retry: false``: a retry of a mismatch would only mismatch again.
 
 Unless the proxy was started with ``--env-keys`` (``ProxySettings.env_keys``), a request that
 carries no credential of its own gets no key of the proxy's environment (docs/proxy.md,
@@ -58,7 +65,7 @@ from ..providers.vendors.wire import WireRequestError
 from .faults import DROP_CONNECTION, answer_fault
 from .formats import VendorWire, WireFormat, client_credential
 from .lanes import LANE_HEADER, LaneBook, conversation_lane, in_lane, lane_segments
-from .settings import ProxySettings
+from .settings import DEFAULT_UPSTREAMS, ProxySettings
 from .wire_paths import with_client_path
 
 Send = Callable[[dict[str, Any]], Awaitable[None]]
@@ -80,13 +87,18 @@ _UNFORESEEN = (TypeError, KeyError, AttributeError, IndexError, RecursionError)
 @dataclass(frozen=True)
 class IncomingRequest:
     """A request as the exchange needs it: lower-case headers, the query, the body, and what
-    the path said (Gemini names the model and the action there)."""
+    the path said (Gemini names the model and the action there); for the live call, the
+    method, the path, the query string and the headers as they came."""
 
     headers: Mapping[str, str]
     query: Mapping[str, str]
     body: bytes
     model_id: str | None = None
     action: str | None = None
+    method: str = "POST"
+    path: str = ""
+    query_string: bytes = b""
+    raw_headers: tuple[tuple[str, str], ...] = ()
     #: Waits until the client goes away (a ``timeout`` fault holds the answer until then).
     disconnected: Callable[[], Awaitable[None]] | None = None
     #: Closes the request's connection at once (a ``cut`` or ``network`` fault).
@@ -96,7 +108,8 @@ class IncomingRequest:
 @dataclass(frozen=True)
 class PreparedCall:
     """A request read and ready to send: the client's body (the encoders read it), whether it
-    asked for a stream, the call as ``stream_simple`` takes it, and its lane path."""
+    asked for a stream (and whether its answer is server-sent events), the call as
+    ``stream_simple`` takes it, its lane path, and where its live call goes."""
 
     body: dict[str, Any]
     streaming: bool
@@ -104,6 +117,14 @@ class PreparedCall:
     context: Context
     options: SimpleStreamOptions
     lane: list[str]
+    upstream_url: str = ""
+    client_key: bool = False
+    event_stream: bool = False
+
+
+class AnswerBrokeOff(Exception):
+    """The vendor's answer broke off after it had started to reach the client: the client's
+    connection is dropped too (the ASGI server closes a response left unfinished)."""
 
 
 class ProxyFailure(Exception):
@@ -148,12 +169,30 @@ async def _answer(
     except ProxyFailure as failure:
         await send_error(send, vendor, failure.status, str(failure), credential)
         return
+    from ..providers.api_registry import providing
+    from ..providers.replay import served_answers
     from ..providers.stream import stream_simple
+    from .passthrough import PassthroughProvider
 
+    headers = request.raw_headers
+    if settings.client_token is not None:  # the test's token opens this proxy only: never sent on
+        headers = tuple((name, value) for name, value in headers if not _is_credential_header(name))
+    live = PassthroughProvider(
+        wire_format,
+        method=request.method,
+        url=call.upstream_url,
+        headers=headers,
+        body=request.body,
+        send=send,
+        client_key=call.client_key,
+        # A test's fixture reads the recording once its client's call returns: the response
+        # ends after the call is recorded. A proxy of its own ends its session after every call.
+        end_early=settings.call_context is None,
+    )
     # The environment's key reaches a call only as the explicit key _prepare chose: the host
     # check of a project's upstream stands in front of it (docs/proxy.md, "Security").
     keys = withhold_environment_keys(NO_ENV_KEY_HINT if settings.env_keys else ENV_KEYS_HINT)
-    with in_lane(call.lane), keys:
+    with in_lane(call.lane), keys, providing(wire_format.api, live), served_answers() as served:
         try:
             events = stream_simple(call.model, call.context, call.options)
             try:
@@ -165,15 +204,27 @@ async def _answer(
             status, message = _failure(error, wire_format, call)
             await send_error(send, vendor, status, message, credential)
             return
+        if live.responded:  # the vendor's answer is on its way to the client as it arrives
+            last = await _drain(first, events)
+            if not live.completed:  # as the vendor's connection broke, so does the client's
+                raise AnswerBrokeOff(_message_of(last).error_message or "the answer broke off")
+            await live.end_response()
+            return
+        fault = fault_of(first) if first.type == "error" else None
+        if fault is not None:  # a replayed fault, before any answer: as the vendor's server fails
+            await _close(events)
+            await answer_fault(
+                wire_format.api, fault, send, started=False, streaming=call.streaming,
+                disconnected=request.disconnected, drop=request.drop,
+            )
+            return
+        stored = served.answer
+        if stored is not None and _fits(stored, call):
+            await _close(events)
+            await _send_answer(_split_sends(send, settings), stored)
+            return
         if first.type == "error":
             await _close(events)
-            fault = fault_of(first)
-            if fault is not None:
-                await answer_fault(
-                    wire_format.api, fault, send, started=False, streaming=call.streaming,
-                    disconnected=request.disconnected, drop=request.drop,
-                )
-                return
             status = _status_of(first.error)
             await send_error(send, vendor, status, first.error.error_message or "the call failed", credential)
             return
@@ -195,7 +246,9 @@ def _prepare(
         raise ProxyFailure(400, f"{PREFIX}the request body must be a JSON object")
     try:
         model, context, options = wire_format.vendor.parse_request_body(body, model_id=request.model_id)
-        derived = conversation_lane(context, options.extra_body)
+        derived = conversation_lane(
+            context, options.extra_body, api=wire_format.api, model_id=model.id, normalize=settings.lane_normalizer()
+        )
         header = request.headers.get(LANE_HEADER)
         segments = lane_segments(header, lanes.lane_for(derived) if derived and not header else derived)
     except (WireRequestError, ValueError) as error:
@@ -205,16 +258,99 @@ def _prepare(
             400, f"{PREFIX}the request body could not be read ({type(error).__name__}: {error}); check it against the vendor's API reference"
         ) from None
     forwarded = {name: request.headers[name] for name in wire_format.forwarded_headers if name in request.headers}
-    model = model.model_copy(update={"base_url": settings.upstream(wire_format.api)})
+    known = known_model(wire_format.api, model)
+    if known is not None:
+        model = known
+    base_url = settings.live_base_url(wire_format.api, known)
     # The llm_proxy fixture's per-test key opens this proxy only; it never travels on.
-    credential = None if settings.client_token is not None else client_credential(request.headers, request.query)
-    if credential is None and settings.env_keys:
-        credential = resolve_provider_key(model.provider)
+    sent = None if settings.client_token is not None else client_credential(request.headers, request.query)
+    key = sent
+    if key is None and settings.env_keys:
+        key = resolve_provider_key(model.provider)
     refusal = settings.key_refusal(wire_format.api)
-    if refusal is not None and credential:
+    if refusal is not None and key:
         raise ProxyFailure(403, f"{PREFIX}{refusal}")
-    options = options.model_copy(update={"api_key": credential, "headers": forwarded or None})
-    return PreparedCall(body, wire_format.streams(body, request.action), model, context, options, segments)
+    if known is not None and key and base_url == known.base_url and base_url != DEFAULT_UPSTREAMS[wire_format.api]:
+        # a project's model on a host the user does not trust gets no key (docs/project.md)
+        from ..providers.key_trust import key_refusal
+
+        model_refusal = key_refusal(known)
+        if model_refusal is not None:
+            raise ProxyFailure(403, f"{PREFIX}{model_refusal}")
+    model = model.model_copy(update={"base_url": base_url})
+    options = options.model_copy(update={"api_key": key, "headers": forwarded or None})
+    streaming = wire_format.streams(body, request.action)
+    return PreparedCall(
+        body,
+        streaming,
+        model,
+        context,
+        options,
+        segments,
+        upstream_url=wire_format.upstream_url(base_url, request.path, request.query_string),
+        client_key=sent is not None,
+        event_stream=wire_format.answers_with_events(streaming, request.query),
+    )
+
+
+async def _drain(first: AssistantMessageEvent, events: AsyncIterator[AssistantMessageEvent]) -> AssistantMessageEvent:
+    """Consume a live call's events (the passthrough forwards the answer as they are pulled,
+    and the recorder writes them); the last one."""
+    last = first
+    try:
+        async for event in events:
+            last = event
+    finally:
+        await _close(events)
+    return last
+
+
+def _fits(answer: tuple[int, str, list[bytes], bool], call: PreparedCall) -> bool:
+    """Whether a stored answer is what this request asks for: an error as it came, a success
+    only in the form asked (a stream recorded for a client that now asks for a whole body, or
+    the other way round, is answered from the events)."""
+    status, content_type = answer[0], answer[1]
+    return status >= 400 or ("text/event-stream" in content_type) == call.event_stream
+
+
+async def _send_answer(send: Send, answer: tuple[int, str, list[bytes], bool]) -> None:
+    """A stored vendor answer, byte for byte, in the pieces it arrived in; one whose connection
+    broke off breaks off here too."""
+    status, content_type, chunks, complete = answer
+    headers = [(b"content-type", content_type.encode("latin-1"))] if content_type else []
+    if "text/event-stream" in content_type:
+        headers.append((b"cache-control", b"no-cache"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    for chunk in chunks:
+        await send({"type": "http.response.body", "body": chunk, "more_body": True})
+    if not complete:
+        raise AnswerBrokeOff("the recorded answer broke off here, as the vendor's did")
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+def known_model(api: str, parsed: Model) -> Model | None:
+    """The model the client names as openprogram knows it (the project's models, the user's,
+    the built-in catalog; docs/proxy.md, "Models"): its prices give the call its cost, a
+    configured one's ``base_url`` is where its live calls go, and a call recorded through
+    ``openprogram.providers`` with it is the same request. None for a model none of them
+    holds (the request's own reading of it stands)."""
+    from ..providers.models import all_models
+    from ..state import ConfigError
+
+    try:
+        models = all_models()
+    except (ConfigError, ValueError):  # an unreadable configuration: the request's own model
+        return None
+    found = [model for model in models if model.api == api and model.id == parsed.id]
+    same_provider = [model for model in found if model.provider == parsed.provider]
+    candidates = same_provider or found
+    return candidates[0] if candidates else None
+
+
+def _is_credential_header(name: str) -> bool:
+    """A header a client's SDK puts its key in (see :func:`.formats.client_credential`)."""
+    lowered = name.lower()
+    return lowered == "authorization" or lowered.endswith("api-key")
 
 
 def _failure(error: Exception, wire_format: WireFormat | None = None, call: PreparedCall | None = None) -> tuple[int, str]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, cast
 from urllib.parse import parse_qsl
 
+from ..providers.assembly import AssistantStreamAssembler
 from ..providers.types import AssistantMessage, AssistantMessageEvent
 from ..providers.vendors.wire import ParsedRequest
 
@@ -20,8 +21,20 @@ class WireEncoder(Protocol):
     def encode(self, event: AssistantMessageEvent) -> bytes: ...
 
 
+class AnswerReader(Protocol):
+    """A vendor module's reader of its own answer's JSON, into events."""
+
+    def sse(self, event: str | None, data: str) -> list[AssistantMessageEvent]: ...
+
+    def body(self, body: Any) -> list[AssistantMessageEvent]: ...
+
+    def end(self) -> list[AssistantMessageEvent]: ...
+
+
 class VendorWire(Protocol):
     """What a vendor module offers the proxy (the same names in every module)."""
+
+    def AnswerReader(self, assembler: AssistantStreamAssembler) -> AnswerReader: ...  # noqa: N802 - a class
 
     def parse_request_body(self, body: dict[str, Any], *, model_id: str | None = None) -> ParsedRequest: ...
 
@@ -40,6 +53,13 @@ class WireFormat:
     forwarded_headers: tuple[str, ...] = ()
     #: Streaming is asked by the path's action (Gemini) rather than by ``"stream": true``.
     streaming_action: str | None = None
+    #: Where a key goes, for a live call the client sent without one (the key the proxy's
+    #: environment holds, where it may go): a header and what precedes the key in it, or
+    #: ``("?", name)`` for a query parameter.
+    credential_header: tuple[str, str] = ("authorization", "Bearer ")
+    #: What of the client's path the upstream's base URL already ends with (OpenAI's base URLs
+    #: end with ``/v1``; Anthropic's and Gemini's are the bare host).
+    base_path: str = ""
 
     @property
     def vendor(self) -> VendorWire:
@@ -51,12 +71,33 @@ class WireFormat:
             return action == self.streaming_action
         return body.get("stream") is True
 
+    def answers_with_events(self, streaming: bool, query: Mapping[str, str]) -> bool:
+        """Whether a successful answer to such a request is server-sent events (Gemini
+        streams a JSON array unless asked ``alt=sse``)."""
+        if self.streaming_action is not None:
+            return streaming and query.get("alt") == "sse"
+        return streaming
+
+    def upstream_url(self, base_url: str, path: str, query: bytes) -> str:
+        """Where the client's ``path`` and ``query`` go under an upstream's ``base_url``."""
+        if self.base_path and path.startswith(self.base_path + "/"):
+            path = path[len(self.base_path) :]
+        url = base_url.rstrip("/") + path
+        return f"{url}?{query.decode('latin-1')}" if query else url
+
 
 FORMATS: dict[str, WireFormat] = {
-    "openai-completions": WireFormat("openai-completions", "openai_completions"),
-    "openai-responses": WireFormat("openai-responses", "openai_responses"),
-    "anthropic-messages": WireFormat("anthropic-messages", "anthropic_messages", ("anthropic-beta",)),
-    "google-generative-ai": WireFormat("google-generative-ai", "google_generative_ai", streaming_action="streamGenerateContent"),
+    "openai-completions": WireFormat("openai-completions", "openai_completions", base_path="/v1"),
+    "openai-responses": WireFormat("openai-responses", "openai_responses", base_path="/v1"),
+    "anthropic-messages": WireFormat(
+        "anthropic-messages", "anthropic_messages", ("anthropic-beta",), credential_header=("x-api-key", "")
+    ),
+    "google-generative-ai": WireFormat(
+        "google-generative-ai",
+        "google_generative_ai",
+        streaming_action="streamGenerateContent",
+        credential_header=("?", "key"),
+    ),
 }
 
 

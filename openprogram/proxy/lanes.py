@@ -2,9 +2,10 @@
 
 A client of the proxy cannot enter ``lane(...)``: its calls arrive as HTTP requests, and two
 conversations it runs at once arrive interleaved in whatever order timing gives. A request's
-lane is therefore derived from the start of its conversation (the system prompt and the first
-user message, redacted as the recording stores them), which every later turn of the same
-conversation repeats: each conversation keeps one strict order in the recording, and
+lane is therefore derived from the start of its conversation (the api, the model, the system
+prompt and the first user message, redacted as the recording stores them and rewritten by the
+``normalize`` rules as replay compares them), which every later turn of the same conversation
+repeats: each conversation keeps one strict order in the recording, and
 independent conversations replay in any interleaving. A client names a lane itself with the
 ``X-OpenProgram-Lane`` header (``a/b`` for a nested one). See docs/proxy.md.
 """
@@ -15,7 +16,7 @@ import contextlib
 import hashlib
 import os
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import orjson
@@ -30,18 +31,30 @@ LANE_HEADER = "x-openprogram-lane"
 CONVERSATION_PREFIX = "conversation-"
 
 
-def conversation_lane(context: Context, extra_body: dict[str, Any] | None = None) -> str | None:
+def conversation_lane(
+    context: Context,
+    extra_body: dict[str, Any] | None = None,
+    *,
+    api: str = "",
+    model_id: str = "",
+    normalize: Callable[[Any], Any] | None = None,
+) -> str | None:
     """The derived lane of a request, or None (the root lane) for a request with no user
     message. A Responses request's ``instructions`` (carried in ``extra_body``) count as its
-    system prompt. The texts are redacted first, so a run value (a temporary folder declared
-    with ``values=``) gives the same lane at every run."""
+    system prompt; the api and the model count too, so two vendors' conversations that open
+    with the same words do not share a lane. The texts are redacted first, so a run value (a
+    temporary folder declared with ``values=``) gives the same lane at every run, and then
+    rewritten by ``normalize`` (the session's rules), so a conversation that opens with a
+    value a rule rewrites (today's date) has one lane at every run."""
     from ..providers.recording import remove_secret_values
 
     first = next((m for m in context.messages if isinstance(m, UserMessage)), None)
     if first is None:
         return None
     instructions = (extra_body or {}).get("instructions")
-    start = remove_secret_values([context.system_prompt, instructions, text_of(first.content)])
+    start = remove_secret_values([api, model_id, context.system_prompt, instructions, text_of(first.content)])
+    if normalize is not None:
+        start = normalize(start)
     digest = hashlib.sha256(orjson.dumps(start)).hexdigest()[:16]
     return CONVERSATION_PREFIX + digest
 

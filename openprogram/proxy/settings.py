@@ -8,11 +8,12 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 from urllib.parse import urlparse, urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     from ..providers.replay import ReplayOptions
+    from ..providers.types import Model
 
 #: The four wire formats a proxy speaks, by api.
 APIS = ("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai")
@@ -38,6 +39,9 @@ SDK_BASE_URL_VARIABLES: tuple[tuple[str, str, str], ...] = (
 #: (a test's scripted server listens on a new port at every run, and a replay calls none).
 IGNORED_IN_REPLAY = ("model.base_url",)
 
+#: Compiled ``normalize`` rules, by the rules (see :meth:`ProxySettings.lane_normalizer`).
+_NORMALIZERS: dict[tuple[tuple[str, str], ...], Callable[[Any], Any]] = {}
+
 ProxyMode = Literal["record", "replay", "update", "off"]
 #: ``off``: every call live, nothing recorded, whatever the configuration says.
 PROXY_MODES: tuple[ProxyMode, ...] = ("record", "replay", "update", "off")
@@ -48,7 +52,9 @@ class ProxySettings:
     """``recording`` and ``mode`` give the proxy a recording session of its own (the command's
     ``--recording`` / ``--mode``, or a test fixture's); without them every call goes through
     the mode the ``record_replay`` configuration puts in force, like any other call of the
-    process. ``ignore``, ``normalize``, ``values`` and ``secrets`` are ``use_recording``'s.
+    process. ``ignore``, ``normalize``, ``values`` and ``secrets`` are ``use_recording``'s;
+    ``normalize`` also applies to the lanes derived from a conversation's start (a fixture
+    whose test runs the session passes its rules for that alone).
 
     ``env_keys`` (the command's ``--env-keys``) lets a request that carries no credential of its
     own be sent with the key of the proxy's environment (``OPENAI_API_KEY`` ...); by default it
@@ -93,8 +99,26 @@ class ProxySettings:
                 "recording to replay (--recording FILE, --mode replay)"
             )
 
+    def lane_normalizer(self) -> Callable[[Any], Any] | None:
+        """The ``normalize`` rules as a function, for the lanes derived from a conversation's
+        start (None without rules). Compiled once per settings."""
+        if not self.normalize:
+            return None
+        cached = _NORMALIZERS.get(self.normalize)
+        if cached is None:
+            from ..providers.replay import normalizer
+
+            cached = _NORMALIZERS[self.normalize] = normalizer(self.normalize)
+        return cached
+
     def upstream(self, api: str) -> str:
         return self.upstreams.get(api) or DEFAULT_UPSTREAMS[api]
+
+    def live_base_url(self, api: str, model: Model | None) -> str:
+        """Where a live call of ``api`` for ``model`` goes: the upstream configured for the api
+        (``--upstream``, the marker's ``upstream=``, the project's table), else the model's own
+        ``base_url`` (a project's model on its local server), else the vendor's own server."""
+        return self.upstreams.get(api) or (model.base_url if model is not None else "") or DEFAULT_UPSTREAMS[api]
 
     def key_refusal(self, api: str) -> str | None:
         """Why a client's key must not go to ``api``'s upstream (None: it may): only an

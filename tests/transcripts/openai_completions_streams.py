@@ -212,3 +212,11 @@ OPENROUTER_ANNOTATIONS = sse_frames(
     usage_chunk(50, 4),
     done=True,
 )
+
+#: ``PLAIN_TEXT`` as the vendor answers a call that does not stream: one JSON body.
+PLAIN_TEXT_WHOLE = (
+    b'{"id":"chatcmpl-test","object":"chat.completion","created":1700000000,"model":"gpt-4o-mini",'
+    b'"choices":[{"index":0,"message":{"role":"assistant","content":"Hello world!","refusal":null},'
+    b'"finish_reason":"stop"}],"usage":{"prompt_tokens":19,"completion_tokens":10,"total_tokens":29,'
+    b'"prompt_tokens_details":{"cached_tokens":6}}}'
+)

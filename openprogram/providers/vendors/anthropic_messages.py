@@ -34,6 +34,7 @@ from ..types import (
     Context,
     ImageContent,
     Model,
+    RawContent,
     ServerToolContent,
     SimpleStreamOptions,
     StreamOptions,
@@ -271,13 +272,18 @@ def _user_blocks(content: list[Any], model: Model) -> list[dict[str, Any]]:
                 blocks.append({"type": "text", "text": item.text})
         elif isinstance(item, ImageContent) and "image" in model.input:
             blocks.append(_image_block(item))
+        elif isinstance(item, RawContent) and item.api == ANTHROPIC_API and not item.message:
+            blocks.append(item.payload)
     return blocks
 
 
 def _tool_result_block(result: ToolResultMessage, model: Model) -> dict[str, Any]:
     images = [item for item in result.content if isinstance(item, ImageContent)]
+    raw = [item for item in result.content if isinstance(item, RawContent) and item.api == ANTHROPIC_API]
     content: str | list[dict[str, Any]]
-    if images and "image" in model.input:
+    if raw:  # blocks kept as the client sent them: the whole content in its order
+        content = _user_blocks(result.content, model)
+    elif images and "image" in model.input:
         content = _user_blocks(result.content, model)
         if not any(block["type"] == "text" for block in content):
             content.insert(0, {"type": "text", "text": "(see attached image)"})
@@ -522,6 +528,63 @@ class StreamTranslator:
         self.assembler.set_usage(self.usage.model_copy(update={"total_tokens": 0}))
 
 
+class AnthropicStreamError(Exception):
+    """An ``error`` event inside an otherwise healthy stream (``overloaded_error`` ...)."""
+
+
+class AnswerReader:
+    """The vendor's answer as the JSON it sent, into events: each ``data:`` of the stream, or
+    the whole message of a call that did not stream (read as the events that stream it).
+    ``openprogram proxy`` forwards the bytes and reads them with this (docs/proxy.md)."""
+
+    def __init__(self, assembler: AssistantStreamAssembler) -> None:
+        self.assembler = assembler
+        self.translator = StreamTranslator(assembler)
+
+    def sse(self, event: str | None, data: str) -> list[AssistantEvent]:
+        value = orjson.loads(data)
+        if not isinstance(value, dict) or self.assembler.finished:
+            return []
+        if value.get("type") == "error":
+            error = value["error"] if isinstance(value.get("error"), dict) else {}
+            raise AnthropicStreamError(f"{error.get('type') or 'error'}: {error.get('message') or 'the stream reported an error'}")
+        return self.translator.handle(wire.JsonView(value))
+
+    def body(self, body: Any) -> list[AssistantEvent]:
+        events: list[AssistantEvent] = []
+        for value in _message_as_events(body) if isinstance(body, dict) else []:
+            events.extend(self.translator.handle(wire.JsonView(value)))
+        return events
+
+    def end(self) -> list[AssistantEvent]:
+        if not self.assembler.finished:
+            raise ConnectionError("the stream ended before message_stop; the answer is incomplete")
+        return []
+
+
+def _message_as_events(message: dict[str, Any]) -> list[dict[str, Any]]:
+    """A whole Messages answer as the stream events that would have carried it."""
+    head = {key: value for key, value in message.items() if key not in ("content", "stop_reason", "stop_sequence")}
+    events: list[dict[str, Any]] = [{"type": "message_start", "message": {**head, "content": []}}]
+    for index, block in enumerate(message.get("content") or []):
+        if not isinstance(block, dict):
+            continue
+        start = dict(block)
+        deltas: list[dict[str, Any]] = []
+        if block.get("type") == "tool_use":
+            start["input"] = {}
+            deltas.append({"type": "input_json_delta", "partial_json": orjson.dumps(block.get("input") or {}).decode()})
+        for citation in block.get("citations") or [] if block.get("type") == "text" else []:
+            deltas.append({"type": "citations_delta", "citation": citation})
+        events.append({"type": "content_block_start", "index": index, "content_block": start})
+        events.extend({"type": "content_block_delta", "index": index, "delta": delta} for delta in deltas)
+        events.append({"type": "content_block_stop", "index": index})
+    delta = {"stop_reason": message.get("stop_reason"), "stop_sequence": message.get("stop_sequence")}
+    events.append({"type": "message_delta", "delta": delta, "usage": message.get("usage")})
+    events.append({"type": "message_stop"})
+    return events
+
+
 def _server_block_text(block: dict[str, Any]) -> str | None:
     """A readable line for a server tool block: the call, or what its result holds."""
     if "input" in block and block.get("name"):
@@ -642,10 +705,11 @@ def _system_text(system: Any) -> str | None:
     return "\n\n".join(texts) or None
 
 
-def _image(block: dict[str, Any], where: str) -> ImageContent:
+def _image(block: dict[str, Any], where: str) -> UserContent:
+    """An image sent as base64; one by URL or file id is kept as the client sent it."""
     source = wire.required(block, "source", dict, where)
-    if source.get("type") != "base64":
-        raise wire.unsupported("image by URL or file id (send it as base64)", where)
+    if source.get("type") != "base64" or set(block) - {"type", "source"}:
+        return wire.raw_part(ANTHROPIC_API, block, where)
     return ImageContent(
         data=wire.required(source, "data", str, f"{where}.source"),
         mime_type=wire.required(source, "media_type", str, f"{where}.source"),
@@ -665,8 +729,8 @@ def _user_blocks_of(content: Any, where: str) -> list[UserContent]:
             blocks.append(TextContent(text=wire.required(block, "text", str, here)))
         elif kind == "image":
             blocks.append(_image(block, here))
-        else:
-            raise wire.unsupported(f"{wire.shown_value(kind)} block here", here)
+        else:  # a document, a search result, ...: kept as sent
+            blocks.append(wire.raw_part(ANTHROPIC_API, block, here))
     return blocks
 
 

@@ -55,6 +55,19 @@ def api_key_for(model: Model, options: StreamOptions | None) -> str:
     raise MissingApiKey(missing_key_message(model))
 
 
+def sdk_http_module() -> Any:
+    """The HTTP library the installed SDKs speak through (``httpx2`` in the releases that
+    moved to it, ``httpx`` before): their exceptions carry its errors."""
+    try:
+        import httpx2
+
+        return httpx2
+    except ImportError:  # pragma: no cover - an SDK release from before httpx2
+        import httpx
+
+        return httpx
+
+
 def request_headers(model: Model, options: StreamOptions | None) -> dict[str, str]:
     """Model headers, then per-call headers (which win)."""
     headers: dict[str, str] = dict(model.headers or {})

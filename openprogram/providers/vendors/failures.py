@@ -19,7 +19,7 @@ from typing import Any
 
 from ..base import AssembledProvider
 from ..types import Model
-from .common import describe_provider_error
+from .common import describe_provider_error, sdk_http_module
 
 #: Where a vendor's answer is said to come from (an SDK exception carries its request).
 _VENDOR_URLS = {
@@ -156,7 +156,7 @@ def fault_exception(api: str, kind: str, *, mid_stream: bool) -> BaseException:
         return TimeoutError("timed out") if kind == "timeout" else ConnectionError(
             CUT_MESSAGE if kind == "cut" else REFUSED_MESSAGE
         )
-    http = _http_module()
+    http = sdk_http_module()
     request = http.Request("POST", _VENDOR_URLS[vendor])
     if answer is not None:
         response = http.Response(
@@ -200,19 +200,6 @@ def _vendor_provider(api: str) -> AssembledProvider | None:
 
         return OpenAIResponsesProvider()
     return None
-
-
-def _http_module() -> Any:
-    """The HTTP library the installed SDKs speak through (``httpx2`` in the releases that
-    moved to it, ``httpx`` before): their exceptions carry its errors."""
-    try:
-        import httpx2
-
-        return httpx2
-    except ImportError:  # pragma: no cover - an SDK release from before httpx2
-        import httpx
-
-        return httpx
 
 
 def _openai_status(answer: FaultAnswer, response: Any) -> BaseException:

@@ -41,6 +41,7 @@ from ..types import (
     Context,
     ImageContent,
     Model,
+    RawContent,
     ServerToolContent,
     SimpleStreamOptions,
     StreamOptions,
@@ -61,6 +62,7 @@ from .common import (
     normalize_tool_call_id,
     prepare_messages,
     request_headers,
+    sdk_http_module,
     text_of,
     thinking_budget,
 )
@@ -137,6 +139,10 @@ class GoogleGenerativeAIProvider(AssembledProvider):
                 "http_status_codes": list(RETRY_STATUS_CODES),
             },
         }
+        # The SDK's own HTTP stack, as the other vendors' SDKs speak: with aiohttp installed
+        # (litellm brings it) google-genai would switch to it, and a failure would read
+        # differently live than the same failure replayed (docs/recordings-cli.md, faults).
+        http_options["async_client_args"] = {"transport": sdk_http_module().AsyncHTTPTransport()}
         if model.base_url:
             http_options["base_url"] = model.base_url
         headers = request_headers(model, options)
@@ -208,6 +214,8 @@ def _user_parts(content: str | list[Any], model: Model) -> list[dict[str, Any]]:
                 parts.append({"text": item.text})
         elif isinstance(item, ImageContent) and "image" in model.input:
             parts.append(_image_part(item))
+        elif isinstance(item, RawContent) and item.api == GOOGLE_API and not item.message:
+            parts.append(item.payload)
     return parts
 
 
@@ -550,6 +558,55 @@ class StreamTranslator:
         return events + [self.assembler.fail(f"{LABEL}: generation stopped with finish reason {reason}{detail}")]
 
 
+class GeminiView(wire.JsonView):
+    """Gemini's JSON read as the SDK's objects are: snake_case names for the wire's camelCase
+    (either spelling found), and a part's ``thought_signature`` as bytes."""
+
+    __slots__ = ()
+
+    def field_value(self, name: str) -> Any:
+        value = self.get(_camel(name), self.get(name))
+        if name == "thought_signature":
+            return _signature_bytes(value) if isinstance(value, str) else None
+        return self.view_of(value)
+
+
+_CAMEL_NAMES: dict[str, str] = {}
+
+
+def _camel(name: str) -> str:
+    camel = _CAMEL_NAMES.get(name)
+    if camel is None:
+        head, *rest = name.split("_")
+        camel = _CAMEL_NAMES[name] = head + "".join(word[:1].upper() + word[1:] for word in rest)
+    return camel
+
+
+class AnswerReader:
+    """The vendor's answer as the JSON it sent, into events: each ``data:`` of the stream, or a
+    whole body (one response, or the list of them ``streamGenerateContent`` answers without
+    ``alt=sse``). ``openprogram proxy`` forwards the bytes and reads them with this
+    (docs/proxy.md)."""
+
+    def __init__(self, assembler: AssistantStreamAssembler) -> None:
+        self.translator = StreamTranslator(assembler)
+
+    def sse(self, event: str | None, data: str) -> list[AssistantEvent]:
+        return self.body(orjson.loads(data))
+
+    def body(self, body: Any) -> list[AssistantEvent]:
+        events: list[AssistantEvent] = []
+        for chunk in body if isinstance(body, list) else [body]:
+            if isinstance(chunk, dict):
+                if isinstance(chunk.get("error"), dict):
+                    raise ConnectionError(chunk["error"].get("message") or "the stream reported an error")
+                events.extend(self.translator.handle(GeminiView(chunk)))
+        return events
+
+    def end(self) -> list[AssistantEvent]:
+        return self.translator.finish()
+
+
 def _server_part_text(kind: str, inner: dict[str, Any]) -> str | None:
     """A readable line for a server tool part: the code, its output, the tool Gemini called
     with its arguments, or what the tool answered."""
@@ -611,6 +668,7 @@ def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> 
     wire.check_depth(body)
     if not model_id:
         raise wire.WireRequestError("the model is named in the path: /v1beta/models/MODEL:generateContent")
+    body = camel_case_fields(body)
     name = model_id.removeprefix("models/")
     model = Model(id=name, api=GOOGLE_API, provider=LABEL, input=["text", "image"])
     tools = wire.field(body, "tools", list, "body")
@@ -631,6 +689,30 @@ def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> 
     if tools and tools != _wire_tools(context.tools):
         extra["tools"] = tools  # a tool list the typed tools do not give back goes whole
     return model, context, options.model_copy(update={"extra_body": extra or None})
+
+
+#: Fields whose value is the caller's own data (a tool's arguments and result, a schema): its
+#: keys are never renamed.
+_DATA_FIELDS = frozenset(
+    {"args", "response", "parameters", "parametersJsonSchema", "responseSchema", "responseJsonSchema", "partialArgs"}
+)
+
+
+def camel_case_fields(value: Any) -> Any:
+    """A request body with every field named as Gemini's JSON names it. Its JSON API takes the
+    protobuf field names too (``function_call``, ``inline_data``, ``thought_signature``), and
+    clients use both, even in one part (litellm sends ``function_call`` beside
+    ``thoughtSignature``): a request reads the same whichever spelling it uses. The values of
+    :data:`_DATA_FIELDS` are data, kept as they are."""
+    if isinstance(value, list):
+        return [camel_case_fields(item) for item in value]
+    if not isinstance(value, dict):
+        return value
+    renamed: dict[str, Any] = {}
+    for key, item in value.items():
+        name = _camel(key) if "_" in key else key
+        renamed[name] = item if name in _DATA_FIELDS else camel_case_fields(item)
+    return renamed
 
 
 def _system_text(instruction: dict[str, Any] | str | None) -> str | None:
@@ -701,8 +783,8 @@ def _parse_contents(contents: list[Any], model: Model) -> list[Any]:
                 user.append(_inline_image(part, here))
             elif "functionResponse" in part:
                 parsed.append(_function_result(part["functionResponse"], f"{here}.functionResponse", pending))
-            else:
-                raise wire.unsupported(f"part with {wire.shown_names(part)}", here)
+            else:  # a file by URI, a video ...: kept as sent
+                user.append(wire.raw_part(GOOGLE_API, part, here))
         if user:
             parsed.append(UserMessage(content=user, timestamp=wire.WIRE_TIMESTAMP))
     return parsed

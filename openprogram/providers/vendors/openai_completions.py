@@ -30,6 +30,7 @@ from ..types import (
     ImageContent,
     Message,
     Model,
+    RawContent,
     ServerToolContent,
     SimpleStreamOptions,
     StreamOptions,
@@ -43,6 +44,7 @@ from ..types import (
     UserMessage,
 )
 from . import wire
+from . import wire as wire_module
 from .common import images_of, merge_extra_body, normalize_tool_call_id, prepare_messages, text_of
 from .openai_common import (
     OpenAIProviderBase,
@@ -90,6 +92,8 @@ def _user_parts(content: str | list[Any], model: Model) -> str | list[dict[str, 
             parts.append({"type": "text", "text": block.text})
         elif isinstance(block, ImageContent) and accepts_images(model):
             parts.append({"type": "image_url", "image_url": {"url": data_url(block)}})
+        elif isinstance(block, RawContent) and block.api == API and not block.message:
+            parts.append(block.payload)
     return parts
 
 
@@ -166,6 +170,11 @@ def convert_messages(model: Model, context: Context) -> list[dict[str, Any]]:
             pending_images.extend(images)
             continue
         flush_images()
+        raw = wire_module.raw_message_of(message, API)
+        if raw is not None:
+            if raw:
+                wire.append(raw)
+            continue
         if isinstance(message, UserMessage):
             content = _user_parts(message.content, model)
             if content:
@@ -377,6 +386,47 @@ class StreamTranslator:
             )
 
 
+class AnswerReader:
+    """The vendor's answer as the JSON it sent, into events: each ``data:`` of the stream, or
+    the whole body of a call that did not stream (read as the one chunk that says all of it).
+    ``openprogram proxy`` forwards the bytes and reads them with this (docs/proxy.md)."""
+
+    def __init__(self, assembler: AssistantStreamAssembler) -> None:
+        self.translator = StreamTranslator(assembler)
+        self.saw_done = False
+
+    def sse(self, event: str | None, data: str) -> list[AssistantEvent]:
+        if data.strip() == "[DONE]":
+            self.saw_done = True
+            return []
+        chunk = orjson.loads(data)
+        if isinstance(chunk, dict) and isinstance(chunk.get("error"), dict):
+            raise OpenAIStreamError(chunk["error"].get("message") or "the stream reported an error")
+        return list(self.translator.handle(wire.JsonView(chunk))) if isinstance(chunk, dict) else []
+
+    def body(self, body: Any) -> list[AssistantEvent]:
+        self.saw_done = True
+        return list(self.translator.handle(wire.JsonView(_completion_as_chunk(body)))) if isinstance(body, dict) else []
+
+    def end(self) -> list[AssistantEvent]:
+        return self.translator.finish(self.saw_done)
+
+
+def _completion_as_chunk(body: dict[str, Any]) -> dict[str, Any]:
+    """A ``chat.completion`` as the one chunk that streams all of it: each choice's message is
+    its delta, its tool calls numbered as a stream numbers them."""
+    choices = []
+    for choice in body.get("choices") or []:
+        if not isinstance(choice, dict):
+            continue
+        delta = dict(choice.get("message") or {})
+        calls = delta.get("tool_calls")
+        if isinstance(calls, list):
+            delta["tool_calls"] = [{**call, "index": position} for position, call in enumerate(calls) if isinstance(call, dict)]
+        choices.append({**choice, "delta": delta})
+    return {**body, "choices": choices}
+
+
 def _extra(delta: Any, name: str) -> Any:
     """A delta field the SDK's model does not declare (kept in its extra fields)."""
     value = getattr(delta, name, None)
@@ -511,11 +561,12 @@ def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> 
     return model, context, options.model_copy(update={"extra_body": extra})
 
 
-def _image_from_url(url: Any, where: str) -> ImageContent:
-    """An image sent as a ``data:`` URL; one sent by address is fetched by the vendor, which a
-    replay could not do, so it is refused."""
+def _image_part(part: dict[str, Any], where: str) -> UserContent:
+    """An image sent as a ``data:`` URL; one sent by address (which the vendor fetches) is kept
+    as the client sent it."""
+    url = (part.get("image_url") or {}).get("url") if isinstance(part.get("image_url"), dict) else None
     if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url:
-        raise wire.unsupported("image by URL (send it as a data: URL)", where)
+        return wire.raw_part(API, part, where)
     head, data = url.split(",", 1)
     return ImageContent(data=data, mime_type=head[len("data:") : -len(";base64")])
 
@@ -532,9 +583,9 @@ def _user_content(content: Any, where: str) -> str | list[UserContent]:
         if kind == "text":
             blocks.append(TextContent(text=wire.required(part, "text", str, here)))
         elif kind == "image_url":
-            blocks.append(_image_from_url(wire.field(part, "image_url", dict, here, {}).get("url"), here))
-        else:
-            raise wire.unsupported(f"{wire.shown_value(kind)} part", here)
+            blocks.append(_image_part(part, here))
+        else:  # audio, a file: kept as sent
+            blocks.append(wire.raw_part(API, part, here))
     return blocks
 
 
@@ -561,8 +612,8 @@ def _parse_messages(messages: list[Any], start: int, model: Model) -> list[Messa
                     timestamp=wire.WIRE_TIMESTAMP,
                 )
             )
-        elif role in ("system", "developer"):
-            raise wire.unsupported("system message after the conversation started", where)
+        elif role in ("system", "developer"):  # after the conversation started: kept as sent
+            parsed.append(wire.raw_message(API, message, where))
         else:
             raise wire.unsupported(f"message of role {wire.shown_value(role)}", where)
     return parsed

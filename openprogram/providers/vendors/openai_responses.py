@@ -42,6 +42,7 @@ from ..types import (
     Context,
     ImageContent,
     Model,
+    RawContent,
     ServerToolContent,
     SimpleStreamOptions,
     StreamOptions,
@@ -131,6 +132,8 @@ def _input_parts(content: str | list[Any], model: Model) -> list[dict[str, Any]]
             parts.append({"type": "input_text", "text": block.text})
         elif isinstance(block, ImageContent) and accepts_images(model):
             parts.append({"type": "input_image", "detail": "auto", "image_url": data_url(block)})
+        elif isinstance(block, RawContent) and block.api == API and not block.message:
+            parts.append(block.payload)
     return parts
 
 
@@ -195,8 +198,11 @@ def _tool_output(message: ToolResultMessage, model: Model) -> dict[str, Any]:
     call_id, _ = split_tool_call_id(message.tool_call_id)
     text = text_of(message.content)
     images = images_of(message.content) if accepts_images(model) else []
+    raw = [block for block in message.content if isinstance(block, RawContent) and block.api == API]
     output: str | list[dict[str, Any]] = text
-    if images:
+    if raw:  # parts kept as the client sent them: the whole output in its order
+        output = _input_parts(list(message.content), model)
+    elif images:
         output = [{"type": "input_text", "text": text}] if text else []
         output += [{"type": "input_image", "detail": "auto", "image_url": data_url(i)} for i in images]
     return {"type": "function_call_output", "call_id": call_id, "output": output}
@@ -209,6 +215,11 @@ def convert_input(model: Model, context: Context) -> list[dict[str, Any]]:
         developer = compat_flag(model, "supports_developer_role", model.reasoning)
         items.append({"role": "developer" if developer else "system", "content": context.system_prompt})
     for message in prepare_messages(context.messages, model):
+        raw = wire.raw_message_of(message, API)
+        if raw is not None:
+            if raw:
+                items.append(raw)
+            continue
         if isinstance(message, UserMessage):
             parts = _input_parts(message.content, model)
             if parts:
@@ -479,6 +490,31 @@ class StreamTranslator:
         raise OpenAIStreamError(_failure_message(event, "the stream reported an error"))
 
 
+class AnswerReader:
+    """The vendor's answer as the JSON it sent, into events: each ``data:`` of the stream, or
+    the whole response object of a call that did not stream (read as its ``response.completed``
+    event, which holds every item). ``openprogram proxy`` forwards the bytes and reads them
+    with this (docs/proxy.md)."""
+
+    def __init__(self, assembler: AssistantStreamAssembler) -> None:
+        self.assembler = assembler
+        self.translator = StreamTranslator(assembler)
+
+    def sse(self, event: str | None, data: str) -> list[AssistantEvent]:
+        value = orjson.loads(data)
+        return list(self.translator.handle(wire.JsonView(value))) if isinstance(value, dict) else []
+
+    def body(self, body: Any) -> list[AssistantEvent]:
+        if not isinstance(body, dict):
+            return []
+        return list(self.translator.handle(wire.JsonView({"type": "response.completed", "response": body})))
+
+    def end(self) -> list[AssistantEvent]:
+        if not self.assembler.finished:
+            raise OpenAIStreamError("the stream ended before response.completed; the answer is incomplete")
+        return []
+
+
 def is_server_item(item: dict[str, Any]) -> bool:
     """Whether an output item is activity of a tool the vendor ran itself."""
     return item.get("type") in SERVER_ITEM_TYPES or item.get("execution") == "server"
@@ -589,15 +625,18 @@ def _user_content(content: Any, where: str) -> list[UserContent]:
         kind = wire.field(part, "type", str, here)
         if kind == "input_text":
             blocks.append(TextContent(text=wire.required(part, "text", str, here)))
-        elif kind == "input_image":
-            url = part.get("image_url")
-            if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url:
-                raise wire.unsupported("image by URL or file id (send it as a data: URL)", here)
-            head, data = url.split(",", 1)
+        elif kind == "input_image" and _data_url(part):
+            head, data = part["image_url"].split(",", 1)
             blocks.append(ImageContent(data=data, mime_type=head[len("data:") : -len(";base64")]))
-        else:
-            raise wire.unsupported(f"{wire.shown_value(kind)} part", here)
+        else:  # an image by URL or file id, a file, audio: kept as sent
+            blocks.append(wire.raw_part(API, part, here))
     return blocks
+
+
+def _data_url(part: dict[str, Any]) -> bool:
+    """Whether an ``input_image`` carries its image itself (a base64 ``data:`` URL)."""
+    url = part.get("image_url")
+    return isinstance(url, str) and url.startswith("data:") and ";base64," in url
 
 
 def _is_assistant_item(item: dict[str, Any]) -> bool:
@@ -642,10 +681,8 @@ def _parse_items(items: list[Any], start: int, model: Model) -> list[Any]:
                 [TextContent(text=output)] if isinstance(output, str) else _user_content(output, f"{where}.output")
             )
             messages.append(ToolResultMessage(tool_call_id=ours, tool_name=tool, content=content, timestamp=wire.WIRE_TIMESTAMP))
-        elif role in ("system", "developer"):
-            raise wire.unsupported("system message after the conversation started", where)
-        else:
-            raise wire.unsupported(f"input item of type {wire.shown_value(kind or role)}", where)
+        else:  # a system message after the conversation started, an item_reference ...: kept as sent
+            messages.append(wire.raw_message(API, item, where))
     close_turn()
     return messages
 

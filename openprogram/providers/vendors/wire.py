@@ -23,9 +23,11 @@ from ..types import (
     AssistantMessage,
     Context,
     Model,
+    RawContent,
     ServerToolContent,
     SimpleStreamOptions,
     Usage,
+    UserMessage,
 )
 
 #: What every ``parse_request_body`` returns: the request as ``stream_simple`` takes it.
@@ -145,6 +147,33 @@ def unsupported(kind: str, where: str) -> WireRequestError:
     )
 
 
+def raw_part(api: str, part: Any, where: str) -> RawContent:
+    """A part ours cannot hold, kept as the JSON the client sent (docs/proxy.md, "What the
+    client gets"): compared as it is, sent back as it is to the same api."""
+    if not isinstance(part, dict):
+        raise WireRequestError(f"{where} must be a JSON object")
+    return RawContent(api=api, payload=part)
+
+
+def raw_message(api: str, message: Any, where: str) -> UserMessage:
+    """A whole message or input item ours cannot hold (a system message in mid-conversation, a
+    Responses ``item_reference``), kept as the JSON the client sent, alone in a user message."""
+    if not isinstance(message, dict):
+        raise WireRequestError(f"{where} must be a JSON object")
+    return UserMessage(content=[RawContent(api=api, payload=message, message=True)], timestamp=WIRE_TIMESTAMP)
+
+
+def raw_message_of(message: Any, api: str) -> dict[str, Any] | None:
+    """The JSON of a message :func:`raw_message` made for ``api``, or None (any other message,
+    or one of another api, which is left out)."""
+    content = message.content if isinstance(message, UserMessage) else None
+    if isinstance(content, list) and len(content) == 1:
+        block = content[0]
+        if isinstance(block, RawContent) and block.message:
+            return block.payload if block.api == api else {}
+    return None
+
+
 def text_of_parts(content: Any, where: str, kinds: tuple[str, ...]) -> str:
     """A request's message content as text: a string, or an array of text parts of ``kinds``
     (``("text",)`` for Chat Completions, ``("input_text",)`` for a Responses input) joined;
@@ -240,6 +269,11 @@ def answer_model(message: AssistantMessage) -> str:
     return message.response_model or message.model
 
 
+def reasoning_tokens(usage: Usage) -> int:
+    """Of the output tokens, those the vendor reported as reasoning (0 when unknown)."""
+    return usage.reasoning
+
+
 def prompt_tokens(usage: Usage) -> int:
     """The prompt count as OpenAI, Gemini and our usage split it: ours keeps cached and
     cache-written tokens apart from ``input``; the vendors count them inside the prompt."""
@@ -273,9 +307,118 @@ class ServerBlockWatch:
         return changed
 
 
+# --------------------------------------------------------------------------- reading an answer
+
+
+class JsonView(dict[str, Any]):
+    """A JSON object the vendor sent, readable the way the vendor's SDK object is: ``view.name``
+    is the field (a nested object again a view, a list a list of views), None when absent.
+
+    The stream translators were written against the SDKs' objects; the proxy's passthrough
+    reads the vendor's answer from the bytes it forwards, and builds no SDK object for it (one
+    costs 50-300 microseconds a chunk, more than the rest of the proxy's work). Being a dict,
+    a view passes wherever the SDK hands out plain dicts (fields its model does not declare)
+    and is its own ``model_dump``. Every attribute is looked up here first (a translator asks
+    for many fields a chunk does not have, and a miss through ``__getattr__`` costs an
+    exception each); a dict's own methods stay methods. Subclasses map names to the wire's
+    (:meth:`field_value`)."""
+
+    __slots__ = ()
+
+    def __getattribute__(self, name: str) -> Any:
+        if name in _OWN_NAMES or name[:2] == "__":
+            return _object_attribute(self, name)
+        return _object_attribute(self, "field_value")(name)
+
+    def field_value(self, name: str) -> Any:
+        return self.view_of(_dict_get(self, name))
+
+    def view_of(self, value: Any) -> Any:
+        kind = type(value)
+        if kind is dict:
+            return type(self)(value)
+        if kind is list:
+            view = type(self)
+            return [view(item) if type(item) is dict else item for item in value]
+        return value
+
+    @property
+    def model_extra(self) -> dict[str, Any]:
+        return self
+
+    def model_dump(self, **_: Any) -> dict[str, Any]:
+        return dict(self)
+
+
+_dict_get = dict.get
+_object_attribute = object.__getattribute__
+#: The names a view answers itself: a dict's methods and what it imitates of an SDK object.
+_OWN_NAMES = frozenset(dir(dict)) | {"field_value", "view_of", "model_extra", "model_dump"}
+
+
+class SseDecoder:
+    """Server-sent events from bytes in whatever pieces they arrive (the event-stream format:
+    lines end with ``\n``, ``\r\n`` or ``\r``; an empty line ends an event; ``data:`` lines
+    join with ``\n``; comments and other fields are skipped but ``event:``). ``feed`` returns
+    the ``(event, data)`` of every event completed so far; ``flush`` the one the end of the
+    stream completes."""
+
+    __slots__ = ("_buffer", "_event", "_data")
+
+    def __init__(self) -> None:
+        self._buffer = b""
+        self._event: str | None = None
+        self._data: list[str] = []
+
+    def feed(self, chunk: bytes) -> list[tuple[str | None, str]]:
+        buffer = self._buffer + chunk if self._buffer else chunk
+        if b"\r" in buffer:
+            if buffer.endswith(b"\r"):  # a \r\n may be split across pieces
+                self._buffer = b"\r"
+                buffer = buffer[:-1]
+            else:
+                self._buffer = b""
+            buffer = buffer.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        else:
+            self._buffer = b""
+        lines = buffer.split(b"\n")
+        self._buffer = lines.pop() + self._buffer
+        events: list[tuple[str | None, str]] = []
+        for line in lines:
+            self._line(line, events)
+        return events
+
+    def flush(self) -> list[tuple[str | None, str]]:
+        events: list[tuple[str | None, str]] = []
+        if self._buffer:
+            self._line(self._buffer.rstrip(b"\r"), events)
+            self._buffer = b""
+        self._line(b"", events)
+        return events
+
+    def _line(self, line: bytes, events: list[tuple[str | None, str]]) -> None:
+        if not line:
+            if self._data:
+                events.append((self._event, "\n".join(self._data)))
+            self._event, self._data = None, []
+            return
+        name, _, value = line.partition(b":")
+        if value[:1] == b" ":
+            value = value[1:]
+        if name == b"data":
+            self._data.append(value.decode("utf-8", "replace"))
+        elif name == b"event":
+            self._event = value.decode("utf-8", "replace")
+
+
 __all__ = [
+    "JsonView",
+    "answer_id",
+    "answer_model",
+    "reasoning_tokens",
     "ParsedRequest",
     "ServerBlockWatch",
+    "SseDecoder",
     "WIRE_TIMESTAMP",
     "WireRequestError",
     "answer_id",
@@ -285,6 +428,9 @@ __all__ = [
     "field",
     "json_arguments",
     "prompt_tokens",
+    "raw_message",
+    "raw_message_of",
+    "raw_part",
     "required",
     "shown_names",
     "shown_value",

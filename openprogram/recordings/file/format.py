@@ -259,9 +259,16 @@ def event_line_head(call_index: int) -> bytes:
 
 
 def call_end_row(
-    call_index: int, event_count: int, outcome: str = "complete", redactions: list[dict[str, Any]] | None = None
+    call_index: int,
+    event_count: int,
+    outcome: str = "complete",
+    redactions: list[dict[str, Any]] | None = None,
+    answer: dict[str, Any] | None = None,
+    answer_withheld: str | None = None,
 ) -> dict[str, Any]:
-    """A call's ``call_end`` (``outcome`` written only when it is not ``complete``)."""
+    """A call's ``call_end`` (``outcome`` written only when it is not ``complete``); ``answer``
+    is the vendor's own answer as :func:`answer_field` stores it, or ``answer_withheld`` says
+    why a call that had one does not keep it (docs/file-format.md, "The vendor's answer")."""
     if outcome not in OUTCOMES:
         raise ValueError(f"unknown outcome {outcome!r}")
     row: dict[str, Any] = {"type": "call_end", "call_index": call_index, "event_count": event_count}
@@ -269,7 +276,65 @@ def call_end_row(
         row["outcome"] = outcome
     if redactions:
         row["redactions"] = redactions
+    if answer is not None:
+        row[ANSWER] = answer
+    elif answer_withheld is not None:
+        row[ANSWER_WITHHELD] = answer_withheld
     return row
+
+
+# ============================================================================ the vendor's answer
+
+#: The ``call_end`` fields of a call's own answer as the vendor sent it (optional: a reader
+#: that does not know them replays the call from its events, as every call of a file written
+#: before them).
+ANSWER, ANSWER_WITHHELD = "vendor_answer", "vendor_answer_withheld"
+
+
+def answer_field(status: int, content_type: str, chunks: list[bytes], complete: bool = True) -> dict[str, Any] | None:
+    """The stored form of a vendor's answer: ``status``, ``content_type``, the ``body`` as text
+    (SSE lines in their order, or the JSON body) and ``chunks``, the byte length of each piece
+    it arrived in, so a replay streams it with the same chunking; ``broke_off: true`` when the
+    connection broke after them. None for a body that is not UTF-8 (it cannot be stored as
+    text; the call replays from its events)."""
+    body = b"".join(chunks)
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return None
+    stored = {"status": status, "content_type": content_type, "body": text, "chunks": [len(c) for c in chunks if c]}
+    if not complete:
+        stored["broke_off"] = True
+    return stored
+
+
+def answer_problem(value: Any) -> str | None:
+    """Why a stored answer is not valid, or None (the strict reader's check)."""
+    if type(value) is not dict:
+        return f"{ANSWER} must be a JSON object"
+    status, content_type, body, chunks = (value.get(name) for name in ("status", "content_type", "body", "chunks"))
+    if not is_plain_int(status) or not 100 <= status < 600:
+        return f"{ANSWER} status must be an HTTP status, not {short_repr(status)}"
+    if type(content_type) is not str or type(body) is not str:
+        return f"{ANSWER} content_type and body must be strings"
+    if type(chunks) is not list or not all(is_plain_int(size) and size > 0 for size in chunks):
+        return f"{ANSWER} chunks must be a list of positive byte counts"
+    if sum(chunks) != len(body.encode("utf-8")):
+        return f"{ANSWER} chunks add up to {sum(chunks)} bytes but the body has {len(body.encode('utf-8'))}"
+    if value.get("broke_off", False) not in (True, False):
+        return f"{ANSWER} broke_off must be true or false"
+    return None
+
+
+def answer_chunks(value: dict[str, Any]) -> tuple[int, str, list[bytes], bool]:
+    """A stored answer (checked by :func:`answer_problem`) as ``(status, content_type, chunks,
+    complete)``: the body cut into the pieces it arrived in."""
+    body = value["body"].encode("utf-8")
+    pieces, start = [], 0
+    for size in value["chunks"]:
+        pieces.append(body[start : start + size])
+        start += size
+    return value["status"], value["content_type"], pieces, not value.get("broke_off", False)
 
 
 class ContextBases:

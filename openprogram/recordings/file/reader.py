@@ -33,6 +33,8 @@ from ...providers.types import AssistantMessageEvent
 from ...state import READ_SLACK_BYTES, FileRefusal, open_regular_file
 from .contexts import CallContexts
 from .format import (
+    ANSWER,
+    ANSWER_WITHHELD,
     EVENT_CLASSES,
     LINE_TYPES,
     MAX_NESTING,
@@ -40,6 +42,7 @@ from .format import (
     PARTIAL_EVENT_TYPES,
     TOO_DEEP,
     RecordingFileError,
+    answer_problem,
     context_source,
     is_plain_int,
     version_problem,
@@ -101,6 +104,15 @@ class RecordedCall:
     #: What redaction replaced in the call's answer (``call_end``'s ``redactions``): one
     #: ``{"path": ..., "rules": [...]}`` per field of the model's output.
     redactions: list[dict[str, Any]] = field(default_factory=list)
+    #: The vendor's own answer as it came (``call_end``'s ``vendor_answer``: a call recorded
+    #: through ``openprogram proxy``), which a replay through the proxy serves byte for byte;
+    #: None when the call replays from its events. ``answer_withheld`` says why a call that
+    #: had one does not keep it (docs/file-format.md, "The vendor's answer").
+    vendor_answer: dict[str, Any] | None = field(default=None, repr=False)
+    answer_withheld: str | None = None
+    #: Whether the call keeps the vendor's answer (also in a ``summary_only`` read, which
+    #: does not keep the answer itself).
+    answer_kept: bool = False
 
     @property
     def context(self) -> dict[str, Any]:
@@ -656,8 +668,16 @@ class _Reader:
             raise self.fail(
                 'call_end redactions must be a list of {"path": TEXT, "rules": [TEXT, ...]}', number, call.call_index
             )
+        answer, withheld = row.get(ANSWER), row.get(ANSWER_WITHHELD)
+        problem = answer_problem(answer) if answer is not None else None
+        if problem is None and withheld is not None and (answer is not None or type(withheld) is not str):
+            problem = f"{ANSWER_WITHHELD} must be a reason (a string), on a call_end without {ANSWER}"
+        if problem is not None:
+            raise self.fail(problem, number, call.call_index)
         call.outcome, call.event_count, call.end_line = outcome, count, number
         call.redactions = redactions
+        call.vendor_answer = None if self.summary_only else answer
+        call.answer_kept, call.answer_withheld = answer is not None, withheld
         if state.last_t is not None:
             call.duration_ms = int(state.last_t)
         state.open = False

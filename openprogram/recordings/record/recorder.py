@@ -11,6 +11,12 @@ every request and event of its calls to a recording through a shared
 * **Timings.** Every event line carries ``t``: the milliseconds from the moment the request
   was sent (``time.monotonic_ns`` when the call begins) to the moment the event arrived; an event
   whose line is held back keeps the time it arrived, not the time it was written.
+* **The vendor's own answer.** A provider that received the vendor's answer as bytes (the
+  proxy's passthrough) offers it through ``raw_answer()``; a call that completes keeps it in
+  its ``call_end`` unless redaction would change any byte of it or the call's output lost a
+  value to redaction, in which case the call replays from its events and the line says why
+  (docs/file-format.md, "The vendor's answer"). The recorder reads no vendor format: only
+  lines, and the JSON some of them hold.
 * **Every exit path ends the call.** Normal end, provider exception, synchronous start
   failure, cancellation, early close and a consumer that stops at the terminal event each
   leave exactly one ``call_end`` with the right outcome.
@@ -28,6 +34,8 @@ from pathlib import Path
 from time import monotonic_ns
 from typing import Any
 
+import orjson
+
 from ...providers.base import streams_assembled_snapshots
 from ...providers.credentials import note_secret_value
 from ...providers.lanes import current_lane
@@ -39,7 +47,7 @@ from ...providers.types import (
     SimpleStreamOptions,
     StreamOptions,
 )
-from ..file.format import RecordingFileError, call_end_row, recorded_request_payloads
+from ..file.format import RecordingFileError, answer_field, call_end_row, recorded_request_payloads
 from ..file.sink import RecordingSink
 from ..redaction import PLACEHOLDER, Redactor, current_redactor, logger
 from .encoder import EventEncoder, Record
@@ -60,6 +68,7 @@ class _CallRecorder:
         self.call_index = call_index
         self.event_count = 0
         self.ended = False
+        self.redactor = redactor
         self.redaction = StreamRedaction(redactor, check_arguments=check_arguments)
         #: ``stored(event)``: the records that may be written now.
         self.stored = self.redaction.feed
@@ -82,7 +91,9 @@ class _CallRecorder:
         if not self.ended:
             self.write(self.redaction.flush())
 
-    def end(self, outcome: str) -> None:
+    def end(self, outcome: str, answer: Any = None) -> None:
+        """Write the call's ``call_end``; ``answer`` is the vendor's own answer (a
+        ``VendorAnswer``) when the provider offers one."""
         if self.ended:
             return
         self.ended = True
@@ -90,7 +101,8 @@ class _CallRecorder:
         redactions = [{"path": path, "rules": sorted(rules)} for path, rules in sorted(marks.items())]
         if redactions:
             _warn_redacted(self.sink.path, self.call_index, redactions)
-        self.sink.write_row(call_end_row(self.call_index, self.event_count, outcome, redactions))
+        stored, withheld = (None, None) if answer is None else _kept_answer(answer, self.redactor, bool(marks))
+        self.sink.write_row(call_end_row(self.call_index, self.event_count, outcome, redactions, stored, withheld))
 
     def end_quietly(self, outcome: str) -> None:
         """End on a failure path: the original exception must reach the caller unchanged, so
@@ -201,7 +213,8 @@ class RecordingProvider:
                 if held:
                     arrivals.append(t)
                 if event.type in TERMINAL_EVENT_TYPES:
-                    call.end("complete")  # before the consumer sees it: it may stop here
+                    # before the consumer sees it: it may stop here
+                    call.end("complete", _raw_answer(self._provider))
                     await _close_quietly(iterator)
                     yield event
                     return
@@ -217,6 +230,64 @@ class RecordingProvider:
             raise
         finally:
             await _close_quietly(iterator)
+
+
+def _raw_answer(provider: Any) -> Any:
+    """The vendor's answer ``provider`` offers for the call that just ended (see
+    ``openprogram.providers.api_registry.VendorAnswer``), or None."""
+    offer = getattr(provider, "raw_answer", None)
+    return offer() if callable(offer) else None
+
+
+#: Why a call that had the vendor's answer does not keep it (``vendor_answer_withheld``).
+WITHHELD_REDACTED_OUTPUT = "redaction replaced part of the model's output: the call replays from its events"
+WITHHELD_CHANGED = "redaction would change the vendor's answer (a secret or a run value in it): the call replays from its events"
+WITHHELD_NOT_TEXT = "the vendor's answer is not UTF-8 text: the call replays from its events"
+
+
+def _kept_answer(answer: Any, redactor: Redactor, output_redacted: bool) -> tuple[dict[str, Any] | None, str | None]:
+    """The stored form of the vendor's answer, or why it is withheld. It is kept only when
+    redaction, line by line by the rules of everything else, changes none of its bytes, and
+    when nothing of the call's output was replaced (a secret split across deltas is whole in
+    no single line: the events' stream redaction is what sees it)."""
+    if output_redacted:
+        return None, WITHHELD_REDACTED_OUTPUT
+    stored = answer_field(answer.status, answer.content_type, list(answer.chunks), answer.complete)
+    if stored is None:
+        return None, WITHHELD_NOT_TEXT
+    if not _unchanged_by_redaction(stored["body"], redactor):
+        return None, WITHHELD_CHANGED
+    return stored, None
+
+
+def _unchanged_by_redaction(body: str, redactor: Redactor) -> bool:
+    """Whether redaction leaves every line of ``body`` as it is: JSON (a whole JSON body, or
+    the JSON of an SSE ``data:`` line) by the rules of a request's payloads, every other line
+    by the text rules."""
+    whole = _json_of(body)
+    if whole is not None:
+        return bool(redactor.remove_secret_values(whole) == whole)
+    for line in body.split("\n"):
+        if line.startswith("data:"):
+            value = _json_of(line[5:])
+            if value is not None:
+                if redactor.remove_secret_values(value) != value:
+                    return False
+                continue
+        if line and redactor.redact_text(line) != line:
+            return False
+    return True
+
+
+def _json_of(text: str) -> Any:
+    """The JSON object or array ``text`` holds, or None."""
+    stripped = text.strip()
+    if not stripped or stripped[0] not in "{[":
+        return None
+    try:
+        return orjson.loads(stripped)
+    except orjson.JSONDecodeError:
+        return None
 
 
 def _warn_redacted(path: Path, call_index: int, redactions: list[dict[str, Any]]) -> None:

@@ -7,6 +7,7 @@ credential. It compares each incoming request with the recorded one and raises
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -14,6 +15,7 @@ import re
 import threading
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Iterable, Iterator, Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -27,7 +29,7 @@ from ...providers.types import (
     SimpleStreamOptions,
     StreamOptions,
 )
-from ..file.format import EVENT_CLASSES, raw_request_payloads, request_payloads
+from ..file.format import EVENT_CLASSES, answer_chunks, raw_request_payloads, request_payloads
 from ..file.reader import RecordedCall, Recording, read_event_times, read_recording_file
 from ..redaction import (
     PLACEHOLDER,
@@ -47,7 +49,47 @@ from .pacing import paced
 from .rechunk import rechunked
 from .volatile import RequestFilter
 
-__all__ = ["RecordedCallInterrupted", "ReplayProvider"]
+__all__ = ["RecordedCallInterrupted", "ReplayProvider", "ServedAnswer", "served_answers"]
+
+
+# ============================================================================ the vendor's answer
+
+
+class ServedAnswer:
+    """Where a replay leaves the vendor's own answer of the call it served (see
+    :func:`served_answers`): ``answer`` is ``(status, content_type, chunks, complete)``
+    (``complete`` False: the connection broke off after the chunks), or None when the
+    call keeps none (it replays from its events); ``served`` says whether a recorded call was
+    served at all (a request that drifted in ``update`` goes live instead)."""
+
+    __slots__ = ("answer", "served")
+
+    def __init__(self) -> None:
+        self.answer: tuple[int, str, list[bytes], bool] | None = None
+        self.served = False
+
+
+_served_answer: ContextVar[ServedAnswer | None] = ContextVar("openprogram_served_answer", default=None)
+
+
+@contextlib.contextmanager
+def served_answers() -> Iterator[ServedAnswer]:
+    """Inside the block, a replayed call leaves its stored vendor answer in the yielded slot,
+    so whoever made the call (``openprogram proxy``) can hand the client those bytes instead
+    of encoding the events. Replay itself knows nothing of who reads it, or of any vendor."""
+    slot = ServedAnswer()
+    token = _served_answer.set(slot)
+    try:
+        yield slot
+    finally:
+        _served_answer.reset(token)
+
+
+def _offer_answer(call: RecordedCall) -> None:
+    slot = _served_answer.get()
+    if slot is not None:
+        slot.served = True
+        slot.answer = None if call.vendor_answer is None else answer_chunks(call.vendor_answer)
 
 
 class RecordedCallInterrupted(Exception):
@@ -314,6 +356,10 @@ class ReplayProvider:
         #: A file recorded before lanes existed (or by a sequential agent) has none: it keeps
         #: one strict order, whatever lane the calls are made in now.
         self._uses_lanes = any(call.lane != ROOT_LANE for call in self._recording.calls)
+        #: A file whose calls all have lanes (one recorded through ``openprogram proxy``, which
+        #: derives a lane per conversation) replays for code that makes its calls in the root
+        #: lane in file order: each such call takes the next recorded call of the session.
+        self._root_in_file_order = self._uses_lanes and all(call.lane != ROOT_LANE for call in self._recording.calls)
         #: Faults, re-chunking, pacing (docs/tutorial.md, "Testing what goes wrong"): None
         #: when none is asked for, and then the calls take the plain path of ``_replay``.
         self._adjusted = _Adjustments.of(replay_options, self._recording) if replay_options else None
@@ -373,6 +419,8 @@ class ReplayProvider:
         incoming = _Incoming.of(model, context, options, self._filter)
         lane = redact_lane(current_lane()) if self._uses_lanes else ROOT_LANE  # as recorded
         with self._lock:
+            if lane == ROOT_LANE and self._root_in_file_order:
+                lane = self._next_lane_in_file_order()
             session = self._session
             if session is not None:
                 call = self._next(session, lane)
@@ -391,6 +439,16 @@ class ReplayProvider:
                     first_mismatch = self._mismatch(call, difference, candidate, lane)
             # Nothing matches: report against the call that would have come next.
             raise first_mismatch or self._exhausted(lane)
+
+    def _next_lane_in_file_order(self) -> str:
+        """The lane of the first recorded call not yet served, of the session followed (the
+        first one with calls left, before any is followed)."""
+        sessions = [self._session] if self._session is not None else [s for s in self._sessions if s not in self._used]
+        for session in sessions:
+            upcoming = [call for name in session.lanes if (call := self._next(session, name)) is not None]
+            if upcoming:
+                return min(upcoming, key=lambda call: call.call_index).lane
+        return ROOT_LANE
 
     def _next(self, session: _Session, lane: str) -> RecordedCall | None:
         calls = session.lanes.get(lane)
@@ -501,6 +559,7 @@ class ReplayProvider:
                 call = self.take(model, context, options)
         else:
             call = self.take(model, context, options)
+        _offer_answer(call)
         # serve(call), inlined: one async generator per event instead of two.
         events = call.events()
         if self._values:
@@ -540,6 +599,7 @@ class ReplayProvider:
 
     async def serve(self, call: RecordedCall) -> AsyncIterator[AssistantMessageEvent]:
         """The recorded events of a call :meth:`take` handed out, as the live run saw them."""
+        _offer_answer(call)
         events = call.events()
         if self._values:
             events = (with_run_values(event, self._values) for event in events)

@@ -13,10 +13,10 @@ See ``docs/tutorial.md`` ("Testing concurrent agents and volatile prompts").
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-__all__ = ["RequestFilter", "parse_field_pattern"]
+__all__ = ["RequestFilter", "normalizer", "parse_field_pattern"]
 
 ANY = object()  # the ``*`` segment of a pattern
 
@@ -122,6 +122,14 @@ class RequestFilter:
             if root in result:
                 result[root] = _blanked(result[root], pattern[1:], copied=bool(self.rules))
         return result
+
+
+def normalizer(rules: Iterable[Sequence[str]]) -> Callable[[Any], Any]:
+    """``normalize`` rules as one function of a value (every string in it rewritten), for
+    whoever must see a request as replay compares it (the proxy's lanes). Raises ``ValueError``
+    for a bad rule, as :class:`RequestFilter` does."""
+    compiled = _compile_rules(rules)
+    return lambda value: _normalized(value, compiled) if compiled else value
 
 
 def _normalized(value: Any, rules: list[tuple[re.Pattern[str], str]]) -> Any:

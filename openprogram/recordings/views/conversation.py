@@ -61,7 +61,17 @@ def _text(content: Any) -> str:
             parts.append(block.get("text", ""))
         elif kind == "image":
             parts.append(f"[image {block.get('mime_type', '')}]")
+        elif block.get("type") == "raw":
+            parts.append(raw_label(block))
     return "\n".join(parts)
+
+
+def raw_label(block: dict[str, Any]) -> str:
+    """A part or message kept as the client sent it (``RawContent``), named by its kind."""
+    stored = block.get("payload")
+    payload: dict[str, Any] = stored if isinstance(stored, dict) else {}
+    kind = payload.get("type") or payload.get("role") or next(iter(payload), "part")
+    return f"[{kind}, as the client sent it]"
 
 
 def _indent(text: str, prefix: str = "  ") -> str:

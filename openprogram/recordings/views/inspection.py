@@ -152,6 +152,11 @@ class CallSummary:
     lane: str = ""
     #: What redaction replaced in the model's output: ``{"path", "rules"}`` per field.
     redactions: list[dict[str, Any]] = field(default_factory=list)
+    #: How a proxied call replays through ``openprogram proxy``: ``"vendor"`` (the vendor's
+    #: own answer, byte for byte) or ``"events"`` (its answer was withheld: ``withheld`` says
+    #: why); None for a call recorded without the vendor's answer (not through the proxy).
+    replays_from: str | None = None
+    withheld: str | None = None
     #: The vendor's id of the answer and the model version that answered, where the vendor
     #: named them (None in a file written before answers kept them).
     response_id: str | None = None
@@ -174,6 +179,8 @@ class CallSummary:
             "session": self.session,
             "lane": self.lane,
             "redactions": self.redactions,
+            "replays_from": self.replays_from,
+            "answer_withheld": self.withheld,
             "response_id": self.response_id,
             "response_model": self.response_model,
             "cost": self.cost,
@@ -246,10 +253,18 @@ def summarize_call(call: Any) -> CallSummary:
         duration_ms=call.duration_ms,
         lane=getattr(call, "lane", ""),
         redactions=list(getattr(call, "redactions", [])),
+        replays_from=_replays_from(call),
+        withheld=getattr(call, "answer_withheld", None),
         response_id=_text(answer.get("response_id")),
         response_model=_text(answer.get("response_model")),
         cost=cost,
     )
+
+
+def _replays_from(call: Any) -> str | None:
+    if getattr(call, "answer_kept", False):
+        return "vendor"
+    return "events" if getattr(call, "answer_withheld", None) else None
 
 
 def _text(value: Any) -> str | None:

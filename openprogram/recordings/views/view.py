@@ -38,7 +38,7 @@ import orjson
 
 from ..insight.cache_prefix import PrefixStep, prefix_steps, recording_cache_calls
 from ..redaction import remove_secret_values
-from .conversation import ConversationStep, call_cost, conversation_steps
+from .conversation import ConversationStep, call_cost, conversation_steps, raw_label
 from .inspection import answered_by, reasoning_note
 
 CONTENT_WARNING = (
@@ -121,6 +121,8 @@ def _content_text(content: Any) -> str:
             parts.append(str(block.get("text", "")))
         elif block.get("type") == "image":
             parts.append(f"[image {block.get('mime_type', '')}]")
+        elif block.get("type") == "raw":
+            parts.append(raw_label(block))
     return "\n".join(parts)
 
 

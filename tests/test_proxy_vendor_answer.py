@@ -273,3 +273,37 @@ def test_the_strict_reader_refuses_a_stored_answer_that_does_not_add_up(tmp_path
     with pytest.raises(RecordingFileError) as raised:
         read_recording_file(path)
     assert f"at line {end + 1}" in str(raised.value) and "chunks add up to" in str(raised.value)
+
+
+def test_each_event_keeps_the_time_its_bytes_arrived_though_it_is_read_once_forwarded(tmp_path):
+    """A proxy of its own reads the answer into events once all of it went to the client
+    (docs/proxy.md, "Speed"); the recording still times each event by when its bytes came."""
+    import time
+
+    from openprogram.recordings.file.reader import read_event_times
+
+    path = tmp_path / "timed.jsonl"
+    gap_ms = 40
+    with VendorServer() as server:
+        server.queue(ScriptedResponse(chunks=_streamed("Hello", " world"), pause_after=2))  # role, "Hello"
+        with start_proxy(ProxySettings(upstreams={API: server.url + "/v1"}, recording=path, mode="record")) as proxy:
+            headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
+            with httpx.stream("POST", proxy.url + "/v1/chat/completions", content=_body(), headers=headers) as response:
+                pieces = response.iter_raw()
+                seen = b""
+                while b"Hello" not in seen:  # forwarded as it came, before the rest exists
+                    seen += next(pieces)
+                held_at = time.monotonic()
+                while time.monotonic() - held_at < gap_ms / 1000:
+                    time.sleep(gap_ms / 4000)  # the vendor pauses mid-answer for gap_ms
+                server.release.set()
+                rest = b"".join(pieces)
+    assert _text_of(httpx.Response(200, content=seen + rest)) == "Hello world"
+    recording = read_recording_file(path)
+    (call,) = recording.calls
+    (times,) = read_event_times(recording).values()
+    kinds = [event.type for event in call.events()]
+    hello, world = kinds.index("text_delta"), len(kinds) - 1 - kinds[::-1].index("text_delta")
+    assert times[hello] is not None and times[world] is not None
+    assert times[world] - times[hello] >= gap_ms  # not both stamped when they were read
+    assert times == sorted(times)

@@ -37,7 +37,8 @@ class ScriptedResponse:
     chunks: list[bytes] = field(default_factory=list)
     headers: dict[str, str] = field(default_factory=lambda: {"content-type": "text/event-stream"})
     break_after: int | None = None  # close the socket after this many chunks
-    hold_after: int | None = None  # wait for ``release`` after this many chunks
+    hold_after: int | None = None  # wait for ``release`` after this many chunks, then close
+    pause_after: int | None = None  # wait for ``release`` after this many chunks, then go on
 
 
 @dataclass
@@ -151,6 +152,10 @@ class VendorServer:
                             server.hold_timed_out = True
                         self.close_connection = True
                         return
+                    if response.pause_after is not None and position == response.pause_after:
+                        server.holding.set()
+                        if not server.release.wait(HOLD_LIMIT_SECONDS):
+                            server.hold_timed_out = True
                     self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
                     self.wfile.flush()
                 if response.break_after is not None and response.break_after >= len(response.chunks):

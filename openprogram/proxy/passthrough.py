@@ -10,6 +10,11 @@ provider uses), so the recording holds the call's events as always, and it offer
 themselves through ``raw_answer()``, which the recorder keeps beside them (docs/proxy.md, "What
 the client gets").
 
+When the client's response ends with the answer (``end_early``: a proxy of its own), the
+answer is read into events once all of it went to the client: reading and recording a burst of
+deltas then takes nothing from forwarding it. Each event still carries the moment its bytes
+arrived (``event_arrival_ns()``), which the recorder writes as its time.
+
 What goes upstream: the method, the path (under the upstream's base URL), the query and the
 body bytes as the client sent them, with the client's headers less the hop-by-hop ones,
 ``Host``, ``Content-Length``, ``Accept-Encoding`` (the proxy asks for the body uncompressed, so
@@ -25,6 +30,7 @@ import socket
 import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from time import monotonic_ns
 from typing import Any
 
 import orjson
@@ -129,12 +135,21 @@ class PassthroughProvider(AssembledProvider):
         #: True once the whole answer went to the client (the body ended normally).
         self.completed = False
         self._answer: VendorAnswer | None = None
+        #: When each piece of the answer arrived (``monotonic_ns``), and the piece the event
+        #: being handed on was read from.
+        self._arrivals: list[int] = []
+        self._arrival: int | None = None
         self._ended = False
         self._pump_task: asyncio.Task[None] | None = None
 
     def raw_answer(self) -> VendorAnswer | None:
         """The vendor's whole answer as it came, once it has (None when it broke off)."""
         return self._answer
+
+    def event_arrival_ns(self) -> int | None:
+        """When the bytes of the event just handed on arrived (``time.monotonic_ns``), None
+        before the answer's first piece: the recorder writes it as the event's time."""
+        return self._arrival
 
     def describe_error(self, model: Model) -> ErrorDescriber:
         return describe_provider_error(model.provider)
@@ -186,9 +201,10 @@ class PassthroughProvider(AssembledProvider):
             held: list[AssistantEvent] = []
             if "text/event-stream" in content_type:
                 decoder = SseDecoder()
-                async for chunk in pieces:
+                async for chunk, arrival in self._read(pieces, chunks):
                     if held:
                         continue  # the answer is whole: the rest only goes to the client
+                    self._arrival = arrival
                     for kind, data in decoder.feed(chunk):
                         for event in reader.sse(kind, data):
                             if held or event.type in TERMINAL_EVENT_TYPES:
@@ -197,8 +213,8 @@ class PassthroughProvider(AssembledProvider):
                                 yield event
                 pending = [event for kind, data in decoder.flush() for event in reader.sse(kind, data)] if not held else []
             else:
-                async for _chunk in pieces:
-                    pass
+                async for _chunk, arrival in self._read(pieces, chunks):
+                    self._arrival = arrival
                 body = b"".join(chunks)
                 pending = reader.body(orjson.loads(body)) if body.strip() else []
             if not held:
@@ -214,6 +230,27 @@ class PassthroughProvider(AssembledProvider):
             if pump is not None and not pump.done():
                 await pump  # reading the answer failed: the client still gets all of it
             await response.aclose()
+
+    async def _read(self, pieces: AsyncIterator[bytes], chunks: list[bytes]) -> AsyncIterator[tuple[bytes, int]]:
+        """Each piece of the answer to read, with the moment it arrived: as it is forwarded,
+        or (:attr:`end_early`) once the whole answer was, then what broke it off, if anything."""
+        arrivals = self._arrivals
+        if not self.end_early:
+            position = 0
+            async for chunk in pieces:
+                yield chunk, arrivals[position]
+                position += 1
+            return
+        failure: Exception | None = None
+        try:
+            async for _chunk in pieces:
+                pass
+        except UpstreamUnreachable as error:
+            failure = error  # what arrived before it is read first, as it would have been
+        for position, chunk in enumerate(list(chunks)):
+            yield chunk, arrivals[position]
+        if failure is not None:
+            raise failure
 
     def _forward(self, response: Any, chunks: list[bytes]) -> AsyncIterator[bytes]:
         """Each piece of the answer, once it went to the client. A task of its own, started
@@ -243,11 +280,12 @@ class PassthroughProvider(AssembledProvider):
     async def _pump(self, response: Any, chunks: list[bytes], queue: asyncio.Queue[bytes | BaseException | None]) -> None:
         import httpx
 
-        send, put = self.send, queue.put_nowait
+        send, put, arrived = self.send, queue.put_nowait, self._arrivals.append
         content_type = response.headers.get("content-type", "")
         try:
             async for chunk in response.aiter_bytes():
                 if chunk:
+                    arrived(monotonic_ns())
                     await send({"type": "http.response.body", "body": chunk, "more_body": True})
                     chunks.append(chunk)
                     put(chunk)

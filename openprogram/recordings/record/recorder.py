@@ -10,7 +10,9 @@ every request and event of its calls to a recording through a shared
   and counted in ``call_end`` (``redactions``).
 * **Timings.** Every event line carries ``t``: the milliseconds from the moment the request
   was sent (``time.monotonic_ns`` when the call begins) to the moment the event arrived; an event
-  whose line is held back keeps the time it arrived, not the time it was written.
+  whose line is held back keeps the time it arrived, not the time it was written. A provider
+  that hands events on later than their bytes arrived (the proxy's passthrough reads an answer
+  once it is forwarded) says when through ``event_arrival_ns()``.
 * **The vendor's own answer.** A provider that received the vendor's answer as bytes (the
   proxy's passthrough) offers it through ``raw_answer()``; a call that completes keeps it in
   its ``call_end`` unless redaction would change any byte of it or the call's output lost a
@@ -29,7 +31,7 @@ from __future__ import annotations
 import asyncio
 import os
 from collections import deque
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 from time import monotonic_ns
 from typing import Any
@@ -188,6 +190,7 @@ class RecordingProvider:
             iterator.__anext__, call.stored, call.line_of, self._sink.write_event_line
         )
         started, arrivals = call.started, call.arrivals
+        arrival_of = _arrival_clock(self._provider)
         try:
             while True:
                 try:
@@ -201,7 +204,7 @@ class RecordingProvider:
                 # more of the stream (see ``StreamRedaction``); the usual delta is one event.
                 # The stage releases in order: held events first (their times queued in
                 # ``arrivals``), then this one, unless it is held too (its time is queued).
-                t = (monotonic_ns() - started) // 1_000_000  # integer ops: no float, no int()
+                t = (arrival_of() - started) // 1_000_000  # integer ops: no float, no int()
                 held = True
                 for ready in stored(event):
                     if arrivals:
@@ -230,6 +233,20 @@ class RecordingProvider:
             raise
         finally:
             await _close_quietly(iterator)
+
+
+def _arrival_clock(provider: Any) -> Callable[[], int]:
+    """When the event just received arrived: now, or the moment ``provider`` says (see the
+    module docstring, "Timings")."""
+    offer = getattr(provider, "event_arrival_ns", None)
+    if not callable(offer):
+        return monotonic_ns
+
+    def arrival() -> int:
+        arrived = offer()
+        return monotonic_ns() if arrived is None else arrived
+
+    return arrival
 
 
 def _raw_answer(provider: Any) -> Any:

@@ -249,6 +249,7 @@ class PassthroughProvider(AssembledProvider):
             failure = error  # what arrived before it is read first, as it would have been
         for position, chunk in enumerate(list(chunks)):
             yield chunk, arrivals[position]
+            await asyncio.sleep(0)  # a client's next call, come meanwhile, is not kept waiting
         if failure is not None:
             raise failure
 

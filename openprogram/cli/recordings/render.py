@@ -4,7 +4,7 @@ FOLDER``'s rows, from :mod:`openprogram.recordings.store.listing`).
 What is printed comes from :mod:`openprogram.recordings.store.activation` (status) and
 :mod:`openprogram.recordings.views.inspection` (list, show), which read the files; this module only
 formats. Like them it never prints request or response content, and everything that comes
-from a file or a file name is escaped for the terminal (:func:`.terminal.terminal_safe`).
+from a file or a file name is escaped for the terminal (:func:`openprogram.cli.terminal.terminal_safe`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from openprogram.recordings.views.inspection import (
     reasoning_note,
 )
 
-from .terminal import terminal_safe as safe
+from ..terminal import terminal_safe as safe
 
 if TYPE_CHECKING:
     from openprogram.recordings.store.activation import ActivationPlan

@@ -234,6 +234,8 @@ def render_cache(steps: list[Any]) -> str:
     """``show --cache``: each call against the call before it in its lane (tools, system
     prompt, messages, as vendors cache them): the share of that request it keeps as a prefix,
     where the prefix breaks, and the cached tokens the vendor reported."""
+    if not steps:  # a recording holding only its header
+        return "prompt cache: the recording holds no calls to compare"
     sessions = len({step.session for step in steps}) > 1
     rows = [
         [
@@ -338,8 +340,9 @@ def _count(value: int | None) -> str:
 
 
 def table(headers: list[str], rows: list[list[str]], right: frozenset[int] = frozenset()) -> list[str]:
-    """Aligned columns (numbers right-aligned); the last column is never padded."""
-    widths = [max(len(headers[i]), *(len(row[i]) for row in rows)) for i in range(len(headers))]
+    """Aligned columns (numbers right-aligned); the last column is never padded. Without rows,
+    the headers alone."""
+    widths = [max([len(headers[i]), *(len(row[i]) for row in rows)]) for i in range(len(headers))]
 
     def line(cells: list[str]) -> str:
         parts = []

@@ -24,6 +24,9 @@ if TYPE_CHECKING:  # imported where used, so that these commands start fast
 VERBS = VerbGroup()
 
 
+# ============================================================================ delete
+
+
 def _delete_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("id", metavar="ID")
     confirm_flag(parser)

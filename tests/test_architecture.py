@@ -322,3 +322,91 @@ def test_the_shape_check_sees_a_line_built_by_hand(tmp_path):
         'ok = b\'"event"\' in b""\n'
     )
     assert len(_line_shapes_spelled_out(hand_made)) == 3
+
+
+# ============================================================================ the command line's rooms
+
+CLI_RECORDINGS = "openprogram.cli.recordings"
+#: The rooms of ``cli/recordings/`` (docs/architecture.md, "The command line"): the wiring on
+#: top, the verb groups under it, what they share at the bottom. A room imports only rooms
+#: below it, so a group never reaches into another group: what two groups need is shared.
+CLI_ROOMS: dict[str, set[str]] = {
+    "command": {"lifecycle", "inspecting", "compare", "page", "maintain", "verb"},
+    "lifecycle": {"verb", "console", "selecting", "render"},
+    "inspecting": {"verb", "console", "selecting", "render"},
+    "compare": {"verb", "console", "selecting", "render"},
+    "page": {"verb", "console", "selecting", "render"},
+    "maintain": {"verb", "console", "selecting", "render"},
+    "verb": set(),
+    "console": set(),
+    "selecting": set(),
+    "render": set(),
+}
+#: Past this a module of ``cli/recordings/`` holds more than one job (the 843-line module it
+#: replaced held eleven verbs); split it by what its parts are about.
+CLI_MODULE_LINES = 450
+
+
+def _cli_room_offenders(graph: dict[str, set[str]]) -> list[str]:
+    offenders = []
+    for module, imports in graph.items():
+        if not _in(module, CLI_RECORDINGS) or module == CLI_RECORDINGS:
+            continue
+        room = module.removeprefix(CLI_RECORDINGS + ".")
+        if room not in CLI_ROOMS:
+            offenders.append(f"{module}: in no room of CLI_ROOMS")
+            continue
+        for imported in sorted(imports):
+            if _in(imported, CLI_RECORDINGS) and imported != CLI_RECORDINGS:
+                target = imported.removeprefix(CLI_RECORDINGS + ".").split(".")[0]
+                if target not in CLI_ROOMS[room]:
+                    offenders.append(f"{module} -> {imported}")
+    return offenders
+
+
+def test_the_recordings_verbs_meet_only_in_the_command_module():
+    assert _cli_room_offenders(GRAPH) == []
+    # the wiring reaches every room it may; only the old module path reaches in from outside
+    wired = {m.removeprefix(CLI_RECORDINGS + ".") for m in GRAPH[f"{CLI_RECORDINGS}.command"] if m.startswith(CLI_RECORDINGS + ".")}
+    assert wired == CLI_ROOMS["command"]
+    outside = sorted(
+        module for module, imports in GRAPH.items()
+        if not _in(module, CLI_RECORDINGS) and any(_in(m, CLI_RECORDINGS) for m in imports)
+    )
+    assert outside == ["openprogram.cli.recordings_cmd"]
+
+
+def test_the_room_check_sees_a_sideways_import_and_a_module_in_no_room():
+    graph = {
+        f"{CLI_RECORDINGS}.compare": {f"{CLI_RECORDINGS}.inspecting", f"{CLI_RECORDINGS}.render"},
+        f"{CLI_RECORDINGS}.render": {f"{CLI_RECORDINGS}.command"},
+        f"{CLI_RECORDINGS}.extras": set(),
+    }
+    assert _cli_room_offenders(graph) == [
+        f"{CLI_RECORDINGS}.compare -> {CLI_RECORDINGS}.inspecting",
+        f"{CLI_RECORDINGS}.render -> {CLI_RECORDINGS}.command",
+        f"{CLI_RECORDINGS}.extras: in no room of CLI_ROOMS",
+    ]
+
+
+def test_every_verb_group_is_wired_once():
+    """``command.VERBS`` is the groups' verbs, each once, in the groups' order."""
+    import importlib
+
+    from openprogram.cli.recordings.command import VERBS
+
+    declared = [
+        entry.name
+        for group in ("lifecycle", "inspecting", "compare", "page", "maintain")
+        for entry in importlib.import_module(f"{CLI_RECORDINGS}.{group}").VERBS.entries
+    ]
+    assert declared == list(VERBS)
+
+
+def test_no_module_of_the_recordings_command_outgrows_one_job():
+    long = {
+        path.name: lines
+        for path in sorted((PACKAGE / "cli" / "recordings").glob("*.py"))
+        if (lines := len(path.read_text().splitlines())) > CLI_MODULE_LINES
+    }
+    assert long == {}

@@ -327,6 +327,28 @@ def test_cache_stable_passes_a_stable_agent_and_fails_the_two_that_break_the_pre
     assert "test_stable_system_prompt" not in result.stdout.str().split("short test summary")[-1]
 
 
+
+def test_show_cache_of_a_recording_without_calls_says_so(tmp_path, capsys):
+    """A recording that holds only its header (``recordings record`` before the first call)
+    has nothing to compare: ``--cache`` says so, where it once failed on an empty table."""
+    from openprogram.recordings.store.managed import create_empty_recording
+
+    path = tmp_path / "empty.jsonl"
+    create_empty_recording(path)
+    assert cli_main(["recordings", "show", str(path), "--cache"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err == ""
+    assert captured.out.splitlines()[-1] == "prompt cache: the recording holds no calls to compare"
+    assert "calls      0 (0 events)" in captured.out
+    assert cli_main(["recordings", "show", str(path), "--cache", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["calls"] == []
+
+
+def test_a_table_without_rows_is_its_headers():
+    from openprogram.cli.recordings.render import table
+
+    assert table(["CALL", "KEPT", "BREAKS AT"], [], right=frozenset({1})) == ["CALL  KEPT  BREAKS AT"]
+
 def test_the_project_default_turns_the_check_on_and_the_marker_off(pytester):
     pytester.makepyfile(test_cache=CACHE_AGENTS.replace("(cache_stable=True)", "").replace(
         "async def test_tools", "@pytest.mark.llm_recording(cache_stable=False)\nasync def test_tools"

@@ -18,7 +18,7 @@ COMMANDS: dict[str, str] = {
     "config": "config_cmd",
     "models": "models_cmd",
     "demo": "demo_cmd",
-    "recordings": "recordings_cmd",
+    "recordings": "recordings.command",
     "proxy": "proxy_cmd",
 }
 

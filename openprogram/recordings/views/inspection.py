@@ -4,7 +4,7 @@
 Everything here is metadata: sizes, ages, counts, apis, models, outcomes, token usage. Request
 and response content (prompts, outputs, tool arguments and results) never reaches these
 summaries, so the default output of ``list`` and ``show`` cannot leak it. Printing them for
-people is the CLI's business (``openprogram/cli/recordings_render.py``).
+people is the CLI's business (``openprogram/cli/recordings/render.py``).
 
 The JSON shapes built here are the documented, stable ``--json`` schemas (docs/recordings-cli.md):
 fields are only ever added, never renamed or removed, and ``schema_version`` changes if that

@@ -4,7 +4,7 @@ FOLDER``'s rows, from :mod:`openprogram.recordings.store.listing`).
 What is printed comes from :mod:`openprogram.recordings.store.activation` (status) and
 :mod:`openprogram.recordings.views.inspection` (list, show), which read the files; this module only
 formats. Like them it never prints request or response content, and everything that comes
-from a file or a file name is escaped for the terminal (:func:`.terminal.terminal_safe`).
+from a file or a file name is escaped for the terminal (:func:`openprogram.cli.terminal.terminal_safe`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from openprogram.recordings.views.inspection import (
     reasoning_note,
 )
 
-from .terminal import terminal_safe as safe
+from ..terminal import terminal_safe as safe
 
 if TYPE_CHECKING:
     from openprogram.recordings.store.activation import ActivationPlan
@@ -234,6 +234,8 @@ def render_cache(steps: list[Any]) -> str:
     """``show --cache``: each call against the call before it in its lane (tools, system
     prompt, messages, as vendors cache them): the share of that request it keeps as a prefix,
     where the prefix breaks, and the cached tokens the vendor reported."""
+    if not steps:  # a recording holding only its header
+        return "prompt cache: the recording holds no calls to compare"
     sessions = len({step.session for step in steps}) > 1
     rows = [
         [
@@ -338,8 +340,9 @@ def _count(value: int | None) -> str:
 
 
 def table(headers: list[str], rows: list[list[str]], right: frozenset[int] = frozenset()) -> list[str]:
-    """Aligned columns (numbers right-aligned); the last column is never padded."""
-    widths = [max(len(headers[i]), *(len(row[i]) for row in rows)) for i in range(len(headers))]
+    """Aligned columns (numbers right-aligned); the last column is never padded. Without rows,
+    the headers alone."""
+    widths = [max([len(headers[i]), *(len(row[i]) for row in rows)]) for i in range(len(headers))]
 
     def line(cells: list[str]) -> str:
         parts = []

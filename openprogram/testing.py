@@ -47,6 +47,12 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
+from openprogram.recordings.modes.vocabulary import (
+    PLUGIN_MODES,
+    FileMode,
+    PluginMode,
+    validate_record_mode,
+)
 from openprogram.testing_watch import CallWatch, watching
 
 if TYPE_CHECKING:  # the recordings modules are imported when a test first needs them
@@ -55,14 +61,15 @@ if TYPE_CHECKING:  # the recordings modules are imported when a test first needs
     from openprogram.project import ProjectConfig
     from openprogram.providers.replay import ReplayOptions
     from openprogram.recordings.file.format import RecordingFileError
+    from openprogram.recordings.modes.scoped import RecordingScope
     from openprogram.recordings.replay.differences import ReplayMismatch
-    from openprogram.recordings.store.scoped import RecordingScope
 
 #: The ``llm_proxy`` fixture, and the usage report, budgets, prompt-cache check and doctor
 #: (modules of their own: they need this one's names).
 pytest_plugins = ["openprogram.testing_proxy", "openprogram.testing_insight"]
 
-MODES = ("replay", "record", "rewrite", "update", "off")
+#: ``--llm-record-mode``'s modes (``docs/architecture.md``, "The modes").
+MODES = PLUGIN_MODES
 #: The folder of drift pages, in the rootdir unless ``--llm-report-dir`` says otherwise.
 DEFAULT_REPORT_DIR = "llm-reports"
 #: The title of the report section that says how an ``update`` settled a test's recording.
@@ -227,11 +234,9 @@ def _project_of(config: pytest.Config) -> ProjectConfig:
         raise pytest.UsageError(f"openprogram project configuration: {error}") from None
 
 
-def record_mode(config: pytest.Config) -> str:
+def record_mode(config: pytest.Config) -> PluginMode:
     mode = config.getoption("--llm-record-mode") or config.getini("llm_record_mode") or "replay"
-    if mode not in MODES:
-        raise pytest.UsageError(f"llm_record_mode must be one of {', '.join(MODES)}, not {mode!r}")
-    return mode
+    return validate_record_mode(mode, PLUGIN_MODES, "llm_record_mode", pytest.UsageError)
 
 
 def volatile_settings(item: pytest.Item) -> tuple[tuple[str, ...], tuple[tuple[str, str], ...]]:
@@ -275,7 +280,7 @@ class LlmRecording:
     def __init__(
         self,
         path: Path,
-        mode: str,
+        mode: PluginMode,
         nodeid: str,
         legacy_path: Path | None = None,
         ignore: tuple[str, ...] = (),
@@ -769,18 +774,15 @@ class _RefusedLiveCall:
 
 @contextlib.contextmanager
 def _live_calls_refused(nodeid: str) -> Iterator[None]:
-    from openprogram.providers.api_registry import _scoped_route, served_provider
+    from openprogram.providers.api_registry import routed, served_provider
 
     def route(api: str, original: Any) -> Any:
         if api in NETWORK_APIS:
             return _RefusedLiveCall(nodeid, api)
         return served_provider(api)
 
-    token = _scoped_route.set(route)
-    try:
+    with routed(route):
         yield
-    finally:
-        _scoped_route.reset(token)
 
 
 def _without_live_calls(function: Callable[..., Any], nodeid: str) -> Callable[..., Any]:
@@ -802,7 +804,7 @@ def _unreadable_message(error: RecordingFileError, handle: LlmRecording) -> str:
     """Why the test's recording cannot be used and how to fix it: recover a file whose writer
     died (keeping the calls that ended), or re-record."""
     from openprogram.recordings.file.writer_lock import RecordingBusyError
-    from openprogram.recordings.store.activation import recover_command
+    from openprogram.recordings.modes.activation import recover_command
 
     rerecord = f"  pytest {shlex.quote(handle.nodeid)} --llm-record-mode=rewrite"
     if isinstance(error, RecordingBusyError):
@@ -817,43 +819,15 @@ def _unreadable_message(error: RecordingFileError, handle: LlmRecording) -> str:
 
 @contextlib.contextmanager
 def _session(handle: LlmRecording, keep_failed: bool) -> Iterator[None]:
-    """Replay or record around one test body, and settle the file by how the body ended."""
+    """Replay, record or update around one test body (the plugin's mode mapped onto the mode
+    of a route: :func:`~openprogram.recordings.modes.vocabulary.route_mode_for_test`), and
+    settle the file by how the body ended."""
     from openprogram.recordings.file.folders import make_private_folders
-    from openprogram.recordings.file.format import RecordingFileError
-    from openprogram.recordings.store.scoped import use_recording
+    from openprogram.recordings.modes.vocabulary import RECORD, REPLAY, UPDATE, route_mode_for_test
 
     exists = handle.path.exists()
-    if handle.mode == "update":
-        try:
-            make_private_folders(handle.path.parent)
-        except OSError as error:
-            pytest.fail(
-                f"llm_recording: cannot create the folder of {handle.path}: {error.strerror or error}; "
-                "make its parent writable, or run without --llm-record-mode=update",
-                pytrace=False,
-            )
-        with contextlib.ExitStack() as stack:
-            try:
-                scope = stack.enter_context(
-                    use_recording(
-                        handle.path, "update", ignore=handle.ignore, normalize=handle.normalize, values=handle.values,
-                        secrets=handle.secrets,
-                    )
-                )
-            except ValueError as error:
-                pytest.fail(f"llm_recording: {error}", pytrace=False)
-            except RecordingFileError as error:
-                pytest.fail(_unreadable_message(error, handle), pytrace=False)
-            handle.scope = scope
-            # A call the vendor never answered fails the test inside the scope, so the update
-            # ends as a failed run: the file stays as it was.
-            with _failing_unanswered(handle, f"{handle.path} is left as it was"):
-                yield
-        # Nothing drifted but calls were left unused: the file stayed, and the test fails as
-        # its replay would (after the scope, so the report says "nothing drifted").
-        scope.assert_consumed()
-        return
-    if handle.mode == "replay" or (handle.mode == "record" and exists):
+    mode = route_mode_for_test(handle.mode, exists)
+    if mode == REPLAY:
         if not exists:
             handle.missing = True
             pytest.fail(
@@ -861,50 +835,82 @@ def _session(handle: LlmRecording, keep_failed: bool) -> Iterator[None]:
                 f"  pytest {shlex.quote(handle.nodeid)} --llm-record-mode=record{_legacy_hint(handle)}",
                 pytrace=False,
             )
-        options = handle.replay_options
-        with contextlib.ExitStack() as stack:
-            try:
-                scope = stack.enter_context(
-                    use_recording(
-                        handle.path, "replay", ignore=handle.ignore, normalize=handle.normalize, values=handle.values,
-                        secrets=handle.secrets,
-                        faults=options.faults if options else None,
-                        rechunk=options.rechunk if options else None,
-                        pace=options.pace if options else None,
-                    )
-                )
-            except ValueError as error:  # a bad ignore pattern or normalize regex
-                pytest.fail(f"llm_recording: {error}", pytrace=False)
-            except RecordingFileError as error:
-                pytest.fail(_unreadable_message(error, handle), pytrace=False)
-            handle.scope = scope
+        with _scope(handle, REPLAY, handle.path) as scope:
             with _test_body(handle, watched=handle.proxied):  # a proxy's mismatch is seen there
                 yield
             scope.assert_consumed()
         return
-
-    make_private_folders(handle.path.parent)
-    pending = handle.path.with_name(f".{handle.path.name}.{os.getpid()}.recording")
-    with contextlib.suppress(FileNotFoundError):
-        pending.unlink()
-    succeeded = False
+    if mode == RECORD:
+        make_private_folders(handle.path.parent)
+        # Written beside its place, and moved there when the test passes.
+        pending = handle.path.with_name(f".{handle.path.name}.{os.getpid()}.recording")
+        with contextlib.suppress(FileNotFoundError):
+            pending.unlink()
+        succeeded = False
+        try:
+            with _scope(handle, RECORD, pending):
+                kept = "no recording was kept (not even with --llm-keep-failed: it would replay the failure forever)"
+                with _failing_unanswered(handle, kept):
+                    yield
+            succeeded = True
+        finally:
+            _settle_recording(handle, pending, succeeded or keep_failed)
+        return
     try:
-        with use_recording(
-            pending, "record", ignore=handle.ignore, normalize=handle.normalize, values=handle.values,
-            secrets=handle.secrets,
-        ) as scope:
-            handle.scope = scope
-            kept = "no recording was kept (not even with --llm-keep-failed: it would replay the failure forever)"
-            with _failing_unanswered(handle, kept):
-                yield
-        succeeded = True
-    finally:
-        if (succeeded or keep_failed) and not handle.watch.unanswered:
-            os.replace(pending, handle.path)
-        else:
-            handle.discarded = not handle.watch.unanswered
-            with contextlib.suppress(FileNotFoundError):
-                pending.unlink()
+        make_private_folders(handle.path.parent)
+    except OSError as error:
+        pytest.fail(
+            f"llm_recording: cannot create the folder of {handle.path}: {error.strerror or error}; "
+            "make its parent writable, or run without --llm-record-mode=update",
+            pytrace=False,
+        )
+    with _scope(handle, UPDATE, handle.path) as scope:
+        # A call the vendor never answered fails the test inside the scope, so the update
+        # ends as a failed run: the file stays as it was.
+        with _failing_unanswered(handle, f"{handle.path} is left as it was"):
+            yield
+    # Nothing drifted but calls were left unused: the file stayed, and the test fails as
+    # its replay would (after the scope, so the report says "nothing drifted").
+    scope.assert_consumed()
+
+
+@contextlib.contextmanager
+def _scope(handle: LlmRecording, mode: FileMode, target: Path) -> Iterator[RecordingScope]:
+    """``use_recording`` of ``target`` in ``mode`` with the test's rules (the replay options in
+    replay only); a recording that cannot be opened, or a bad rule, fails the test with what
+    to do."""
+    from openprogram.recordings.file.format import RecordingFileError
+    from openprogram.recordings.modes.scoped import use_recording
+
+    options = handle.replay_options if mode == "replay" else None
+    with contextlib.ExitStack() as stack:
+        try:
+            scope = stack.enter_context(
+                use_recording(
+                    target, mode, ignore=handle.ignore, normalize=handle.normalize, values=handle.values,
+                    secrets=handle.secrets,
+                    faults=options.faults if options else None,
+                    rechunk=options.rechunk if options else None,
+                    pace=options.pace if options else None,
+                )
+            )
+        except ValueError as error:  # a bad ignore pattern or normalize regex
+            pytest.fail(f"llm_recording: {error}", pytrace=False)
+        except RecordingFileError as error:
+            pytest.fail(_unreadable_message(error, handle), pytrace=False)
+        handle.scope = scope
+        yield scope
+
+
+def _settle_recording(handle: LlmRecording, pending: Path, keep: bool) -> None:
+    """Move a test's new recording into place when it is kept (the test passed, or
+    ``--llm-keep-failed``) and no call went unanswered; else remove it, saying so."""
+    if keep and not handle.watch.unanswered:
+        os.replace(pending, handle.path)
+    else:
+        handle.discarded = not handle.watch.unanswered
+        with contextlib.suppress(FileNotFoundError):
+            pending.unlink()
 
 
 @contextlib.contextmanager
@@ -939,7 +945,18 @@ def _fail_if_unanswered(handle: LlmRecording, outcome: str) -> None:
 def _watched(function: Callable[..., Any], handle: LlmRecording) -> Callable[..., Any]:
     """``function`` with its calls watched (``off`` mode: live calls, nothing recorded, the
     errors they ended in named in the report)."""
-    return _inside(function, lambda: _test_body(handle, watched=True))
+    return _inside(function, lambda: _live(handle))
+
+
+@contextlib.contextmanager
+def _live(handle: LlmRecording) -> Iterator[None]:
+    """Mode ``off``: every call to the vendor provider itself (the route of ``off``, past a
+    ``record_replay`` configuration of the process), watched."""
+    from openprogram.providers.api_registry import routed
+    from openprogram.recordings.modes.routes import route_for
+
+    with routed(route_for("off", None).route), _test_body(handle, watched=True):
+        yield
 
 
 @contextlib.contextmanager

@@ -286,7 +286,7 @@ def _twice(function: Callable[..., Any], handle: LlmRecording, paths: tuple[Path
     """``function`` (sync or async) run twice, each run recorded live into one of ``paths``."""
 
     def recording(path: Path) -> contextlib.AbstractContextManager[Any]:
-        from openprogram.recordings.store.scoped import use_recording
+        from openprogram.recordings.modes.scoped import use_recording
 
         return use_recording(
             path, "record", ignore=handle.ignore, normalize=handle.normalize, values=handle.values, secrets=handle.secrets

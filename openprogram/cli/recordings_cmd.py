@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openprogram.recordings.store.activation import CMD, recover_hint
+from openprogram.recordings.modes.activation import CMD, recover_hint
 
 from .errors import EXIT_FAILURE, EXIT_USAGE, CliError
 from .recordings_render import NEXT_START
@@ -131,7 +131,7 @@ def _check_id_argument(recording_id: str) -> str:
 def run_status(args: argparse.Namespace) -> int:
     """Print the activation plan: the same one the runtime and ``config set`` act on."""
     from openprogram import state
-    from openprogram.recordings.store.activation import load_activation_plan
+    from openprogram.recordings.modes.activation import load_activation_plan
 
     from . import recordings_render as render
 
@@ -288,7 +288,7 @@ def run_list(args: argparse.Namespace) -> int:
     if args.folder is not None:
         return _list_folder(Path(args.folder), args.json)
     from openprogram import config
-    from openprogram.recordings.store.activation import active_recording
+    from openprogram.recordings.modes.activation import active_recording
     from openprogram.recordings.store.managed import managed_entries, same_file
     from openprogram.recordings.store.store import record_replay_settings, recordings_dir
     from openprogram.recordings.views import inspection
@@ -616,15 +616,16 @@ def _delete_arguments(parser: argparse.ArgumentParser) -> None:
 @verb("delete", "delete a managed recording", arguments=_delete_arguments, mutating=True)
 def run_delete(args: argparse.Namespace) -> int:
     from openprogram import config
+    from openprogram.recordings.modes.activation import active_recording
     from openprogram.recordings.store.managed import deletion_refusal
 
     path = _managed_target(args.id)
-    refusal = deletion_refusal(path, config.load_config())
+    refusal = deletion_refusal(path, active_recording(config.load_config()))
     if refusal:
         raise CliError(f"recording file {path}: {refusal}")
     _confirm(args.yes, args.id, f"delete recording '{args.id}' ({path})? type its ID to confirm: ", "delete")
     with config.config_transaction() as current:  # the lock: nothing can activate it meanwhile
-        refusal = deletion_refusal(path, current)
+        refusal = deletion_refusal(path, active_recording(current))
         if refusal:
             raise CliError(f"recording file {path}: {refusal}")
         _unlink(path)
@@ -663,6 +664,7 @@ def _prune_arguments(parser: argparse.ArgumentParser) -> None:
 @verb("prune", "delete managed recordings not modified for N days", arguments=_prune_arguments, mutating=True)
 def run_prune(args: argparse.Namespace) -> int:
     from openprogram import config
+    from openprogram.recordings.modes.activation import active_recording
     from openprogram.recordings.store.managed import deletion_refusal, plan_prune
     from openprogram.recordings.store.store import checked_recordings_dir
 
@@ -670,7 +672,7 @@ def run_prune(args: argparse.Namespace) -> int:
 
     folder = checked_recordings_dir()
     try:
-        plan = plan_prune(folder, now() - args.older_than_days * 86400, config.load_config())
+        plan = plan_prune(folder, now() - args.older_than_days * 86400, active_recording(config.load_config()))
     except OSError as error:
         raise CliError(f"cannot list {folder}: {error.strerror}") from None
     for path, why in plan.skipped:
@@ -689,7 +691,7 @@ def run_prune(args: argparse.Namespace) -> int:
     deleted: list[str] = []
     with config.config_transaction() as current:
         for path, recording_id, _ in plan.old:
-            refusal = deletion_refusal(path, current)
+            refusal = deletion_refusal(path, active_recording(current))
             if refusal:
                 _say(f"skipping {path}: {refusal}", file=sys.stderr)
                 continue
@@ -812,8 +814,8 @@ def _recovery_plan(path: Path) -> RecoveryPlan:
 
 def _is_active(path: Path, current: dict[str, Any]) -> bool:
     """Whether ``path`` is the recording the configuration makes active (the one rule:
-    :func:`openprogram.recordings.store.activation.active_recording`)."""
-    from openprogram.recordings.store.activation import active_recording
+    :func:`openprogram.recordings.modes.activation.active_recording`)."""
+    from openprogram.recordings.modes.activation import active_recording
     from openprogram.recordings.store.managed import same_file
 
     return same_file(path, active_recording(current))

@@ -634,8 +634,10 @@ class ReplayProvider:
                 call = self.take(model, context, options)
         else:
             call = self.take(model, context, options)
+        # serve(call), without a second async generator per event.
         for event in self._served_events(call):
             yield event
+        _check_ended(call)
 
     async def _replay_adjusted(
         self, model: Model, context: Context, options: StreamOptions | None, adjusted: _Adjustments
@@ -670,16 +672,22 @@ class ReplayProvider:
         (``update`` serves the calls it replays so)."""
         for event in self._served_events(call):
             yield event
+        _check_ended(call)
 
     def _served_events(self, call: RecordedCall) -> Iterator[AssistantMessageEvent]:
-        """The one serving loop of a plain replay and of ``update``: the call's vendor answer
-        offered (:func:`served_answers`), its events with this run's values, then
-        :class:`RecordedCallInterrupted` when the recorded call did not end normally. A plain
-        generator: the async one around it is the only one per event."""
+        """The serving of a plain replay and of ``update``, in one place: the call's vendor
+        answer offered (:func:`served_answers`), its events with this run's values; then
+        :func:`_check_ended`. An iterator, not a generator: the async generator around it is
+        the only frame per event."""
         _offer_answer(call)
         events = call.events()
         if self._values:
             events = (with_run_values(event, self._values) for event in events)
-        yield from events
-        if call.outcome != "complete":
-            raise RecordedCallInterrupted(call.call_index, call.outcome)
+        return events
+
+
+def _check_ended(call: RecordedCall) -> None:
+    """After a served call's events: :class:`RecordedCallInterrupted` when the recorded call
+    did not end normally (the live run failed there, so the replay does too)."""
+    if call.outcome != "complete":
+        raise RecordedCallInterrupted(call.call_index, call.outcome)

@@ -138,7 +138,7 @@ def test_the_proxy_reaches_record_replay_only_through_the_public_faces():
     importers = sorted(
         module for module, imports in GRAPH.items() if any(_in(m, "openprogram.proxy") for m in imports) and not _in(module, "openprogram.proxy")
     )
-    assert importers == ["openprogram.cli.proxy_cmd", "openprogram.testing_proxy"]
+    assert importers == ["openprogram.cli.proxy_cmd", "openprogram.testing.proxy_fixture"]
 
 
 def test_the_provider_layer_reaches_record_replay_only_through_its_seam():

@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from openprogram.testing import MARKER, LlmRecording
+from openprogram.testing.options import MARKER
+from openprogram.testing.session import LlmRecording
 
 if TYPE_CHECKING:
     from openprogram.proxy import RunningProxy

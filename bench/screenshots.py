@@ -38,8 +38,8 @@ def screenshot(page: Path, image: Path, profile: Path) -> None:
 async def make_pages(folder: Path) -> tuple[Path, Path]:
     """The page of a recorded calculator session and the drift page of a changed prompt."""
     from openprogram.cli.demo_cmd import DEMO_PROMPT, DRIFTED_PROMPT, run_agent
+    from openprogram.recordings.modes.scoped import use_recording
     from openprogram.recordings.replay.differences import ReplayMismatch
-    from openprogram.recordings.store.scoped import use_recording
     from openprogram.recordings.views import view
     from openprogram.recordings.views.inspection import read_recording
 

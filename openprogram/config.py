@@ -182,11 +182,9 @@ def _positive_int(value: Any) -> Any:
 
 
 def _record_replay_mode(value: Any) -> Any:
-    from .recordings.store.store import VALID_MODES
+    from .recordings.modes.vocabulary import CONFIG_MODES, validate_record_mode
 
-    if value not in VALID_MODES:
-        raise ConfigError(f"must be one of {', '.join(VALID_MODES)}, not {value!r}")
-    return value
+    return validate_record_mode(value, CONFIG_MODES, error=ConfigError)
 
 
 def _record_replay_file(value: Any) -> Any:
@@ -224,7 +222,7 @@ def _record_replay_normalize(value: Any) -> Any:
 
 
 def _record_replay_secret_env(value: Any) -> Any:
-    from .recordings.store.activation import secret_env_problem
+    from .recordings.modes.activation import secret_env_problem
 
     problem = secret_env_problem(value)
     if problem is not None:
@@ -237,7 +235,7 @@ def _check_record_replay(before: dict[str, Any], after: dict[str, Any]) -> None:
     activation plan (the one the runtime and ``recordings status`` use) must not block."""
     if before.get("record_replay") == after.get("record_replay"):
         return
-    from .recordings.store.activation import plan_activation
+    from .recordings.modes.activation import plan_activation
 
     plan = plan_activation(after)
     if plan.blocked:

@@ -138,7 +138,7 @@ def test_the_proxy_reaches_record_replay_only_through_the_public_faces():
     importers = sorted(
         module for module, imports in GRAPH.items() if any(_in(m, "openprogram.proxy") for m in imports) and not _in(module, "openprogram.proxy")
     )
-    assert importers == ["openprogram.cli.proxy_cmd", "openprogram.testing_proxy"]
+    assert importers == ["openprogram.cli.proxy_cmd", "openprogram.testing.proxy_fixture"]
 
 
 def test_the_provider_layer_reaches_record_replay_only_through_its_seam():
@@ -147,7 +147,7 @@ def test_the_provider_layer_reaches_record_replay_only_through_its_seam():
 
 def test_the_runtime_reads_record_replay_settings_only_through_the_activation_plan():
     imports = GRAPH["openprogram.providers.initialization"]
-    assert "openprogram.recordings.store.activation" in imports
+    assert "openprogram.recordings.modes.activation" in imports
     assert not {m for m in imports if _in(m, "openprogram.config") or _in(m, "openprogram.state")}
     assert not {m for m in imports if _in(m, "openprogram.recordings.store.store")}
 
@@ -193,7 +193,8 @@ def test_no_import_circle_but_the_one_the_registry_forces():
 
 def test_the_state_folder_basics_import_nothing_of_openprogram_and_the_store_only_them():
     assert GRAPH["openprogram.state"] == set()
-    assert GRAPH["openprogram.recordings.store.store"] == {"openprogram.state"}
+    assert GRAPH[VOCABULARY] == set()
+    assert GRAPH["openprogram.recordings.store.store"] == {"openprogram.state", VOCABULARY}
 
 
 def test_only_the_cli_changes_the_configuration():
@@ -219,8 +220,8 @@ def test_the_record_pipeline_imports_one_way(position):
 
 #: The jobs of ``recordings/`` (docs/architecture.md) and which others each may use: the file
 #: format under everything, recording and replaying side by side and never into each other,
-#: what the calls say about a run (insight) and the views reading, and the store (managing
-#: recordings, the modes) on top.
+#: what the calls say about a run (insight) and the views reading, the store (the managed
+#: folder) and the modes (what turns a mode into providers) on top.
 JOBS: dict[str, set[str]] = {
     "file": set(),
     "record": {"file"},
@@ -228,16 +229,34 @@ JOBS: dict[str, set[str]] = {
     "insight": {"file", "replay"},
     "views": {"file", "replay", "insight"},
     "store": {"file", "record", "replay"},
+    "modes": {"file", "record", "replay", "store"},
 }
+#: The one vocabulary of modes: every job may name a mode (it imports nothing).
+VOCABULARY = f"{RECORDINGS}.modes.vocabulary"
+#: The old import paths of the modules that moved to ``modes/`` (tests and users import them).
+COMPATIBILITY_PATHS = {f"{RECORDINGS}.store.{name}" for name in ("activation", "scoped", "updating")}
 
 
 @pytest.mark.parametrize("job", sorted(JOBS))
 def test_each_job_of_recordings_uses_only_the_jobs_below_it(job):
     forbidden = set(JOBS) - JOBS[job] - {job}
     offenders = [
-        violation for other in sorted(forbidden) for violation in _violations(f"{RECORDINGS}.{job}", f"{RECORDINGS}.{other}")
+        violation
+        for other in sorted(forbidden)
+        for violation in _violations(f"{RECORDINGS}.{job}", f"{RECORDINGS}.{other}", COMPATIBILITY_PATHS)
+        if not violation.endswith(f" -> {VOCABULARY}")
     ]
     assert offenders == []
+
+
+def test_nothing_in_the_package_imports_the_old_paths_of_the_modes():
+    importers = sorted(
+        f"{module} -> {imported}"
+        for module, imports in GRAPH.items()
+        if module not in COMPATIBILITY_PATHS
+        for imported in imports & COMPATIBILITY_PATHS
+    )
+    assert importers == []
 
 
 def test_recordings_is_grouped_by_job():
@@ -410,3 +429,121 @@ def test_no_module_of_the_recordings_command_outgrows_one_job():
         if (lines := len(path.read_text().splitlines())) > CLI_MODULE_LINES
     }
     assert long == {}
+
+# ============================================================================ the modes
+
+MODE_WORDS = {"off", "record", "replay", "update", "rewrite", "blocked"}
+VOCABULARY_PATH = PACKAGE / "recordings" / "modes" / "vocabulary.py"
+
+
+def _mode_lists(path: Path) -> list[str]:
+    """Where ``path`` spells a list of modes of its own: a ``Literal[...]``, a tuple, list or set
+    holding two or more mode names (``("record", "update")``, ``Literal["off", "replay"]``)."""
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        # ``Literal["off", "replay"]`` holds its values in a tuple, seen as any other.
+        if not isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            continue
+        words = {item.value for item in node.elts if isinstance(item, ast.Constant) and isinstance(item.value, str)}
+        if len(words & MODE_WORDS) >= 2:
+            found.append(f"line {node.lineno}: {sorted(words & MODE_WORDS)}")
+    return found
+
+
+def test_one_vocabulary_of_modes():
+    """Every list of modes (the configuration's, ``use_recording``'s, the plugin's, the proxy's,
+    activation's) is taken from ``recordings/modes/vocabulary.py``."""
+    offenders = {
+        str(path.relative_to(PACKAGE)): spelled
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path != VOCABULARY_PATH and (spelled := _mode_lists(path))
+    }
+    assert offenders == {}
+
+
+def test_the_mode_check_sees_a_list_of_modes(tmp_path):
+    hand_made = tmp_path / "hand_made.py"
+    hand_made.write_text(
+        'from typing import Literal\n'
+        'Mode = Literal["record", "replay"]\n'
+        'MODES = ("off", "record", "update")\n'
+        'if mode in ["record", "update"]:\n    pass\n'
+        'FORMATS = ("json", "jsonl")\n'
+    )
+    assert len(_mode_lists(hand_made)) == 3
+
+
+#: What turns a mode into providers; only ``recordings/modes/routes.py`` builds them (the
+#: update session builds the replay and the recorders it is made of).
+ROUTE_PARTS = {"ReplayProvider", "RecordingProvider", "UpdateSession", "Route", "ChoosingReplayProvider"}
+ROUTE_BUILDERS = {
+    PACKAGE / "recordings" / "modes" / "routes.py": ROUTE_PARTS,
+    PACKAGE / "recordings" / "modes" / "updating.py": {"ReplayProvider", "RecordingProvider"},
+}
+
+
+def _route_parts_built(path: Path) -> list[str]:
+    """Where ``path`` calls one of :data:`ROUTE_PARTS` that it imported from openprogram."""
+    tree = ast.parse(path.read_text(), str(path))
+    imported = {
+        alias.asname or alias.name
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("openprogram"))
+        for alias in node.names
+        if alias.name in ROUTE_PARTS
+    }
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            name = getattr(node.func, "id", None) or getattr(node.func, "attr", None)
+            if name in imported and name not in ROUTE_BUILDERS.get(path, set()):
+                found.append(f"line {node.lineno}: builds a {name}")
+    return found
+
+
+def test_one_builder_of_routes():
+    """The runtime, ``use_recording``, the plugin and the proxy all ask ``route_for``."""
+    offenders = {
+        str(path.relative_to(PACKAGE)): built
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if (built := _route_parts_built(path))
+    }
+    assert offenders == {}
+
+
+def test_the_route_check_sees_a_replayer_built_by_hand(tmp_path):
+    hand_made = tmp_path / "hand_made.py"
+    hand_made.write_text(
+        "from openprogram.providers.replay import ReplayProvider\n"
+        "from starlette.routing import Route\n"
+        "replay = ReplayProvider('x.jsonl')\n"
+        "route = Route('/', None)\n"
+    )
+    assert _route_parts_built(hand_made) == ["line 3: builds a ReplayProvider"]
+
+
+def _touches_the_route(path: Path) -> list[str]:
+    return [
+        f"line {node.lineno}"
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if (getattr(node, "id", None) or getattr(node, "attr", None) or getattr(node, "name", None)) == "_scoped_route"
+    ]
+
+
+def test_no_module_but_the_registry_touches_its_route():
+    """Everyone else enters a route with ``api_registry.routed`` (and reads it with
+    ``current_route``)."""
+    registry = PACKAGE / "providers" / "api_registry.py"
+    offenders = {
+        str(path.relative_to(PACKAGE)): lines
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path != registry and (lines := _touches_the_route(path))
+    }
+    assert offenders == {}
+    assert _touches_the_route(registry)  # the check sees the name where it is
+
+
+def test_the_route_name_check_sees_an_import(tmp_path):
+    hand_made = tmp_path / "hand_made.py"
+    hand_made.write_text("from openprogram.providers.api_registry import _scoped_route\n_scoped_route.set(None)\n")
+    assert len(_touches_the_route(hand_made)) == 2

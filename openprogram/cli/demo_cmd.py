@@ -91,8 +91,8 @@ def write_demo_page(path: Path) -> Path:
 
 async def _demo(path: Path, *, keep: bool) -> int:
     from openprogram.recordings.file.reader import read_recording_file
+    from openprogram.recordings.modes.scoped import use_recording
     from openprogram.recordings.replay.differences import ReplayMismatch
-    from openprogram.recordings.store.scoped import use_recording
 
     print(f"1. Record: an agent with a calculator tool answers {DEMO_PROMPT!r} (faux/echo model)")
     with use_recording(path, "record"):

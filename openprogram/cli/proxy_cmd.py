@@ -11,6 +11,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from openprogram.recordings.modes.vocabulary import PROXY_MODES
+
 from .errors import EXIT_USAGE, CliError
 
 if TYPE_CHECKING:
@@ -44,7 +46,7 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     parser.add_argument(
         "--mode",
-        choices=("record", "replay", "update", "off"),
+        choices=PROXY_MODES,
         help="record, replay or update --recording for this session (default replay), or off "
         "(every call live, nothing recorded), instead of the record_replay configuration",
     )

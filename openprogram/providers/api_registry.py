@@ -55,13 +55,32 @@ _originals: dict[str, ApiProvider] = {}
 _served: dict[str, ApiProvider | None] = {}
 _transform: ProviderTransform | None = None
 
-# A per-context route (see ``openprogram.providers.scoped.use_recording``) that takes precedence
-# over the process-wide transform for lookups made inside it.
+# A per-context route (see :func:`routed`) that takes precedence over the process-wide
+# transform for lookups made inside it. Only this module touches it.
 _scoped_route: ContextVar[ScopedRoute | None] = ContextVar(
     "openprogram_scoped_route", default=None
 )
 # Per-context providers standing in for the registered ones (see :func:`providing`).
 _overrides: ContextVar[dict[str, ApiProvider] | None] = ContextVar("openprogram_provider_overrides", default=None)
+
+
+@contextlib.contextmanager
+def routed(route: ScopedRoute) -> Iterator[None]:
+    """Inside the block (and the tasks it starts, which copy the context), every lookup goes
+    to ``route``, ahead of the process-wide transform: ``use_recording``, the proxy's own
+    session, the pytest plugin's refusal of live calls and its watch of them. A route that
+    wraps the one in force asks :func:`current_route` for it first. The route is a context
+    variable, so two tests in one event loop, or two threads, each see their own."""
+    token = _scoped_route.set(route)
+    try:
+        yield
+    finally:
+        _scoped_route.reset(token)
+
+
+def current_route() -> ScopedRoute | None:
+    """The route :func:`routed` put in force here (None: lookups go to the transform)."""
+    return _scoped_route.get()
 
 
 @contextlib.contextmanager

@@ -2,7 +2,7 @@
 
 ``initialize_provider_runtime()`` runs before the first real provider lookup. It registers the
 built-in providers (all at once or none), takes the activation plan of the ``record_replay``
-configuration (:mod:`openprogram.recordings.store.activation`, the one reader of those settings),
+configuration (:mod:`openprogram.recordings.modes.activation`, the one reader of those settings),
 builds the recording sink or the replay provider, and installs the registry transform. Two
 kinds of failure are kept apart on purpose:
 
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:
-    from ..recordings.store.activation import ActivationPlan
+    from ..recordings.modes.activation import ActivationPlan
     from .api_registry import ApiProvider
     from .types import Context, Model, SimpleStreamOptions, StreamOptions
 
@@ -82,7 +82,7 @@ class RuntimeSnapshot:
     selector: str | None = None
     path: str | None = None
     diagnosis: str | None = None
-    #: The :class:`~openprogram.recordings.store.activation.ActivationPlan` it came from (None when
+    #: The :class:`~openprogram.recordings.modes.activation.ActivationPlan` it came from (None when
     #: the configuration could not even be read).
     plan: ActivationPlan | None = field(default=None, compare=False)
 
@@ -162,10 +162,11 @@ def _activate_record_replay() -> RuntimeSnapshot:
     the sink or the replay provider built here, and a failure there blocks with the plan's
     own mapping, so the diagnosis is the one ``recordings status`` prints."""
     from ..recordings.file.format import RecordingFileError
-    from ..recordings.store.activation import RECORD, REPLAY, UPDATE, load_activation_plan
+    from ..recordings.modes.activation import load_activation_plan
+    from ..recordings.modes.vocabulary import FILE_MODES
 
     plan = load_activation_plan(check_file=False)
-    if plan.mode in (RECORD, REPLAY, UPDATE):
+    if plan.mode in FILE_MODES:
         try:
             _install_for(plan)
         except RecordingFileError as error:
@@ -181,61 +182,43 @@ def _activate_record_replay() -> RuntimeSnapshot:
 
 
 def _install_for(plan: ActivationPlan) -> None:
-    """Build the recording sink or the replay provider of ``plan`` and install its transform."""
+    """Build the route of ``plan`` (the recording sink, the replay provider or the update
+    session: :func:`~openprogram.recordings.modes.routes.route_for`) and install it as the
+    process-wide transform."""
+    from ..recordings.modes.activation import replay_note, unended_call_error
+    from ..recordings.modes.routes import ReplayRules, route_for
+    from ..recordings.modes.vocabulary import RECORD, REPLAY, UPDATE
     from ..recordings.redaction import declare_secret_env
-    from ..recordings.store.activation import RECORD, UPDATE
     from .api_registry import configure_provider_transform
 
     declare_secret_env(plan.secret_env)
     path = plan.path
     assert path is not None  # a record, replay or update plan that is not blocked names its file
-
-    if plan.mode == UPDATE:
-        from ..recordings.store.updating import UpdateSession, watch_process
-
-        # Claims the file at once: a file another process records into or updates blocks
-        # this one with a diagnosis naming that process.
-        session = UpdateSession(path, ignore=plan.ignore, normalize=plan.normalize)
-
-        def update_transform(api: str, original: ApiProvider) -> ApiProvider:
-            provider: ApiProvider = session.provider_for(api, original)
-            return provider
-
-        try:
-            configure_provider_transform(update_transform)
-        except BaseException:
-            session.finish("no call (the runtime could not install it)")
-            raise
-        # The process is the run: the file is settled when the process ends, and only a
-        # drifted run that ends normally (no exception, no signal, exit status 0) rewrites it
-        # (docs/recordings-cli.md, "Where things live").
-        watch_process(session)
-    elif plan.mode == RECORD:
-        from ..recordings.file.sink import RecordingSink
-        from ..recordings.record.recorder import RecordingProvider
-        from ..recordings.store.activation import unended_call_error
-
+    if plan.mode == RECORD:
         unended = unended_call_error(path)  # a writer died mid-call: recover it first
         if unended is not None:
             raise unended
-        sink = RecordingSink(path)
+    note = replay_note(plan) if plan.mode == REPLAY else None
+    # Update claims the file at once: a file another process records into or updates blocks
+    # this one with a diagnosis naming that process.
+    route = route_for(plan.mode, path, ReplayRules(ignore=plan.ignore, normalize=plan.normalize, note=note))
 
-        def record_transform(api: str, original: ApiProvider) -> ApiProvider:
-            return RecordingProvider(original, sink)
+    def transform(api: str, original: ApiProvider) -> ApiProvider | None:
+        return route.route(api, original)
 
-        configure_provider_transform(record_transform)
-    else:
-        from ..recordings.store.activation import replay_note
-        from ..recordings.store.sessions import ChoosingReplayProvider
+    try:
+        configure_provider_transform(transform)
+    except BaseException:
+        route.close("no call (the runtime could not install it)")
+        raise
+    if plan.mode == UPDATE:
+        from ..recordings.modes.updating import watch_process
 
-        replay = ChoosingReplayProvider(
-            path, ignore=plan.ignore, normalize=plan.normalize, replay_note=replay_note(plan)
-        )
-
-        def replay_transform(api: str, original: ApiProvider) -> ApiProvider:
-            return replay
-
-        configure_provider_transform(replay_transform)
+        assert route.update is not None
+        # The process is the run: the file is settled when the process ends, and only a
+        # drifted run that ends normally (no exception, no signal, exit status 0) rewrites it
+        # (docs/recordings-cli.md, "Where things live").
+        watch_process(route.update)
 
 
 def _block_plan(plan: ActivationPlan) -> RuntimeSnapshot:
@@ -285,7 +268,7 @@ def finish_process_update(exit_status: int) -> int:
     exits."""
     if _snapshot is None or _snapshot.mode != "update":
         return exit_status
-    from ..recordings.store.updating import finish_process_update as settle
+    from ..recordings.modes.updating import finish_process_update as settle
 
     report = settle(exit_status)
     if report is not None and report.failed is not None and exit_status == 0:

@@ -43,7 +43,12 @@ def recording_session(settings: ProxySettings) -> Iterator[RecordingScope | None
     """``use_recording`` for the proxy's own session (None when it has none): the upstream's
     address is left out of what replay compares (see :data:`.settings.IGNORED_IN_REPLAY`)."""
     if settings.session_mode == "off":
-        with _live_calls():
+        from ..providers.api_registry import routed
+        from ..providers.scoped import route_for
+
+        # Every call to the registered vendor provider itself, past whatever the
+        # ``record_replay`` configuration installed for the process.
+        with routed(route_for("off", None).route):
             yield None
         return
     if settings.recording is None or settings.session_mode is None:
@@ -63,19 +68,6 @@ def recording_session(settings: ProxySettings) -> Iterator[RecordingScope | None
         pace=settings.replay.pace if settings.replay else None,
     ) as scope:
         yield scope
-
-
-@contextlib.contextmanager
-def _live_calls() -> Iterator[None]:
-    """Every call to the registered vendor provider itself, past whatever the ``record_replay``
-    configuration installed for the process (``--mode off``)."""
-    from ..providers.api_registry import _scoped_route
-
-    token = _scoped_route.set(lambda api, original: original)
-    try:
-        yield
-    finally:
-        _scoped_route.reset(token)
 
 
 def listening_socket(host: str, port: int) -> socket.socket:

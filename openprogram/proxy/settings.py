@@ -8,11 +8,12 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse, urlsplit, urlunsplit
 
 if TYPE_CHECKING:
     from ..providers.replay import ReplayOptions
+    from ..providers.scoped import ProxyMode  # the proxy's modes, from the one vocabulary
     from ..providers.types import Model
 
 #: The four wire formats a proxy speaks, by api.
@@ -41,10 +42,6 @@ IGNORED_IN_REPLAY = ("model.base_url",)
 
 #: Compiled ``normalize`` rules, by the rules (see :meth:`ProxySettings.lane_normalizer`).
 _NORMALIZERS: dict[tuple[tuple[str, str], ...], Callable[[Any], Any]] = {}
-
-ProxyMode = Literal["record", "replay", "update", "off"]
-#: ``off``: every call live, nothing recorded, whatever the configuration says.
-PROXY_MODES: tuple[ProxyMode, ...] = ("record", "replay", "update", "off")
 
 
 @dataclass(frozen=True)
@@ -87,8 +84,10 @@ class ProxySettings:
     def __post_init__(self) -> None:
         for api, url in self.upstreams.items():
             check_upstream(api, url)
-        if self.mode is not None and self.mode not in PROXY_MODES:
-            raise ValueError(f"the proxy's mode must be one of {', '.join(PROXY_MODES)}, not {self.mode!r}")
+        if self.mode is not None:
+            from ..providers.scoped import PROXY_MODES, validate_record_mode
+
+            validate_record_mode(self.mode, PROXY_MODES, "the proxy's mode")
         if self.mode not in (None, "off") and self.recording is None:
             raise ValueError("a mode needs a recording file to apply to (--recording FILE)")
         if self.mode == "off" and self.recording is not None:
@@ -206,8 +205,6 @@ __all__ = [
     "APIS",
     "DEFAULT_UPSTREAMS",
     "IGNORED_IN_REPLAY",
-    "PROXY_MODES",
-    "ProxyMode",
     "ProxySettings",
     "SDK_BASE_URL_VARIABLES",
     "base_url_environment",

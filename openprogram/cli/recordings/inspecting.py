@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from openprogram.recordings.store.activation import recover_hint
+from openprogram.recordings.modes.activation import recover_hint
 
 from ..errors import EXIT_FAILURE, EXIT_USAGE, CliError
 from ..terminal import terminal_safe
@@ -43,7 +43,7 @@ def run_list(args: argparse.Namespace) -> int:
     if args.folder is not None:
         return _list_folder(Path(args.folder), args.json)
     from openprogram import config
-    from openprogram.recordings.store.activation import active_recording
+    from openprogram.recordings.modes.activation import active_recording
     from openprogram.recordings.store.managed import managed_entries, same_file
     from openprogram.recordings.store.store import record_replay_settings, recordings_dir
     from openprogram.recordings.views import inspection

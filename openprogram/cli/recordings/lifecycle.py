@@ -1,7 +1,7 @@
 """``status``, ``record``, ``replay``, ``off``: what the next start records into or replays.
 
 ``status`` prints the activation plan, the one the runtime and ``config set`` act on
-(:func:`openprogram.recordings.store.activation.plan_activation`); the others change the
+(:func:`openprogram.recordings.modes.activation.plan_activation`); the others change the
 configuration in one locked transaction, and a file created for that change is removed again
 if the transaction fails: all or nothing.
 """
@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from openprogram.recordings.store.activation import CMD, recover_hint
+from openprogram.recordings.modes.activation import CMD, recover_hint
 
 from ..errors import EXIT_FAILURE, CliError
 from . import render
@@ -32,7 +32,7 @@ VERBS = VerbGroup()
 def run_status(args: argparse.Namespace) -> int:
     """Print the activation plan: the same one the runtime and ``config set`` act on."""
     from openprogram import state
-    from openprogram.recordings.store.activation import load_activation_plan
+    from openprogram.recordings.modes.activation import load_activation_plan
 
     plan = load_activation_plan()
     project = render.project_status()

@@ -35,15 +35,16 @@ def _delete_arguments(parser: argparse.ArgumentParser) -> None:
 @VERBS.verb("delete", "delete a managed recording", arguments=_delete_arguments, mutating=True)
 def run_delete(args: argparse.Namespace) -> int:
     from openprogram import config
+    from openprogram.recordings.modes.activation import active_recording
     from openprogram.recordings.store.managed import deletion_refusal
 
     path = _managed_target(args.id)
-    refusal = deletion_refusal(path, config.load_config())
+    refusal = deletion_refusal(path, active_recording(config.load_config()))
     if refusal:
         raise CliError(f"recording file {path}: {refusal}")
     confirm(args.yes, args.id, f"delete recording '{args.id}' ({path})? type its ID to confirm: ", "delete")
     with config.config_transaction() as current:  # the lock: nothing can activate it meanwhile
-        refusal = deletion_refusal(path, current)
+        refusal = deletion_refusal(path, active_recording(current))
         if refusal:
             raise CliError(f"recording file {path}: {refusal}")
         _unlink(path)
@@ -95,6 +96,7 @@ def _prune_arguments(parser: argparse.ArgumentParser) -> None:
 @VERBS.verb("prune", "delete managed recordings not modified for N days", arguments=_prune_arguments, mutating=True)
 def run_prune(args: argparse.Namespace) -> int:
     from openprogram import config
+    from openprogram.recordings.modes.activation import active_recording
     from openprogram.recordings.store.managed import deletion_refusal, plan_prune
     from openprogram.recordings.store.store import checked_recordings_dir
 
@@ -102,7 +104,7 @@ def run_prune(args: argparse.Namespace) -> int:
 
     folder = checked_recordings_dir()
     try:
-        plan = plan_prune(folder, now() - args.older_than_days * 86400, config.load_config())
+        plan = plan_prune(folder, now() - args.older_than_days * 86400, active_recording(config.load_config()))
     except OSError as error:
         raise CliError(f"cannot list {folder}: {error.strerror}") from None
     for path, why in plan.skipped:
@@ -121,7 +123,7 @@ def run_prune(args: argparse.Namespace) -> int:
     deleted: list[str] = []
     with config.config_transaction() as current:
         for path, recording_id, _ in plan.old:
-            refusal = deletion_refusal(path, current)
+            refusal = deletion_refusal(path, active_recording(current))
             if refusal:
                 say(f"skipping {path}: {refusal}", file=sys.stderr)
                 continue

@@ -1,7 +1,7 @@
 """How ``openprogram recordings status|list|show|diff`` print for people (and ``list
 FOLDER``'s rows, from :mod:`openprogram.recordings.store.listing`).
 
-What is printed comes from :mod:`openprogram.recordings.store.activation` (status) and
+What is printed comes from :mod:`openprogram.recordings.modes.activation` (status) and
 :mod:`openprogram.recordings.views.inspection` (list, show), which read the files; this module only
 formats. Like them it never prints request or response content, and everything that comes
 from a file or a file name is escaped for the terminal (:func:`openprogram.cli.terminal.terminal_safe`).
@@ -27,7 +27,7 @@ from openprogram.recordings.views.inspection import (
 from ..terminal import terminal_safe as safe
 
 if TYPE_CHECKING:
-    from openprogram.recordings.store.activation import ActivationPlan
+    from openprogram.recordings.modes.activation import ActivationPlan
 
 NEXT_START = "takes effect at the next start"
 

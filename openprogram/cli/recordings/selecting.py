@@ -13,7 +13,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from openprogram.recordings.store.activation import CMD
+from openprogram.recordings.modes.activation import CMD
 
 from ..errors import EXIT_USAGE, CliError
 
@@ -75,8 +75,8 @@ def _where_to_look(selector: str) -> str:
 
 def is_active(path: Path, current: dict[str, Any]) -> bool:
     """Whether ``path`` is the recording the configuration makes active (the one rule:
-    :func:`openprogram.recordings.store.activation.active_recording`)."""
-    from openprogram.recordings.store.activation import active_recording
+    :func:`openprogram.recordings.modes.activation.active_recording`)."""
+    from openprogram.recordings.modes.activation import active_recording
     from openprogram.recordings.store.managed import same_file
 
     return same_file(path, active_recording(current))

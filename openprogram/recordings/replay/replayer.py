@@ -321,10 +321,17 @@ class ReplayProvider:
 
     One cursor per lane: a call made in lane L is compared with the next unused recorded call
     of lane L, so calls of different lanes (concurrent sub-agents) may arrive in any order
-    while each lane stays strict. A replay follows one session (what one recording sink wrote:
-    one command, one test run) at a time: its first call picks the first session whose first
-    call in that lane matches, and a lane used up may move on to the first session this replay
-    has not used whose first call matches. See ``docs/file-format.md``.
+    while each lane stays strict.
+
+    The session rule, one for the runtime, ``use_recording``, ``update`` and
+    ``ReplayProvider(path)`` (``docs/file-format.md``, "Sessions and lanes"): a replay follows
+    one session (what one recording sink wrote: one command, one test run) at a time. Its
+    first call picks the first session whose first call in that lane matches. A call that does
+    not match the followed session moves the replay to the first session not yet used that
+    holds the same calls so far (compared as replay compares requests) and whose next call
+    matches, so two recorded runs that share their first calls and part later both replay, in
+    either order. A lane used up may move on to the first session this replay has not used
+    whose first call matches.
     """
 
     requires_credentials = False
@@ -406,6 +413,22 @@ class ReplayProvider:
         if used < total:
             raise ReplayMismatch(used, REMAINING_CALLS, total, used, note=self._replay_note)
 
+    def consumed_calls(self) -> list[RecordedCall]:
+        """Every recorded call this replay has served, in file order (what ``update`` keeps)."""
+        with self._lock:
+            served = [
+                call
+                for session in self._used
+                for name, calls in session.lanes.items()
+                for call in calls[: self._cursors.get((session.number, name), 0)]
+            ]
+        return sorted(served, key=lambda call: call.call_index)
+
+    def followed_sessions(self) -> list[str | None]:
+        """The keys of the sessions this replay followed, in the order it followed them."""
+        with self._lock:
+            return [session.key for session in self._used]
+
     def take(self, model: Model, context: Context, options: StreamOptions | None) -> RecordedCall:
         """Match the request against the next recorded call of its lane and consume it,
         atomically; a mismatch consumes nothing, so the same request may be retried."""
@@ -425,7 +448,17 @@ class ReplayProvider:
             if session is not None:
                 call = self._next(session, lane)
                 if call is not None:
-                    self._check(call, incoming, session, lane)
+                    difference = self._differs(call, incoming)
+                    if difference is not None:
+                        # Another session that agrees with every call so far may go on from
+                        # here; switched before a fault may apply, so a faulted request is
+                        # answered from the session that matched it and its retry stays there.
+                        switch = self._agreeing_session(session, lane, incoming)
+                        if switch is None:
+                            raise self._mismatch(call, difference, session, lane)
+                        other, call = switch
+                        self._move(session, other)
+                        session = other
                     return self._served(session, lane, call, faults)
             first_mismatch: ReplayMismatch | None = None
             for candidate in self._sessions:
@@ -464,6 +497,37 @@ class ReplayProvider:
                 return call, fault
         return self._consume(session, lane, call), None
 
+    def _agreeing_session(
+        self, session: _Session, lane: str, incoming: _Incoming
+    ) -> tuple[_Session, RecordedCall] | None:
+        """The first session (in file order) not yet used by this replay that holds the calls
+        ``session`` served so far, lane by lane, and whose next call in ``lane`` matches
+        ``incoming``; with that call. Only asked when the followed session does not match."""
+        served = {name: self._cursors.get((session.number, name), 0) for name in session.lanes}
+        position = served.get(lane, 0)
+        for candidate in self._sessions:
+            if candidate is session or candidate in self._used:
+                continue
+            calls = candidate.lanes.get(lane, [])
+            if position >= len(calls):
+                continue
+            if all(
+                self._same_calls(session.lanes[name], candidate.lanes.get(name, []), count)
+                for name, count in served.items()
+            ) and self._differs(calls[position], incoming) is None:
+                return candidate, calls[position]
+        return None
+
+    def _same_calls(self, calls: list[RecordedCall], others: list[RecordedCall], count: int) -> bool:
+        """Whether the first ``count`` calls of two lanes are the same requests, as replay
+        compares them."""
+        if len(others) < count:
+            return False
+        return all(
+            first_request_difference(self._recorded(a), self._recorded(b)) is None
+            for a, b in zip(calls[:count], others[:count], strict=True)
+        )
+
     def _consume(self, session: _Session, lane: str, call: RecordedCall) -> RecordedCall:
         if session is not self._session:
             self._session = session
@@ -473,26 +537,37 @@ class ReplayProvider:
         self._call_count += 1
         return call
 
+    def _move(self, old: _Session, new: _Session) -> None:
+        """Follow ``new`` instead of ``old`` from where ``old`` was, lane by lane; ``old`` is
+        as unused as it was before this replay began."""
+        self._used[self._used.index(old)] = new
+        self._session = new
+        for name in list(old.lanes):
+            count = self._cursors.pop((old.number, name), 0)
+            if count:
+                self._cursors[(new.number, name)] = count
+
     def _differs(self, call: RecordedCall, incoming: _Incoming) -> tuple[str, Any, Any] | None:
+        return incoming.difference(self._recorded(call))
+
+    def _recorded(self, call: RecordedCall) -> dict[str, Any]:
+        """A recorded request as replay compares it: default options for none, then the
+        ``ignore`` and ``normalize`` rules (filtered once per recorded call, when first
+        compared)."""
         if not self._filter:
-            return incoming.difference(self._with_options(call.request))
+            return self._with_options(call.request)
         recorded = self._filtered.get(call.call_index)
-        if recorded is None:  # filtered once per recorded call, when first compared
+        if recorded is None:
             # The default options stand in for none before the filter, as on the incoming
             # side: after it, an ignored ``options`` is blank on both sides.
             recorded = self._filtered[call.call_index] = self._filter.apply(self._with_options(call.request))
-        return incoming.difference(recorded)
+        return recorded
 
     @staticmethod
     def _with_options(request: dict[str, Any]) -> dict[str, Any]:
         if request["options"] is None:
             return {**request, "options": _default_options_dump()}
         return request
-
-    def _check(self, call: RecordedCall, incoming: _Incoming, session: _Session, lane: str) -> None:
-        difference = self._differs(call, incoming)
-        if difference is not None:
-            raise self._mismatch(call, difference, session, lane)
 
     def _mismatch(
         self, call: RecordedCall, difference: tuple[str, Any, Any], session: _Session, lane: str
@@ -559,15 +634,10 @@ class ReplayProvider:
                 call = self.take(model, context, options)
         else:
             call = self.take(model, context, options)
-        _offer_answer(call)
-        # serve(call), inlined: one async generator per event instead of two.
-        events = call.events()
-        if self._values:
-            events = (with_run_values(event, self._values) for event in events)
-        for event in events:
+        # serve(call), without a second async generator per event.
+        for event in self._served_events(call):
             yield event
-        if call.outcome != "complete":
-            raise RecordedCallInterrupted(call.call_index, call.outcome)
+        _check_ended(call)
 
     async def _replay_adjusted(
         self, model: Model, context: Context, options: StreamOptions | None, adjusted: _Adjustments
@@ -598,12 +668,26 @@ class ReplayProvider:
             raise RecordedCallInterrupted(call.call_index, call.outcome)
 
     async def serve(self, call: RecordedCall) -> AsyncIterator[AssistantMessageEvent]:
-        """The recorded events of a call :meth:`take` handed out, as the live run saw them."""
+        """The recorded events of a call :meth:`take` handed out, as the live run saw them
+        (``update`` serves the calls it replays so)."""
+        for event in self._served_events(call):
+            yield event
+        _check_ended(call)
+
+    def _served_events(self, call: RecordedCall) -> Iterator[AssistantMessageEvent]:
+        """The serving of a plain replay and of ``update``, in one place: the call's vendor
+        answer offered (:func:`served_answers`), its events with this run's values; then
+        :func:`_check_ended`. An iterator, not a generator: the async generator around it is
+        the only frame per event."""
         _offer_answer(call)
         events = call.events()
         if self._values:
             events = (with_run_values(event, self._values) for event in events)
-        for event in events:
-            yield event
-        if call.outcome != "complete":
-            raise RecordedCallInterrupted(call.call_index, call.outcome)
+        return events
+
+
+def _check_ended(call: RecordedCall) -> None:
+    """After a served call's events: :class:`RecordedCallInterrupted` when the recorded call
+    did not end normally (the live run failed there, so the replay does too)."""
+    if call.outcome != "complete":
+        raise RecordedCallInterrupted(call.call_index, call.outcome)

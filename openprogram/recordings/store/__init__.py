@@ -1,2 +1,2 @@
-"""Managing recordings and the modes: the managed folder, the activation plan, ``use_recording``,
-``update`` mode and recovery. See ``docs/architecture.md``."""
+"""Managing recordings: the managed folder and its selectors, listing, deletion and recovery.
+The modes that use a recording live in :mod:`..modes`. See ``docs/architecture.md``."""

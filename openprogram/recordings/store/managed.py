@@ -10,10 +10,8 @@ import os
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
-from .activation import FIX_OFF, active_recording
-from .store import RECORDING_ID_PATTERN, RECORDING_SUFFIX
+from .store import FIX_OFF, RECORDING_ID_PATTERN, RECORDING_SUFFIX
 
 __all__ = [
     "PrunePlan",
@@ -55,10 +53,11 @@ def same_file(path: Path, other: Path | None) -> bool:
         return False
 
 
-def deletion_refusal(path: Path, config: dict[str, Any], profile: str | None = None) -> str | None:
+def deletion_refusal(path: Path, active: Path | None) -> str | None:
     """Why ``path`` must not be deleted now (the reason, without the path), or None: it is not
-    a regular file, it is the active recording (in record, replay or update mode alike), or a
-    live process is recording into or updating it."""
+    a regular file, it is the active recording (``active``, in record, replay or update mode
+    alike: :func:`~..modes.activation.active_recording`), or a live process is recording into
+    or updating it."""
     from ..file.writer_lock import is_being_recorded
 
     try:
@@ -71,7 +70,7 @@ def deletion_refusal(path: Path, config: dict[str, Any], profile: str | None = N
         return "is a symbolic link; refusing to delete it (not a managed recording)"
     if not stat.S_ISREG(info.st_mode):
         return "is not a regular file; refusing to delete it"
-    if same_file(path, active_recording(config, profile)):
+    if same_file(path, active):
         return f"is the active recording; run '{FIX_OFF}' (or select another) first"
     try:
         live = is_being_recorded(path)
@@ -90,8 +89,9 @@ class PrunePlan:
     skipped: list[tuple[Path, str]] = field(default_factory=list)
 
 
-def plan_prune(folder: Path, cutoff: float, config: dict[str, Any], profile: str | None = None) -> PrunePlan:
-    """The managed recordings not modified since ``cutoff`` that may be deleted."""
+def plan_prune(folder: Path, cutoff: float, active: Path | None) -> PrunePlan:
+    """The managed recordings not modified since ``cutoff`` that may be deleted (``active``:
+    the active recording, never one of them)."""
     plan = PrunePlan()
     for path, recording_id in managed_entries(folder):
         try:
@@ -103,7 +103,7 @@ def plan_prune(folder: Path, cutoff: float, config: dict[str, Any], profile: str
         if recording_id is None:
             plan.skipped.append((path, "not a valid recording ID; not a managed recording"))
             continue
-        refusal = deletion_refusal(path, config, profile)
+        refusal = deletion_refusal(path, active)
         if refusal:
             plan.skipped.append((path, refusal))
         else:

@@ -11,9 +11,12 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any
 
 from ...state import ConfigError, check_private_dir, ensure_private_dir, state_dir
+from ..modes.vocabulary import CONFIG_MODES, WRITING_MODES
+from ..modes.vocabulary import FILE_MODES as FILE_MODES
+from ..modes.vocabulary import RecordMode as RecordMode
 
 RECORDINGS_FOLDER = "recordings"
 #: Where ``recordings view`` writes pages by default: in the state folder, never among
@@ -21,11 +24,12 @@ RECORDINGS_FOLDER = "recordings"
 REPORTS_FOLDER = "reports"
 RECORDING_SUFFIX = ".jsonl"
 RECORDING_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
-#: The ``record_replay.mode`` values: the one list every module takes them from.
-RecordMode = Literal["off", "record", "replay", "update"]
-VALID_MODES: tuple[RecordMode, ...] = get_args(RecordMode)
-#: The modes that use a recording file (the file is then "the active recording").
-FILE_MODES: tuple[RecordMode, ...] = ("record", "replay", "update")
+#: The ``record_replay.mode`` values and the modes that use a recording file, from the one
+#: vocabulary of modes (re-exported: the configuration check takes them from here).
+VALID_MODES = CONFIG_MODES
+#: The command group that manages recordings, as the messages that say what to run name it.
+CMD = "openprogram recordings"
+FIX_OFF = f"{CMD} off"
 
 
 class SelectorError(ConfigError):
@@ -118,7 +122,7 @@ def resolve_selector(selector: str, *, mode: str, profile: str | None = None) ->
         )
     if is_managed_id(selector):
         return managed_path(selector, profile)
-    if mode in ("record", "update"):
+    if mode in WRITING_MODES:
         raise SelectorError(
             f"record mode needs a managed recording ID, not a path ('{selector}'); "
             "use 'openprogram recordings record --name NAME'"

@@ -173,16 +173,13 @@ class WatchedProvider:
 def watching(watch: CallWatch) -> Iterator[None]:
     """Wrap every provider looked up in this context (the route in force, a recording scope's
     included) in ``watch``."""
-    from openprogram.providers.api_registry import _scoped_route, served_provider
+    from openprogram.providers.api_registry import current_route, routed, served_provider
 
-    inner = _scoped_route.get()
+    inner = current_route()
 
     def route(api: str, original: Any) -> Any:
         provider = inner(api, original) if inner is not None else served_provider(api)
         return None if provider is None else watch.wrap(provider)
 
-    token = _scoped_route.set(route)
-    try:
+    with routed(route):
         yield
-    finally:
-        _scoped_route.reset(token)

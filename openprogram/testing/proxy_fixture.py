@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from openprogram.testing import MARKER, LlmRecording
+from openprogram.testing.options import MARKER
+from openprogram.testing.session import LlmRecording
 
 if TYPE_CHECKING:
     from openprogram.proxy import RunningProxy
@@ -99,7 +100,9 @@ def llm_proxy(
         pytest.fail(f"llm_proxy needs {' and '.join(missing)}, which come with the proxy extra: {install_hint()}", pytrace=False)
     handle = llm_recording
     handle.proxied = True
-    replaying = handle.mode == "replay" or (handle.mode == "record" and handle.path.exists())
+    from openprogram.recordings.modes.vocabulary import REPLAY, route_mode_for_test
+
+    replaying = route_mode_for_test(handle.mode, handle.path.exists()) == REPLAY
     token = replay_token() if replaying else None
     try:
         upstreams, chosen_by_project = proxy_upstreams(request.node)

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
-from openprogram.testing import MARKER, LlmRecording
+from openprogram.testing.options import MARKER
+from openprogram.testing.session import LlmRecording
 
 if TYPE_CHECKING:
     from openprogram.recordings.insight.budget import Budget
@@ -270,7 +271,8 @@ def _doctor_paths(item: pytest.Item) -> tuple[Path, Path]:
     """Where the two runs of a test are recorded: its drift page's place in the report folder,
     never beside the committed recordings (the folder ignores itself for git)."""
     from openprogram.recordings.views.view import DRIFT_SUFFIX
-    from openprogram.testing import _ensure_report_folder, drift_page_path, recording_path
+    from openprogram.testing.hooks import _ensure_report_folder
+    from openprogram.testing.naming import drift_page_path, recording_path
 
     page = drift_page_path(item.config, recording_path(item))
     stem = page.name.removesuffix(DRIFT_SUFFIX)
@@ -286,7 +288,7 @@ def _twice(function: Callable[..., Any], handle: LlmRecording, paths: tuple[Path
     """``function`` (sync or async) run twice, each run recorded live into one of ``paths``."""
 
     def recording(path: Path) -> contextlib.AbstractContextManager[Any]:
-        from openprogram.recordings.store.scoped import use_recording
+        from openprogram.recordings.modes.scoped import use_recording
 
         return use_recording(
             path, "record", ignore=handle.ignore, normalize=handle.normalize, values=handle.values, secrets=handle.secrets

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
+from openprogram.providers.vendors.builtin import VENDOR_APIS
 from openprogram.testing_watch import CallWatch, watching
 
 if TYPE_CHECKING:  # the recordings modules are imported when a test first needs them
@@ -78,7 +79,7 @@ MARKER = "llm_recording"
 LIVE_MARKER = "llm_live"
 #: The apis that reach a vendor over the network: in replay mode a test without a recording
 #: must not call them (scripted and user-registered providers are not blocked).
-NETWORK_APIS = frozenset({"openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai"})
+NETWORK_APIS = frozenset(VENDOR_APIS)
 NORMALIZE_SEPARATOR = " => "
 #: The title of the report section that names the replay options a failed test ran under.
 REPLAY_OPTIONS_SECTION = "openprogram replay options"

@@ -109,7 +109,8 @@ async def _models(request: Request) -> Any:
     from ..providers.models import builtin_models
 
     models = [m for m in builtin_models() if m.api in FORMATS]
-    asking = [v.api for v in VENDORS if v.identifying_header and v.identifying_header in request.headers]
+    headers = {name.lower() for name in request.headers}
+    asking = [v.api for v in VENDORS if v.identifying_header in headers]
     if asking:
         data = [
             {"type": "model", "id": m.id, "display_name": m.name, "created_at": "1970-01-01T00:00:00Z"}

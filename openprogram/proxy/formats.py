@@ -109,7 +109,9 @@ GEMINI_VERSIONS = ("v1", "v1beta", "v1alpha")
 #: The format of each fixed path the proxy serves (a path with a ``{`` takes parameters).
 _FORMAT_OF_PATH = {vendor.route: vendor.api for vendor in VENDORS if "{" not in vendor.route}
 #: The format of each header only one vendor's SDK sends.
-_FORMAT_OF_HEADER = {vendor.identifying_header: vendor.api for vendor in VENDORS if vendor.identifying_header}
+_FORMAT_OF_HEADER = {
+    vendor.identifying_header: vendor.api for vendor in VENDORS if vendor.identifying_header
+}
 #: The format whose streaming is asked by the path's action (Gemini's ``model:action`` paths).
 _ACTION_FORMATS = [vendor.api for vendor in VENDORS if vendor.streaming_action is not None]
 

@@ -52,7 +52,9 @@ class StreamTranslator:
         return []
 
 
-async def translated(translator: StreamTranslator, chunks: AsyncIterable[Any]) -> AsyncIterator[AssistantEvent]:
+async def translated(
+    translator: StreamTranslator, chunks: AsyncIterable[Any]
+) -> AsyncIterator[AssistantEvent]:
     """``translator``'s events for an SDK's stream of ``chunks``: ``start`` once the first
     chunk names the answer, the events of each chunk, then ``finish()``'s if the chunks did
     not finish the message."""
@@ -131,4 +133,11 @@ class StreamEncoder:
         return b""
 
 
-__all__ = ["AnswerReader", "StreamEncoder", "StreamTranslator", "handler_of", "message_of", "translated"]
+__all__ = [
+    "AnswerReader",
+    "StreamEncoder",
+    "StreamTranslator",
+    "handler_of",
+    "message_of",
+    "translated",
+]

@@ -46,6 +46,7 @@ from openprogram.providers.vendors import (
     openai_responses,
     wire,
 )
+from openprogram.providers.vendors.builtin import VENDOR_APIS, VENDORS
 from openprogram.recordings.file.reader import read_recording_file
 from openprogram.recordings.replay.replayer import ReplayProvider
 from openprogram.recordings.views.inspection import read_recording
@@ -119,12 +120,11 @@ ANSWERS = {
     "google-generative-ai": GEMINI,
 }
 CASE = {case.api: case for case in CASES}
-MODULES: dict[str, Any] = {
-    "openai-completions": openai_completions,
-    "openai-responses": openai_responses,
-    "anthropic-messages": anthropic_messages,
-    "google-generative-ai": google_generative_ai,
-}
+MODULES: dict[str, Any] = {vendor.api: vendor.load() for vendor in VENDORS}
+
+
+def test_every_vendor_of_the_list_has_its_answer():
+    assert set(ANSWERS) == set(CASE) == set(VENDOR_APIS)
 
 
 def _events(api: str) -> list[Any]:

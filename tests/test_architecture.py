@@ -4,6 +4,8 @@ it stays that way: every ``import`` counts, including the lazy ones inside funct
 from __future__ import annotations
 
 import ast
+import inspect
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -547,3 +549,110 @@ def test_the_route_name_check_sees_an_import(tmp_path):
     hand_made = tmp_path / "hand_made.py"
     hand_made.write_text("from openprogram.providers.api_registry import _scoped_route\n_scoped_route.set(None)\n")
     assert len(_touches_the_route(hand_made)) == 2
+
+# ============================================================================ the vendors
+
+from openprogram.providers.vendors import builtin, roles  # noqa: E402 - the section's subject
+
+VENDORS_DIR = PACKAGE / "providers" / "vendors"
+VENDOR_LIST = VENDORS_DIR / "builtin.py"
+#: The model catalogue: each model names the api it speaks, which is no list of vendors.
+MODEL_CATALOGUE = PACKAGE / "providers" / "models.py"
+
+
+def _vendor_apis_named(path: Path) -> set[str]:
+    return {text for text in _string_constants(path) if text in builtin.VENDOR_APIS}
+
+
+def test_only_the_vendor_list_lists_the_vendors():
+    """Registration, the proxy, the failures table and the plugin read ``builtin.VENDORS``: a
+    vendor module names its own api, and no other module names one."""
+    own = {VENDORS_DIR / f"{vendor.module}.py": {vendor.api} for vendor in builtin.VENDORS}
+    offenders = {
+        str(path.relative_to(PACKAGE)): sorted(named)
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if path not in (VENDOR_LIST, MODEL_CATALOGUE)
+        and (named := _vendor_apis_named(path) - own.get(path, set()))
+    }
+    assert offenders == {}
+
+
+def test_the_vendor_check_sees_a_list_by_hand(tmp_path):
+    hand_made = tmp_path / "hand_made.py"
+    hand_made.write_text('APIS = ("openai-completions", "anthropic-messages")\n')
+    assert _vendor_apis_named(hand_made) == {"openai-completions", "anthropic-messages"}
+
+
+def test_every_vendor_module_is_in_the_list_with_its_four_roles():
+    modules = {
+        path.stem
+        for path in VENDORS_DIR.glob("*.py")
+        if path.stem != "roles"  # the shared shapes
+        and any(
+            isinstance(node, ast.ClassDef) and node.name == "StreamTranslator"
+            for node in ast.parse(path.read_text()).body
+        )
+    }
+    assert modules == {vendor.module for vendor in builtin.VENDORS}
+    for vendor in builtin.VENDORS:
+        assert all(callable(vendor.role(name)) for name in builtin.ROLES), vendor.api
+
+
+@pytest.mark.parametrize("vendor", builtin.VENDORS, ids=lambda vendor: vendor.api)
+def test_every_translator_has_the_one_shape(vendor):
+    """``handle(raw) -> list`` and ``finish() -> list``, on the shared base (as httpx's
+    decoders share ``decode`` and ``flush``)."""
+    translator = vendor.stream_translator
+    assert issubclass(translator, roles.StreamTranslator)
+    assert issubclass(vendor.load().AnswerReader, roles.AnswerReader)
+    for name, parameters in (("handle", ["self", "raw"]), ("finish", ["self"])):
+        signature = inspect.signature(getattr(translator, name))
+        assert len(signature.parameters) == len(parameters), f"{vendor.api}: {name}{signature}"
+        assert str(signature.return_annotation).startswith("list["), f"{vendor.api}: {name}{signature}"
+
+
+def _type_comparisons(cls: type) -> dict[str, int]:
+    """How often each method of ``cls`` compares something's ``.type`` with a string."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
+    found: dict[str, int] = {}
+    for function in ast.walk(tree):
+        if not isinstance(function, ast.FunctionDef):
+            continue
+        for node in ast.walk(function):
+            if (
+                isinstance(node, ast.Compare)
+                and isinstance(node.left, ast.Attribute)
+                and node.left.attr == "type"
+                and any(isinstance(side, (ast.Constant, ast.Tuple)) for side in node.comparators)
+            ):
+                found[function.name] = found.get(function.name, 0) + 1
+    return found
+
+
+#: The hooks around every event, which may single out a type (Anthropic holds everything at
+#: ``start``; no server blocks follow an ``error``).
+ENCODER_HOOKS = {"before", "after", "unhandled"}
+
+
+@pytest.mark.parametrize("vendor", builtin.VENDORS, ids=lambda vendor: vendor.api)
+def test_every_encoder_dispatches_by_on_methods(vendor):
+    """The shared ``encode`` calls the event's ``_on_<type>``; no encoder tells types apart by
+    an ``if`` chain (pydantic-ai's ``handle_text_delta`` ..., docs/architecture.md)."""
+    encoder = vendor.stream_encoder
+    assert issubclass(encoder, roles.StreamEncoder)
+    assert "encode" not in vars(encoder), f"{vendor.api} overrides encode"
+    assert any(name.startswith("_on_") for name in vars(encoder)), vendor.api
+    chains = {name: count for name, count in _type_comparisons(encoder).items() if name not in ENCODER_HOOKS}
+    assert chains == {}, f"{vendor.api} compares event types in {chains}"
+
+
+def test_the_encoder_check_sees_an_if_chain():
+    class Chained(roles.StreamEncoder):
+        def _on_text_delta(self, event, message):
+            if event.type == "text_delta":
+                return b"a"
+            if event.type in ("done", "error"):
+                return b"b"
+            return b""
+
+    assert _type_comparisons(Chained) == {"_on_text_delta": 2}

@@ -20,6 +20,7 @@ import pytest
 
 from openprogram.providers import Fault
 from openprogram.providers.replay import ReplayOptions
+from openprogram.providers.vendors.builtin import VENDOR_APIS
 from openprogram.providers.vendors.failures import FAULT_ANSWERS, VENDOR_OF_API
 from openprogram.proxy import ProxySettings, start_proxy
 from openprogram.proxy.faults import fault_response
@@ -171,7 +172,7 @@ def test_the_sdks_own_retries_get_past_a_fault(api, fault, recorded):
         proxy.scope.assert_consumed()
 
 
-@pytest.mark.parametrize("api", ["openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai"])
+@pytest.mark.parametrize("api", VENDOR_APIS)
 @pytest.mark.parametrize("kind", ["rate_limit", "overloaded", "server_error"])
 def test_a_fault_answer_is_the_vendors_status_headers_and_body_and_may_be_retried(api, kind):
     status, headers, body = fault_response(api, Fault(kind))  # type: ignore[arg-type, misc]

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from openprogram.providers.vendors.builtin import VENDOR_APIS
 from openprogram.proxy import ProxySettings, start_proxy
 from tests.transcripts import anthropic_streams as a
 from tests.transcripts import google_streams as g
@@ -358,6 +359,10 @@ SCENARIOS = [
 
 
 @pytest.mark.parametrize(("api", "name", "streaming"), SCENARIOS)
+def test_every_vendor_of_the_list_has_its_sdk_here():
+    assert list(VENDORS) == list(VENDOR_APIS)
+
+
 def test_the_sdk_gets_through_the_proxy_what_it_gets_from_the_vendor_recorded_and_replayed(api, name, streaming, tmp_path):
     """The proxy hands the client the vendor's own answer, in record and in replay: every SDK
     object equals the one the vendor gave it directly, field for field (before, the proxy

@@ -32,6 +32,7 @@ from openprogram.providers.vendors import (
     openai_completions,
     openai_responses,
 )
+from openprogram.providers.vendors.builtin import VENDOR_APIS
 from openprogram.providers.vendors.wire import WireRequestError
 from openprogram.proxy import ProxySettings, start_proxy
 from tests.transcripts import anthropic_streams as a
@@ -352,6 +353,10 @@ UPSTREAM = {
     "anthropic-messages": (_anthropic_request, a.PLAIN_TEXT, ""),
     "google-generative-ai": (_gemini_request, g.PLAIN_TEXT, ""),
 }
+
+
+def test_every_vendor_of_the_list_has_its_upstream_case_here():
+    assert set(UPSTREAM) == set(VENDOR_APIS)
 
 
 @pytest.mark.parametrize("api", list(UPSTREAM))

@@ -30,6 +30,7 @@ from openprogram.providers.types import (
     Usage,
     UserMessage,
 )
+from openprogram.providers.vendors import builtin
 from openprogram.providers.vendors.anthropic_messages import AnthropicMessagesProvider
 from openprogram.providers.vendors.google_generative_ai import GoogleGenerativeAIProvider
 from openprogram.providers.vendors.openai_completions import OpenAICompletionsProvider
@@ -139,8 +140,7 @@ class VendorCase:
 def server_tool(api: str, kind: str, payload: dict, text: str | None) -> ServerToolContent:
     """A server tool block as the provider of ``api`` makes it (the vendor is the model's
     provider: these tests use the vendors' own)."""
-    vendor = {"anthropic-messages": "anthropic", "google-generative-ai": "google"}.get(api, "openai")
-    return ServerToolContent(vendor=vendor, api=api, kind=kind, payload=payload, text=text)
+    return ServerToolContent(vendor=builtin.vendor(api).sdk, api=api, kind=kind, payload=payload, text=text)
 
 
 def block_rows(kind: str, index: int, *deltas: str, end: Any = None) -> list[tuple]:

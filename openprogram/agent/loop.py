@@ -15,8 +15,8 @@ from typing import Any, cast
 import jsonschema
 from jsonschema.protocols import Validator
 
+from ..providers.facade import stream_simple
 from ..providers.lanes import lane, lane_segment
-from ..providers.stream import stream_simple
 from ..providers.types import (
     AssistantMessage,
     Context,

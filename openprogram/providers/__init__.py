@@ -5,11 +5,18 @@ Importing this package only defines names. It registers no provider, reads no co
 opens no recording and installs no transform; that happens in
 ``initialize_provider_runtime()``, on the first provider lookup. Names are resolved lazily so
 that the import stays fast and pulls in no vendor SDK.
+
+``openprogram.providers.stream`` is the facade's function, however modules are imported: the
+facade lives in :mod:`.facade`, and the old module path ``openprogram.providers.stream`` (which
+docs/tutorial.md imports from) never replaces the function on the package, as importing a
+submodule otherwise would (see :class:`_Package`).
 """
 
 from __future__ import annotations
 
 import importlib
+import sys
+import types
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
@@ -18,10 +25,10 @@ _EXPORTS: dict[str, str] = {
     "register_api_provider": "api_registry",
     "get_api_provider": "api_registry",
     "configure_provider_transform": "api_registry",
-    "stream": "stream",
-    "stream_simple": "stream",
-    "complete": "stream",
-    "complete_simple": "stream",
+    "stream": "facade",
+    "stream_simple": "facade",
+    "complete": "facade",
+    "complete_simple": "facade",
     "resolve_provider_key": "credentials",
     "initialize_provider_runtime": "initialization",
     "ProviderRuntimeInitializationError": "initialization",
@@ -83,6 +90,26 @@ def __dir__() -> list[str]:
     return __all__
 
 
+#: Submodules whose name is also a function the package exports: the function wins.
+_SHADOWED_SUBMODULES = frozenset({"stream"})
+
+
+class _Package(types.ModuleType):
+    """This package's module type. The import system sets every submodule it imports as an
+    attribute of its package; for ``openprogram.providers.stream`` that would replace the
+    facade function of the same name (the contract's ``openprogram.providers.stream``) with
+    the module, depending on what some code happened to import first. The module stays in
+    ``sys.modules``, so ``from openprogram.providers.stream import complete`` still works."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _SHADOWED_SUBMODULES and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package
+
+
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     # The names __getattr__ resolves, each re-exported explicitly (``X as X``) so that a
     # type checker sees its real type; nothing here is imported at run time.
@@ -91,6 +118,10 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .api_registry import get_api_provider as get_api_provider
     from .api_registry import register_api_provider as register_api_provider
     from .credentials import resolve_provider_key as resolve_provider_key
+    from .facade import complete as complete
+    from .facade import complete_simple as complete_simple
+    from .facade import stream as stream
+    from .facade import stream_simple as stream_simple
     from .faults import Fault as Fault
     from .faults import parse_fault as parse_fault
     from .faux import FauxProvider as FauxProvider
@@ -123,10 +154,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from .replay import find_first_difference as find_first_difference
     from .replay import read_recording_file as read_recording_file
     from .scoped import use_recording as use_recording
-    from .stream import complete as complete
-    from .stream import complete_simple as complete_simple
-    from .stream import stream as stream
-    from .stream import stream_simple as stream_simple
     from .types import AssistantMessage as AssistantMessage
     from .types import AssistantMessageEvent as AssistantMessageEvent
     from .types import Context as Context

@@ -6,21 +6,15 @@ from .api_registry import ApiProvider, register_api_providers
 
 
 def builtin_providers() -> dict[str, ApiProvider]:
-    """A fresh provider object for every built-in api. Vendor modules import their SDK lazily,
-    inside a call, so building these is cheap."""
+    """A fresh provider object for every built-in api: each vendor of the one list
+    (:mod:`.vendors.builtin`), and ``faux``. Vendor modules import their SDK lazily, inside a
+    call, so building these is cheap."""
     from .faux import DEFAULT_FAUX_PROVIDER
-    from .vendors.anthropic_messages import AnthropicMessagesProvider
-    from .vendors.google_generative_ai import GoogleGenerativeAIProvider
-    from .vendors.openai_completions import OpenAICompletionsProvider
-    from .vendors.openai_responses import OpenAIResponsesProvider
+    from .vendors.builtin import VENDORS
 
-    return {
-        "openai-completions": OpenAICompletionsProvider(),
-        "anthropic-messages": AnthropicMessagesProvider(),
-        "openai-responses": OpenAIResponsesProvider(),
-        "google-generative-ai": GoogleGenerativeAIProvider(),
-        "faux": DEFAULT_FAUX_PROVIDER,
-    }
+    providers = {vendor.api: vendor.provider() for vendor in VENDORS}
+    providers["faux"] = DEFAULT_FAUX_PROVIDER
+    return providers
 
 
 def register_builtins() -> None:

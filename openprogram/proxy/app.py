@@ -1,4 +1,5 @@
-"""The proxy's ASGI application: the routes of the four wire formats and ``GET /v1/models``,
+"""The proxy's ASGI application: the route of each vendor's wire format (the one list,
+:mod:`openprogram.providers.vendors.builtin`) and ``GET /v1/models``,
 behind :class:`.guard.OwnerOnly`, which every request passes first.
 
 Built on Starlette (the ``openprogram[proxy]`` extra), imported only when a proxy starts."""
@@ -14,6 +15,7 @@ from starlette.requests import Request
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from ..providers.vendors.builtin import VENDORS
 from .exchange import PREFIX, AnswerBrokeOff, IncomingRequest, answer, send_error
 from .faults import until_disconnected
 from .formats import (
@@ -107,11 +109,13 @@ async def _models(request: Request) -> Any:
     from ..providers.models import builtin_models
 
     models = [m for m in builtin_models() if m.api in FORMATS]
-    if "anthropic-version" in request.headers:
+    headers = {name.lower() for name in request.headers}
+    asking = [v.api for v in VENDORS if v.identifying_header in headers]
+    if asking:
         data = [
             {"type": "model", "id": m.id, "display_name": m.name, "created_at": "1970-01-01T00:00:00Z"}
             for m in models
-            if m.api == "anthropic-messages"
+            if m.api == asking[0]
         ]
         first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
         return JSONResponse({"data": data, "has_more": False, "first_id": first, "last_id": last})
@@ -124,11 +128,8 @@ def build_app(settings: ProxySettings, lanes: LaneBook | None = None) -> ASGIApp
     is the replay's lane book (see :class:`.lanes.LaneBook`), if calls replay."""
     book = lanes or LaneBook()
     endpoint = {api: _Endpoint(wire_format, settings, book) for api, wire_format in FORMATS.items()}
-    routes = [
-        Route("/v1/chat/completions", endpoint["openai-completions"], methods=["POST"]),
-        Route("/v1/responses", endpoint["openai-responses"], methods=["POST"]),
-        Route("/v1/messages", endpoint["anthropic-messages"], methods=["POST"]),
-        Route("/{version}/models/{target}", endpoint["google-generative-ai"], methods=["POST"]),
+    routes = [Route(vendor.route, endpoint[vendor.api], methods=["POST"]) for vendor in VENDORS]
+    routes += [
         Route("/v1/models", _models, methods=["GET"]),
         Route("/{path:path}", _NotFound()),
     ]

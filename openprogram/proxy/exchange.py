@@ -170,8 +170,8 @@ async def _answer(
         await send_error(send, vendor, failure.status, str(failure), credential)
         return
     from ..providers.api_registry import providing
+    from ..providers.facade import stream_simple
     from ..providers.replay import served_answers
-    from ..providers.stream import stream_simple
     from .passthrough import PassthroughProvider
 
     headers = request.raw_headers

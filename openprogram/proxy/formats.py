@@ -1,8 +1,9 @@
-"""The wire formats a proxy speaks, one row per api: which vendor module reads and writes it,
-how a request says it wants a stream, and which of the client's headers travel on.
+"""The wire formats a proxy speaks, one per vendor of the one list
+(:mod:`openprogram.providers.vendors.builtin`): which vendor module reads and writes it, how a
+request says it wants a stream, and which of the client's headers travel on.
 
 A vendor module (``openprogram/providers/vendors/``) owns both directions of its format; this
-table only names them, so a fifth vendor is one more row (see docs/proxy.md)."""
+module only reads the list, so a fifth vendor is one more entry there (see docs/proxy.md)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from urllib.parse import parse_qsl
 
 from ..providers.assembly import AssistantStreamAssembler
 from ..providers.types import AssistantMessage, AssistantMessageEvent
+from ..providers.vendors.builtin import DEFAULT_API, VENDORS, Vendor
 from ..providers.vendors.wire import ParsedRequest
 
 
@@ -86,30 +88,32 @@ class WireFormat:
         return f"{url}?{query.decode('latin-1')}" if query else url
 
 
-FORMATS: dict[str, WireFormat] = {
-    "openai-completions": WireFormat("openai-completions", "openai_completions", base_path="/v1"),
-    "openai-responses": WireFormat("openai-responses", "openai_responses", base_path="/v1"),
-    "anthropic-messages": WireFormat(
-        "anthropic-messages", "anthropic_messages", ("anthropic-beta",), credential_header=("x-api-key", "")
-    ),
-    "google-generative-ai": WireFormat(
-        "google-generative-ai",
-        "google_generative_ai",
-        streaming_action="streamGenerateContent",
-        credential_header=("?", "key"),
-    ),
-}
+def _wire_format(vendor: Vendor) -> WireFormat:
+    return WireFormat(
+        vendor.api,
+        vendor.module,
+        vendor.forwarded_headers,
+        streaming_action=vendor.streaming_action,
+        credential_header=vendor.credential_header,
+        base_path=vendor.base_path,
+    )
+
+
+#: One format per vendor of the one list (:mod:`openprogram.providers.vendors.builtin`).
+FORMATS: dict[str, WireFormat] = {vendor.api: _wire_format(vendor) for vendor in VENDORS}
 
 
 #: The Gemini API versions a client's SDK may put in its paths.
 GEMINI_VERSIONS = ("v1", "v1beta", "v1alpha")
 
-#: The format of each fixed path the proxy serves.
-_FORMAT_OF_PATH = {
-    "/v1/chat/completions": "openai-completions",
-    "/v1/responses": "openai-responses",
-    "/v1/messages": "anthropic-messages",
+#: The format of each fixed path the proxy serves (a path with a ``{`` takes parameters).
+_FORMAT_OF_PATH = {vendor.route: vendor.api for vendor in VENDORS if "{" not in vendor.route}
+#: The format of each header only one vendor's SDK sends.
+_FORMAT_OF_HEADER = {
+    vendor.identifying_header: vendor.api for vendor in VENDORS if vendor.identifying_header
 }
+#: The format whose streaming is asked by the path's action (Gemini's ``model:action`` paths).
+_ACTION_FORMATS = [vendor.api for vendor in VENDORS if vendor.streaming_action is not None]
 
 
 def format_guess(scope: Mapping[str, Any]) -> WireFormat:
@@ -120,11 +124,12 @@ def format_guess(scope: Mapping[str, Any]) -> WireFormat:
     if path in _FORMAT_OF_PATH:
         return FORMATS[_FORMAT_OF_PATH[path]]
     headers = {bytes(name).decode("latin-1").lower() for name, _ in scope.get("headers", [])}
-    if "anthropic-version" in headers:
-        return FORMATS["anthropic-messages"]
+    for header, api in _FORMAT_OF_HEADER.items():
+        if header in headers:
+            return FORMATS[api]
     if any(path.startswith(f"/{version}/") for version in GEMINI_VERSIONS if version != "v1") or ":" in path:
-        return FORMATS["google-generative-ai"]
-    return FORMATS["openai-completions"]
+        return FORMATS[_ACTION_FORMATS[0]]
+    return FORMATS[DEFAULT_API]
 
 
 def client_credential(headers: Mapping[str, str], query: Mapping[str, str]) -> str | None:

@@ -11,21 +11,18 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse, urlsplit, urlunsplit
 
+from ..providers.vendors.builtin import VENDOR_APIS, VENDORS
+
 if TYPE_CHECKING:
     from ..providers.replay import ReplayOptions
     from ..providers.scoped import ProxyMode  # the proxy's modes, from the one vocabulary
     from ..providers.types import Model
 
-#: The four wire formats a proxy speaks, by api.
-APIS = ("openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai")
+#: The wire formats a proxy speaks, by api: one per vendor of the one list.
+APIS = VENDOR_APIS
 
 #: Where a live call goes when no ``--upstream`` names a server for its api: the vendor's own.
-DEFAULT_UPSTREAMS: dict[str, str] = {
-    "openai-completions": "https://api.openai.com/v1",
-    "openai-responses": "https://api.openai.com/v1",
-    "anthropic-messages": "https://api.anthropic.com",
-    "google-generative-ai": "https://generativelanguage.googleapis.com",
-}
+DEFAULT_UPSTREAMS: dict[str, str] = {vendor.api: vendor.upstream for vendor in VENDORS}
 
 #: The base-URL environment variable each SDK reads, and what follows the proxy's address in
 #: it: openai from 1.3.0, anthropic from 0.7.0, google-genai from 1.13.0 (its

@@ -14,16 +14,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..providers.vendors.builtin import VENDORS
 from ..providers.vendors.wire import WireRequestError
 from .formats import WireFormat
 
 #: The key of the body's list of messages (or items), per api.
-MESSAGE_LISTS = {
-    "openai-completions": "messages",
-    "openai-responses": "input",
-    "anthropic-messages": "messages",
-    "google-generative-ai": "contents",
-}
+MESSAGE_LISTS = {vendor.api: vendor.messages_key for vendor in VENDORS}
 
 _MESSAGE_FIELD = re.compile(r"context\.messages\[(\d+)\]")
 

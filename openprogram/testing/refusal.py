@@ -10,12 +10,14 @@ from typing import Any
 
 import pytest
 
+from openprogram.providers.vendors.builtin import VENDOR_APIS
+
 from .options import LIVE_MARKER, MARKER, record_mode
 from .session import _inside
 
 #: The apis that reach a vendor over the network: in replay mode a test without a recording
 #: must not call them (scripted and user-registered providers are not blocked).
-NETWORK_APIS = frozenset({"openai-completions", "openai-responses", "anthropic-messages", "google-generative-ai"})
+NETWORK_APIS = frozenset(VENDOR_APIS)
 
 
 def _blocks_live_calls(item: pytest.Item) -> bool:

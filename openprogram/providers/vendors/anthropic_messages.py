@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 import orjson
 
-from ..assembly import AssistantEvent, AssistantStreamAssembler, translate_stream
+from ..assembly import AssistantEvent, AssistantStreamAssembler
 from ..base import AssembledProvider
 from ..guard import ErrorDescriber
 from ..partial_json import parse_streaming_json
@@ -32,6 +32,17 @@ from ..types import (
     AssistantMessage,
     AssistantMessageEvent,
     Context,
+    EventDone,
+    EventError,
+    EventTextDelta,
+    EventTextEnd,
+    EventTextStart,
+    EventThinkingDelta,
+    EventThinkingEnd,
+    EventThinkingStart,
+    EventToolCallDelta,
+    EventToolCallEnd,
+    EventToolCallStart,
     ImageContent,
     Model,
     RawContent,
@@ -47,7 +58,7 @@ from ..types import (
     UserContent,
     UserMessage,
 )
-from . import wire
+from . import roles, wire
 from .common import (
     api_key_for,
     apply_payload_hook,
@@ -144,11 +155,10 @@ class AnthropicMessagesProvider(AssembledProvider):
                 extra_body=extra or None,
                 extra_headers=request_headers(model, options) or None,
             )
-            translator = StreamTranslator(assembler)
             try:
                 # ``start`` once the vendor has accepted the request and named its answer
                 # (``message_start``), as every vendor provider does.
-                async for event in translate_stream(assembler, response, translator.identify, translator.handle):
+                async for event in roles.translated(StreamTranslator(assembler), response):
                     yield event
             finally:
                 await response.close()
@@ -386,22 +396,19 @@ def convert_messages(
 # ----------------------------------------------------------------------------- response
 
 
-class StreamTranslator:
-    """Turns raw Messages stream events into assembler calls. Anthropic numbers content blocks
-    itself (and may send block kinds we do not represent, such as server tool results), so its
-    indexes are mapped onto ours."""
+class StreamTranslator(roles.StreamTranslator):
+    """Turns raw Messages stream events into assembler calls, one ``_on_<type>`` per event
+    type. Anthropic numbers content blocks itself (and may send block kinds we do not
+    represent, such as server tool results), so its indexes are mapped onto ours.
+    ``message_stop`` finishes the message; a stream cut before it is left to the guard."""
 
     def __init__(self, assembler: AssistantStreamAssembler) -> None:
-        self.assembler = assembler
+        super().__init__(assembler)
         self.blocks: dict[int, int] = {}
         self.stop_reason: str | None = None
         self.usage = Usage()
         self.server: dict[int, tuple[dict[str, Any], list[str]]] = {}  # their index -> (block, json)
         self.citations: dict[int, list[dict[str, Any]]] = {}  # our text index -> citations
-
-    def handle(self, event: Any) -> list[AssistantEvent]:
-        handler = getattr(self, f"_on_{event.type}", None)
-        return handler(event) if handler is not None else []
 
     def identify(self, event: Any) -> None:
         """``message_start`` names the message and the model version that writes it."""
@@ -532,14 +539,11 @@ class AnthropicStreamError(Exception):
     """An ``error`` event inside an otherwise healthy stream (``overloaded_error`` ...)."""
 
 
-class AnswerReader:
-    """The vendor's answer as the JSON it sent, into events: each ``data:`` of the stream, or
-    the whole message of a call that did not stream (read as the events that stream it).
-    ``openprogram proxy`` forwards the bytes and reads them with this (docs/proxy.md)."""
+class AnswerReader(roles.AnswerReader):
+    """Each ``data:`` of the stream, or the whole message of a call that did not stream (read
+    as the events that stream it)."""
 
-    def __init__(self, assembler: AssistantStreamAssembler) -> None:
-        self.assembler = assembler
-        self.translator = StreamTranslator(assembler)
+    translator_class = StreamTranslator
 
     def sse(self, event: str | None, data: str) -> list[AssistantEvent]:
         value = orjson.loads(data)
@@ -556,10 +560,8 @@ class AnswerReader:
             events.extend(self.translator.handle(wire.JsonView(value)))
         return events
 
-    def end(self) -> list[AssistantEvent]:
-        if not self.assembler.finished:
-            raise ConnectionError("the stream ended before message_stop; the answer is incomplete")
-        return []
+    def incomplete(self) -> Exception:
+        return ConnectionError("the stream ended before message_stop; the answer is incomplete")
 
 
 def _message_as_events(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -913,7 +915,7 @@ def error_body(status: int, message: str) -> dict[str, Any]:
     return {"type": "error", "error": {"type": kind, "message": message}}
 
 
-class StreamEncoder:
+class StreamEncoder(roles.StreamEncoder):
     """Our events as Messages stream events: ``message_start`` (held until the next event, which
     carries the input token counts), each block as ``content_block_start`` / deltas /
     ``content_block_stop`` (a text block's stop waits one event for its citations), server tool
@@ -921,14 +923,16 @@ class StreamEncoder:
     the whole usage, and ``message_stop``."""
 
     def __init__(self, request_body: dict[str, Any]) -> None:
+        super().__init__(request_body)
         self.started = False
         self.indexes: dict[int, int] = {}  # our content index -> the wire's block index
         self.arguments_sent: set[int] = set()
         self.pending_text: int | None = None
         self.server = wire.ServerBlockWatch()
 
-    def encode(self, event: AssistantMessageEvent) -> bytes:
-        message = event.message if event.type == "done" else event.error if event.type == "error" else event.partial
+    def before(self, event: AssistantMessageEvent, message: AssistantMessage) -> bytes:
+        """The held ``message_start`` and text block stop, then new server blocks (none before
+        an error, which ends the stream)."""
         if event.type == "start":
             return b""
         frames = []
@@ -940,7 +944,6 @@ class StreamEncoder:
             frames.append(self._stop_text(message))
         if event.type != "error":
             frames.extend(self._server_blocks(message))
-        frames.append(self._encode(event, message))
         return b"".join(frames)
 
     def _event(self, kind: str, **fields: Any) -> bytes:
@@ -956,48 +959,56 @@ class StreamEncoder:
     def _stop(self, index: int) -> bytes:
         return self._event("content_block_stop", index=self.indexes[index])
 
-    def _encode(self, event: AssistantMessageEvent, message: AssistantMessage) -> bytes:
-        if event.type == "text_start":
-            return self._start_block(event.content_index, {"type": "text", "text": ""})
-        if event.type == "text_delta":
-            return self._delta(event.content_index, {"type": "text_delta", "text": event.delta})
-        if event.type == "text_end":
-            self.pending_text = event.content_index  # stopped at the next event: citations may follow
-            return b""
-        if event.type == "thinking_start":
-            block = message.content[event.content_index]
-            if isinstance(block, ThinkingContent) and block.redacted:
-                return b""  # started at its end, when its data (the signature) is known
-            return self._start_block(event.content_index, {"type": "thinking", "thinking": "", "signature": ""})
-        if event.type == "thinking_delta":
-            return self._delta(event.content_index, {"type": "thinking_delta", "thinking": event.delta})
-        if event.type == "thinking_end":
-            block = message.content[event.content_index]
-            if isinstance(block, ThinkingContent) and block.redacted:
-                data = {"type": "redacted_thinking", "data": block.thinking_signature or ""}
-                return self._start_block(event.content_index, data) + self._stop(event.content_index)
-            signature = b""
-            if isinstance(block, ThinkingContent) and not block.redacted and block.thinking_signature:
-                signature = self._delta(event.content_index, {"type": "signature_delta", "signature": block.thinking_signature})
-            return signature + self._stop(event.content_index)
-        if event.type == "toolcall_start":
-            call = message.content[event.content_index]
-            assert isinstance(call, ToolCall)
-            return self._start_block(event.content_index, {"type": "tool_use", "id": call.id, "name": call.name, "input": {}})
-        if event.type == "toolcall_delta":
-            self.arguments_sent.add(event.content_index)
-            return self._delta(event.content_index, {"type": "input_json_delta", "partial_json": event.delta})
-        if event.type == "toolcall_end":
-            frames = b""
-            if event.content_index not in self.arguments_sent and event.tool_call.arguments:
-                frames = self._delta(event.content_index, {"type": "input_json_delta", "partial_json": orjson.dumps(event.tool_call.arguments).decode()})
-            return frames + self._stop(event.content_index)
-        if event.type == "done":
-            delta = {"stop_reason": _wire_stop_reason(message), "stop_sequence": None}
-            return self._event("message_delta", delta=delta, usage=usage_body(message.usage)) + self._event("message_stop")
-        if event.type == "error":
-            return self._event("error", error={"type": "api_error", "message": message.error_message or "the call failed"})
+    def _on_text_start(self, event: EventTextStart, message: AssistantMessage) -> bytes:
+        return self._start_block(event.content_index, {"type": "text", "text": ""})
+
+    def _on_text_delta(self, event: EventTextDelta, message: AssistantMessage) -> bytes:
+        return self._delta(event.content_index, {"type": "text_delta", "text": event.delta})
+
+    def _on_text_end(self, event: EventTextEnd, message: AssistantMessage) -> bytes:
+        self.pending_text = event.content_index  # stopped at the next event: citations may follow
         return b""
+
+    def _on_thinking_start(self, event: EventThinkingStart, message: AssistantMessage) -> bytes:
+        block = message.content[event.content_index]
+        if isinstance(block, ThinkingContent) and block.redacted:
+            return b""  # started at its end, when its data (the signature) is known
+        return self._start_block(event.content_index, {"type": "thinking", "thinking": "", "signature": ""})
+
+    def _on_thinking_delta(self, event: EventThinkingDelta, message: AssistantMessage) -> bytes:
+        return self._delta(event.content_index, {"type": "thinking_delta", "thinking": event.delta})
+
+    def _on_thinking_end(self, event: EventThinkingEnd, message: AssistantMessage) -> bytes:
+        block = message.content[event.content_index]
+        if isinstance(block, ThinkingContent) and block.redacted:
+            data = {"type": "redacted_thinking", "data": block.thinking_signature or ""}
+            return self._start_block(event.content_index, data) + self._stop(event.content_index)
+        signature = b""
+        if isinstance(block, ThinkingContent) and not block.redacted and block.thinking_signature:
+            signature = self._delta(event.content_index, {"type": "signature_delta", "signature": block.thinking_signature})
+        return signature + self._stop(event.content_index)
+
+    def _on_toolcall_start(self, event: EventToolCallStart, message: AssistantMessage) -> bytes:
+        call = message.content[event.content_index]
+        assert isinstance(call, ToolCall)
+        return self._start_block(event.content_index, {"type": "tool_use", "id": call.id, "name": call.name, "input": {}})
+
+    def _on_toolcall_delta(self, event: EventToolCallDelta, message: AssistantMessage) -> bytes:
+        self.arguments_sent.add(event.content_index)
+        return self._delta(event.content_index, {"type": "input_json_delta", "partial_json": event.delta})
+
+    def _on_toolcall_end(self, event: EventToolCallEnd, message: AssistantMessage) -> bytes:
+        frames = b""
+        if event.content_index not in self.arguments_sent and event.tool_call.arguments:
+            frames = self._delta(event.content_index, {"type": "input_json_delta", "partial_json": orjson.dumps(event.tool_call.arguments).decode()})
+        return frames + self._stop(event.content_index)
+
+    def _on_done(self, event: EventDone, message: AssistantMessage) -> bytes:
+        delta = {"stop_reason": _wire_stop_reason(message), "stop_sequence": None}
+        return self._event("message_delta", delta=delta, usage=usage_body(message.usage)) + self._event("message_stop")
+
+    def _on_error(self, event: EventError, message: AssistantMessage) -> bytes:
+        return self._event("error", error={"type": "api_error", "message": message.error_message or "the call failed"})
 
     def _stop_text(self, message: AssistantMessage) -> bytes:
         index, self.pending_text = self.pending_text, None

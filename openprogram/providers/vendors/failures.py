@@ -19,6 +19,7 @@ from typing import Any
 
 from ..base import AssembledProvider
 from ..types import Model
+from .builtin import VENDORS, vendor_of
 from .common import describe_provider_error, sdk_http_module
 
 #: Where a vendor's answer is said to come from (an SDK exception carries its request).
@@ -28,13 +29,8 @@ _VENDOR_URLS = {
     "google": "https://generativelanguage.googleapis.com/v1beta",
 }
 
-#: The SDK family that speaks each api (None: no vendor SDK, e.g. ``faux``).
-VENDOR_OF_API = {
-    "openai-completions": "openai",
-    "openai-responses": "openai",
-    "anthropic-messages": "anthropic",
-    "google-generative-ai": "google",
-}
+#: The SDK family that speaks each api (None: no vendor SDK, e.g. ``faux``), from the one list.
+VENDOR_OF_API = {vendor.api: vendor.sdk for vendor in VENDORS}
 
 #: What a client reads a short wait from: the SDKs honour ``retry-after`` (seconds).
 RETRY_AFTER = {"retry-after": "1"}
@@ -183,23 +179,12 @@ def describe_fault(model: Model, kind: str, *, mid_stream: bool) -> str:
 
 
 def _vendor_provider(api: str) -> AssembledProvider | None:
-    if api == "anthropic-messages":
-        from .anthropic_messages import AnthropicMessagesProvider
-
-        return AnthropicMessagesProvider()
-    if api == "google-generative-ai":
-        from .google_generative_ai import GoogleGenerativeAIProvider
-
-        return GoogleGenerativeAIProvider()
-    if api == "openai-completions":
-        from .openai_completions import OpenAICompletionsProvider
-
-        return OpenAICompletionsProvider()
-    if api == "openai-responses":
-        from .openai_responses import OpenAIResponsesProvider
-
-        return OpenAIResponsesProvider()
-    return None
+    vendor = vendor_of(api)
+    if vendor is None:
+        return None
+    provider = vendor.provider()
+    assert isinstance(provider, AssembledProvider)
+    return provider
 
 
 def _openai_status(answer: FaultAnswer, response: Any) -> BaseException:

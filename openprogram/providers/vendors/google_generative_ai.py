@@ -32,13 +32,20 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ..assembly import AssistantEvent, AssistantStreamAssembler, translate_stream
+from ..assembly import AssistantEvent, AssistantStreamAssembler
 from ..base import AssembledProvider
 from ..guard import ErrorDescriber
 from ..types import (
     AssistantMessage,
     AssistantMessageEvent,
     Context,
+    EventDone,
+    EventError,
+    EventTextDelta,
+    EventTextEnd,
+    EventThinkingDelta,
+    EventThinkingEnd,
+    EventToolCallEnd,
     ImageContent,
     Model,
     RawContent,
@@ -54,7 +61,7 @@ from ..types import (
     UserContent,
     UserMessage,
 )
-from . import wire
+from . import roles, wire
 from .common import (
     api_key_for,
     apply_payload_hook,
@@ -169,17 +176,14 @@ class GoogleGenerativeAIProvider(AssembledProvider):
             response = await client.aio.models.generate_content_stream(
                 model=request["model"], contents=request["contents"], config=request.get("config")
             )
-            translator = StreamTranslator(assembler)
             try:
                 # The SDK sends the request at the first chunk; ``start`` waits for the vendor.
-                async for event in translate_stream(assembler, response, translator.identify, translator.handle):
+                async for event in roles.translated(StreamTranslator(assembler), response):
                     yield event
             finally:
                 aclose = getattr(response, "aclose", None)
                 if aclose is not None:
                     await aclose()
-            for event in translator.finish():
-                yield event
         finally:
             await client.aio.aclose()
 
@@ -408,12 +412,13 @@ def _wire_form(value: Any) -> dict[str, Any]:
     return wire
 
 
-class StreamTranslator:
+class StreamTranslator(roles.StreamTranslator):
     """Turns ``GenerateContentResponse`` chunks into assembler calls. Text and thought parts
-    continue the open block of their kind; any other part closes it."""
+    continue the open block of their kind; any other part closes it. Chunks carry no type, so
+    :meth:`handle` reads each whole; the message ends in :meth:`finish`, once the stream has."""
 
     def __init__(self, assembler: AssistantStreamAssembler) -> None:
-        self.assembler = assembler
+        super().__init__(assembler)
         self.open_index: int | None = None
         self.open_kind: str | None = None
         self.finish_reason: str | None = None
@@ -582,14 +587,11 @@ def _camel(name: str) -> str:
     return camel
 
 
-class AnswerReader:
-    """The vendor's answer as the JSON it sent, into events: each ``data:`` of the stream, or a
-    whole body (one response, or the list of them ``streamGenerateContent`` answers without
-    ``alt=sse``). ``openprogram proxy`` forwards the bytes and reads them with this
-    (docs/proxy.md)."""
+class AnswerReader(roles.AnswerReader):
+    """Each ``data:`` of the stream, or a whole body (one response, or the list of them
+    ``streamGenerateContent`` answers without ``alt=sse``)."""
 
-    def __init__(self, assembler: AssistantStreamAssembler) -> None:
-        self.translator = StreamTranslator(assembler)
+    translator_class = StreamTranslator
 
     def sse(self, event: str | None, data: str) -> list[AssistantEvent]:
         return self.body(orjson.loads(data))
@@ -602,9 +604,6 @@ class AnswerReader:
                     raise ConnectionError(chunk["error"].get("message") or "the stream reported an error")
                 events.extend(self.translator.handle(GeminiView(chunk)))
         return events
-
-    def end(self) -> list[AssistantEvent]:
-        return self.translator.finish()
 
 
 def _server_part_text(kind: str, inner: dict[str, Any]) -> str | None:
@@ -933,50 +932,68 @@ def error_body(status: int, message: str) -> dict[str, Any]:
     return {"error": {"code": status, "message": message, "status": name}}
 
 
-class StreamEncoder:
+class StreamEncoder(roles.StreamEncoder):
     """Our events as ``streamGenerateContent`` chunks (``data: <GenerateContentResponse>``):
     text and thought deltas as parts that continue each other (a block's signature on an empty
     part of its kind before the next block), each function call and server part whole, then
-    a last chunk with the finish reason, the grounding metadata and the usage."""
+    a last chunk with the finish reason, the grounding metadata and the usage. Server parts a
+    snapshot first holds go out with the event's own parts, in one chunk."""
 
     def __init__(self, request_body: dict[str, Any]) -> None:
+        super().__init__(request_body)
         self.server = wire.ServerBlockWatch()
         #: ``modelVersion`` and ``responseId`` of the first chunk, repeated on every chunk.
         self.names: dict[str, str] | None = None
 
-    def encode(self, event: AssistantMessageEvent) -> bytes:
-        message = event.message if event.type == "done" else event.error if event.type == "error" else event.partial
-        if event.type == "error":
-            return wire.sse_frame(error_body(500, message.error_message or "the call failed"))
-        parts = [dict(block.payload) for _, block in self.server.new_blocks(message) if block.kind in SERVER_PARTS]
-        parts.extend(self._parts(event, message))
-        if event.type == "done":
-            candidate = _candidate(parts, finishReason=_FINISH_REASONS[event.reason], **_citations(message))
-            return self._chunk(message, candidate, usageMetadata=usage_body(message.usage))
-        return self._chunk(message, _candidate(parts)) if parts else b""
+    def _on_error(self, event: EventError, message: AssistantMessage) -> bytes:
+        return wire.sse_frame(error_body(500, message.error_message or "the call failed"))
 
-    def _parts(self, event: AssistantMessageEvent, message: AssistantMessage) -> list[dict[str, Any]]:
-        if event.type == "text_delta":
-            return [{"text": event.delta}]
-        if event.type == "thinking_delta":
-            return [{"text": event.delta, "thought": True}]
-        if event.type in ("text_end", "thinking_end"):
-            block = message.content[event.content_index]
-            signature = block.text_signature if isinstance(block, TextContent) else getattr(block, "thinking_signature", None)
-            if not signature:
-                return []
-            part: dict[str, Any] = {"text": "", "thoughtSignature": signature}
-            if event.type == "thinking_end":
-                part["thought"] = True
-            return [part]
-        if event.type == "toolcall_end":
-            return [_call_part(event.tool_call)]
-        return []
+    def _on_done(self, event: EventDone, message: AssistantMessage) -> bytes:
+        candidate = _candidate(self._server_parts(message), finishReason=_FINISH_REASONS[event.reason], **_citations(message))
+        return self._chunk(message, candidate, usageMetadata=usage_body(message.usage))
+
+    def _on_text_delta(self, event: EventTextDelta, message: AssistantMessage) -> bytes:
+        return self._parts_chunk(message, [{"text": event.delta}])
+
+    def _on_thinking_delta(self, event: EventThinkingDelta, message: AssistantMessage) -> bytes:
+        return self._parts_chunk(message, [{"text": event.delta, "thought": True}])
+
+    def _on_text_end(self, event: EventTextEnd, message: AssistantMessage) -> bytes:
+        return self._parts_chunk(message, _signature_parts(message.content[event.content_index], thought=False))
+
+    def _on_thinking_end(self, event: EventThinkingEnd, message: AssistantMessage) -> bytes:
+        return self._parts_chunk(message, _signature_parts(message.content[event.content_index], thought=True))
+
+    def _on_toolcall_end(self, event: EventToolCallEnd, message: AssistantMessage) -> bytes:
+        return self._parts_chunk(message, [_call_part(event.tool_call)])
+
+    def unhandled(self, event: AssistantMessageEvent, message: AssistantMessage) -> bytes:
+        """An event with no part of its own still carries the server parts that came with it."""
+        return self._parts_chunk(message, [])
+
+    def _server_parts(self, message: AssistantMessage) -> list[dict[str, Any]]:
+        return [dict(block.payload) for _, block in self.server.new_blocks(message) if block.kind in SERVER_PARTS]
+
+    def _parts_chunk(self, message: AssistantMessage, parts: list[dict[str, Any]]) -> bytes:
+        """A chunk of the new server parts and ``parts`` (nothing when there are none)."""
+        parts = self._server_parts(message) + parts
+        return self._chunk(message, _candidate(parts)) if parts else b""
 
     def _chunk(self, message: AssistantMessage, candidate: dict[str, Any], **fields: Any) -> bytes:
         if self.names is None:
             self.names = {"modelVersion": wire.answer_model(message), "responseId": wire.answer_id("", message)}
         return wire.sse_frame({"candidates": [candidate], **fields, **self.names})
+
+
+def _signature_parts(block: Any, *, thought: bool) -> list[dict[str, Any]]:
+    """A block's signature on an empty part of its kind, sent at its end (none without one)."""
+    signature = block.text_signature if isinstance(block, TextContent) else getattr(block, "thinking_signature", None)
+    if not signature:
+        return []
+    part: dict[str, Any] = {"text": "", "thoughtSignature": signature}
+    if thought:
+        part["thought"] = True
+    return [part]
 
 
 __all__ = [

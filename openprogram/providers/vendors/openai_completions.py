@@ -17,16 +17,25 @@ thinking and text; Groq ``executed_tools`` and ``annotations`` (web search citat
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import orjson
 
-from ..assembly import AssistantEvent, AssistantStreamAssembler, translate_stream
+from ..assembly import AssistantEvent, AssistantStreamAssembler
 from ..types import (
     AssistantMessage,
     AssistantMessageEvent,
     Context,
+    EventDone,
+    EventError,
+    EventStart,
+    EventTextDelta,
+    EventThinkingDelta,
+    EventThinkingEnd,
+    EventToolCallDelta,
+    EventToolCallEnd,
+    EventToolCallStart,
     ImageContent,
     Message,
     Model,
@@ -43,7 +52,7 @@ from ..types import (
     UserContent,
     UserMessage,
 )
-from . import wire
+from . import roles, wire
 from . import wire as wire_module
 from .common import images_of, merge_extra_body, normalize_tool_call_id, prepare_messages, text_of
 from .openai_common import (
@@ -231,12 +240,16 @@ def usage_from_chunk(usage: Any) -> Usage:
     )
 
 
-class StreamTranslator:
+class StreamTranslator(roles.StreamTranslator):
     """Maps chunks onto the assembler. One block is "current" at a time: a delta of another
-    kind (or a new tool call) closes it, as the vendor streams blocks one after another."""
+    kind (or a new tool call) closes it, as the vendor streams blocks one after another.
+    Chunks carry no type, so :meth:`handle` reads each whole; the message ends in
+    :meth:`finish`, once the stream has."""
 
     def __init__(self, assembler: AssistantStreamAssembler) -> None:
-        self.assembler = assembler
+        super().__init__(assembler)
+        #: Whether the stream's ``data: [DONE]`` arrived (see :meth:`finish`).
+        self.saw_done = False
         self.current: tuple[str, int | None] | None = None  # kind, tool position
         self.current_index = -1
         self.tools: dict[int, tuple[str, int]] = {}  # tool position -> (id, content index)
@@ -248,7 +261,10 @@ class StreamTranslator:
         """Every chunk names the completion and the model version that wrote it."""
         self.assembler.set_response(getattr(chunk, "id", None), getattr(chunk, "model", None))
 
-    def handle(self, chunk: Any) -> Iterator[AssistantEvent]:
+    def handle(self, chunk: Any) -> list[AssistantEvent]:
+        return list(self._read_chunk(chunk))
+
+    def _read_chunk(self, chunk: Any) -> Iterator[AssistantEvent]:
         usage = getattr(chunk, "usage", None) or _groq_usage(chunk)
         if usage:
             self.assembler.set_usage(usage_from_chunk(usage))
@@ -360,12 +376,12 @@ class StreamTranslator:
             self.current_index, event = self.assembler.begin_tool_call(*tool)
         yield event
 
-    def finish(self, saw_done: bool) -> list[AssistantEvent]:
-        """The terminal events. ``[DONE]`` after well-formed chunks is a normal end even
-        without a ``finish_reason`` (some compatible servers never send one); a stream that
-        has neither was cut short."""
+    def finish(self) -> list[AssistantEvent]:
+        """The terminal events. ``[DONE]`` after well-formed chunks (:attr:`saw_done`) is a
+        normal end even without a ``finish_reason`` (some compatible servers never send one);
+        a stream that has neither was cut short."""
         reason = self.finish_reason
-        if reason is None and not saw_done:
+        if reason is None and not self.saw_done:
             raise OpenAIStreamError(
                 "the stream ended without a finish_reason and before data: [DONE]; "
                 "the answer is incomplete"
@@ -386,30 +402,25 @@ class StreamTranslator:
             )
 
 
-class AnswerReader:
-    """The vendor's answer as the JSON it sent, into events: each ``data:`` of the stream, or
-    the whole body of a call that did not stream (read as the one chunk that says all of it).
-    ``openprogram proxy`` forwards the bytes and reads them with this (docs/proxy.md)."""
+class AnswerReader(roles.AnswerReader):
+    """Each ``data:`` of the stream, or the whole body of a call that did not stream (read as
+    the one chunk that says all of it)."""
 
-    def __init__(self, assembler: AssistantStreamAssembler) -> None:
-        self.translator = StreamTranslator(assembler)
-        self.saw_done = False
+    translator_class = StreamTranslator
+    translator: StreamTranslator
 
     def sse(self, event: str | None, data: str) -> list[AssistantEvent]:
         if data.strip() == "[DONE]":
-            self.saw_done = True
+            self.translator.saw_done = True
             return []
         chunk = orjson.loads(data)
         if isinstance(chunk, dict) and isinstance(chunk.get("error"), dict):
             raise OpenAIStreamError(chunk["error"].get("message") or "the stream reported an error")
-        return list(self.translator.handle(wire.JsonView(chunk))) if isinstance(chunk, dict) else []
+        return self.translator.handle(wire.JsonView(chunk)) if isinstance(chunk, dict) else []
 
     def body(self, body: Any) -> list[AssistantEvent]:
-        self.saw_done = True
-        return list(self.translator.handle(wire.JsonView(_completion_as_chunk(body)))) if isinstance(body, dict) else []
-
-    def end(self) -> list[AssistantEvent]:
-        return self.translator.finish(self.saw_done)
+        self.translator.saw_done = True
+        return self.translator.handle(wire.JsonView(_completion_as_chunk(body))) if isinstance(body, dict) else []
 
 
 def _completion_as_chunk(body: dict[str, Any]) -> dict[str, Any]:
@@ -492,31 +503,27 @@ class OpenAICompletionsProvider(OpenAIProviderBase):
         self, assembler: AssistantStreamAssembler, stream: Any, model: Model
     ) -> AsyncIterator[AssistantEvent]:
         translator = StreamTranslator(assembler)
-        saw_done = _watch_done(stream)
-        async for event in translate_stream(assembler, stream, translator.identify, translator.handle):
-            yield event
-        for event in translator.finish(saw_done()):
+        _watch_done(stream, translator)
+        async for event in roles.translated(translator, stream):
             yield event
 
 
-def _watch_done(stream: Any) -> Callable[[], bool]:
-    """Whether the stream's ``data: [DONE]`` arrived, which the SDK consumes silently. The
-    SDK reads its server-sent events through ``_iter_events`` (looked up when iteration
-    starts), so a wrapper there sees them; on an SDK without it, no ``[DONE]`` is assumed
-    and a stream without ``finish_reason`` stays an error, as before."""
+def _watch_done(stream: Any, translator: StreamTranslator) -> None:
+    """Note on ``translator`` when the stream's ``data: [DONE]`` arrives, which the SDK
+    consumes silently. The SDK reads its server-sent events through ``_iter_events`` (looked
+    up when iteration starts), so a wrapper there sees them; on an SDK without it, no
+    ``[DONE]`` is assumed and a stream without ``finish_reason`` stays an error, as before."""
     original = getattr(stream, "_iter_events", None)
-    seen = [False]
     if original is None:
-        return lambda: seen[0]
+        return
 
     async def watched() -> AsyncIterator[Any]:
         async for event in original():
             if getattr(event, "data", "").startswith("[DONE]"):
-                seen[0] = True
+                translator.saw_done = True
             yield event
 
     stream._iter_events = watched
-    return lambda: seen[0]
 
 
 # --------------------------------------------------------------------------- inbound: a client's request
@@ -727,20 +734,21 @@ def _server_items(message: AssistantMessage) -> dict[str, list[dict[str, Any]]]:
     return items
 
 
-class StreamEncoder:
+class StreamEncoder(roles.StreamEncoder):
     """Our events as ``chat.completion.chunk`` server-sent events, as OpenAI streams them: a
     role chunk, content / reasoning / tool call deltas, the finish chunk, the usage chunk
     (when the request asked for ``stream_options.include_usage``), then ``data: [DONE]``."""
 
     def __init__(self, request_body: dict[str, Any]) -> None:
+        super().__init__(request_body)
         options = request_body.get("stream_options")
         self.include_usage = isinstance(options, dict) and bool(options.get("include_usage"))
         self.head: dict[str, Any] | None = None
         self.tools: dict[int, int] = {}  # content index -> tool call position
         self.arguments_sent: set[int] = set()
 
-    def encode(self, event: AssistantMessageEvent) -> bytes:
-        message = event.message if event.type == "done" else event.error if event.type == "error" else event.partial
+    def before(self, event: AssistantMessageEvent, message: AssistantMessage) -> bytes:
+        """Every chunk repeats the first event's id, creation time and model."""
         if self.head is None:
             self.head = {
                 "id": wire.answer_id("chatcmpl-", message),
@@ -748,38 +756,49 @@ class StreamEncoder:
                 "created": message.timestamp // 1000,
                 "model": wire.answer_model(message),
             }
-        if event.type == "start":
-            return self._chunk({"role": "assistant", "content": ""})
-        if event.type == "text_delta":
-            return self._chunk({"content": event.delta})
-        if event.type == "thinking_delta":
-            block = event.partial.content[event.content_index]
-            if isinstance(block, ThinkingContent) and block.thinking_signature in REASONING_FIELDS:
-                return self._chunk({"content": None, block.thinking_signature: event.delta})
-            return b""  # its field is known at its end (see thinking_end)
-        if event.type == "thinking_end":
-            block = event.partial.content[event.content_index]
-            assert isinstance(block, ThinkingContent)
-            return self._chunk(_unstreamed_reasoning(block)) if block.thinking_signature not in REASONING_FIELDS else b""
-        if event.type == "toolcall_start":
-            call = event.partial.content[event.content_index]
-            assert isinstance(call, ToolCall)
-            position = self.tools[event.content_index] = len(self.tools)
-            return self._chunk(
-                {"tool_calls": [{"index": position, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}]}
-            )
-        if event.type == "toolcall_delta":
-            self.arguments_sent.add(event.content_index)
-            return self._tool_arguments(event.content_index, event.delta)
-        if event.type == "toolcall_end" and event.content_index not in self.arguments_sent and event.tool_call.arguments:
-            # arguments that came whole (no deltas) still reach the client
-            return self._tool_arguments(event.content_index, orjson.dumps(event.tool_call.arguments).decode())
-        if event.type == "done":
-            return self._finish(event.message, _FINISH_REASONS[event.reason])
-        if event.type == "error":
-            error = {"message": event.error.error_message or "the call failed", "type": "server_error", "param": None, "code": None}
-            return wire.sse_frame({"error": error})
         return b""
+
+    def _on_start(self, event: EventStart, message: AssistantMessage) -> bytes:
+        return self._chunk({"role": "assistant", "content": ""})
+
+    def _on_text_delta(self, event: EventTextDelta, message: AssistantMessage) -> bytes:
+        return self._chunk({"content": event.delta})
+
+    def _on_thinking_delta(self, event: EventThinkingDelta, message: AssistantMessage) -> bytes:
+        block = message.content[event.content_index]
+        if isinstance(block, ThinkingContent) and block.thinking_signature in REASONING_FIELDS:
+            return self._chunk({"content": None, block.thinking_signature: event.delta})
+        return b""  # its field is known at its end (see _on_thinking_end)
+
+    def _on_thinking_end(self, event: EventThinkingEnd, message: AssistantMessage) -> bytes:
+        block = message.content[event.content_index]
+        assert isinstance(block, ThinkingContent)
+        return self._chunk(_unstreamed_reasoning(block)) if block.thinking_signature not in REASONING_FIELDS else b""
+
+    def _on_toolcall_start(self, event: EventToolCallStart, message: AssistantMessage) -> bytes:
+        call = message.content[event.content_index]
+        assert isinstance(call, ToolCall)
+        position = self.tools[event.content_index] = len(self.tools)
+        return self._chunk(
+            {"tool_calls": [{"index": position, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}]}
+        )
+
+    def _on_toolcall_delta(self, event: EventToolCallDelta, message: AssistantMessage) -> bytes:
+        self.arguments_sent.add(event.content_index)
+        return self._tool_arguments(event.content_index, event.delta)
+
+    def _on_toolcall_end(self, event: EventToolCallEnd, message: AssistantMessage) -> bytes:
+        if event.content_index in self.arguments_sent or not event.tool_call.arguments:
+            return b""
+        # arguments that came whole (no deltas) still reach the client
+        return self._tool_arguments(event.content_index, orjson.dumps(event.tool_call.arguments).decode())
+
+    def _on_done(self, event: EventDone, message: AssistantMessage) -> bytes:
+        return self._finish(event.message, _FINISH_REASONS[event.reason])
+
+    def _on_error(self, event: EventError, message: AssistantMessage) -> bytes:
+        error = {"message": event.error.error_message or "the call failed", "type": "server_error", "param": None, "code": None}
+        return wire.sse_frame({"error": error})
 
     def _tool_arguments(self, index: int, text: str) -> bytes:
         return self._chunk({"tool_calls": [{"index": self.tools[index], "function": {"arguments": text}}]})

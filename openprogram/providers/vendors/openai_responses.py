@@ -35,11 +35,23 @@ from typing import Any, cast
 
 import orjson
 
-from ..assembly import AssistantEvent, AssistantStreamAssembler, translate_stream
+from ..assembly import AssistantEvent, AssistantStreamAssembler
 from ..types import (
     AssistantMessage,
     AssistantMessageEvent,
     Context,
+    EventDone,
+    EventError,
+    EventStart,
+    EventTextDelta,
+    EventTextEnd,
+    EventTextStart,
+    EventThinkingDelta,
+    EventThinkingEnd,
+    EventThinkingStart,
+    EventToolCallDelta,
+    EventToolCallEnd,
+    EventToolCallStart,
     ImageContent,
     Model,
     RawContent,
@@ -55,7 +67,7 @@ from ..types import (
     UserContent,
     UserMessage,
 )
-from . import wire
+from . import roles, wire
 from .common import (
     images_of,
     merge_extra_body,
@@ -278,11 +290,14 @@ def _failure_message(error: Any, fallback: str) -> str:
     return f"{text} (code {code})" if code else text
 
 
-class StreamTranslator:
-    """Maps Responses stream events onto the assembler, keyed by output item id."""
+class StreamTranslator(roles.StreamTranslator):
+    """Maps Responses stream events onto the assembler, keyed by output item id: one
+    ``_on_<type>`` per event type (``response.output_text.delta`` is
+    ``_on_response_output_text_delta``), each yielding its events. ``response.completed``
+    finishes the message; a stream cut before it is left to the guard."""
 
     def __init__(self, assembler: AssistantStreamAssembler) -> None:
-        self.assembler = assembler
+        super().__init__(assembler)
         self.blocks: dict[str, int] = {}  # output item id -> content index
         self.arguments: dict[str, str] = {}  # function call item id -> arguments text so far
         self.server_items: dict[str, dict[str, Any]] = {}  # server item id -> latest form kept
@@ -293,12 +308,6 @@ class StreamTranslator:
         response = getattr(event, "response", None)
         if response is not None:
             self.assembler.set_response(getattr(response, "id", None), getattr(response, "model", None))
-
-    def handle(self, event: Any) -> Iterator[AssistantEvent]:
-        kind = getattr(event, "type", None)
-        handler = getattr(self, "_on_" + (kind or "").replace(".", "_"), None)
-        if handler is not None:
-            yield from handler(event)
 
     # ------------------------------------------------------------------ items
 
@@ -490,29 +499,23 @@ class StreamTranslator:
         raise OpenAIStreamError(_failure_message(event, "the stream reported an error"))
 
 
-class AnswerReader:
-    """The vendor's answer as the JSON it sent, into events: each ``data:`` of the stream, or
-    the whole response object of a call that did not stream (read as its ``response.completed``
-    event, which holds every item). ``openprogram proxy`` forwards the bytes and reads them
-    with this (docs/proxy.md)."""
+class AnswerReader(roles.AnswerReader):
+    """Each ``data:`` of the stream, or the whole response object of a call that did not
+    stream (read as its ``response.completed`` event, which holds every item)."""
 
-    def __init__(self, assembler: AssistantStreamAssembler) -> None:
-        self.assembler = assembler
-        self.translator = StreamTranslator(assembler)
+    translator_class = StreamTranslator
 
     def sse(self, event: str | None, data: str) -> list[AssistantEvent]:
         value = orjson.loads(data)
-        return list(self.translator.handle(wire.JsonView(value))) if isinstance(value, dict) else []
+        return self.translator.handle(wire.JsonView(value)) if isinstance(value, dict) else []
 
     def body(self, body: Any) -> list[AssistantEvent]:
         if not isinstance(body, dict):
             return []
-        return list(self.translator.handle(wire.JsonView({"type": "response.completed", "response": body})))
+        return self.translator.handle(wire.JsonView({"type": "response.completed", "response": body}))
 
-    def end(self) -> list[AssistantEvent]:
-        if not self.assembler.finished:
-            raise OpenAIStreamError("the stream ended before response.completed; the answer is incomplete")
-        return []
+    def incomplete(self) -> Exception:
+        return OpenAIStreamError("the stream ended before response.completed; the answer is incomplete")
 
 
 def is_server_item(item: dict[str, Any]) -> bool:
@@ -564,8 +567,7 @@ class OpenAIResponsesProvider(OpenAIProviderBase):
     async def translate(
         self, assembler: AssistantStreamAssembler, stream: Any, model: Model
     ) -> AsyncIterator[AssistantEvent]:
-        translator = StreamTranslator(assembler)
-        async for produced in translate_stream(assembler, stream, translator.identify, translator.handle):
+        async for produced in roles.translated(StreamTranslator(assembler), stream):
             yield produced
 
 
@@ -832,7 +834,7 @@ def response_body(message: AssistantMessage, request_body: dict[str, Any], ids: 
     }
 
 
-class StreamEncoder:
+class StreamEncoder(roles.StreamEncoder):
     """Our events as Responses stream events: ``response.created``, each block as an output
     item (added, its deltas, done), server tool items when a snapshot first holds them, then
     ``response.completed`` (``response.incomplete`` at the length limit) with every item in its
@@ -845,7 +847,7 @@ class StreamEncoder:
     as it comes."""
 
     def __init__(self, request_body: dict[str, Any]) -> None:
-        self.request_body = request_body
+        super().__init__(request_body)
         self.sequence = 0
         self.outputs: dict[int, int] = {}  # content index -> output index
         self.ids: dict[int, str] = {}  # content index -> item id
@@ -854,43 +856,54 @@ class StreamEncoder:
         self.server = wire.ServerBlockWatch()
         self.pending_message: int | None = None  # a text block ended, its annotations may follow
 
-    def encode(self, event: AssistantMessageEvent) -> bytes:
-        message = event.message if event.type == "done" else event.error if event.type == "error" else event.partial
-        frames = [self._flush_message(message)] if self.pending_message is not None else []
-        frames.append(self._encode(event, message))
-        if event.type not in ("done", "error"):
-            frames.extend(self._server_items(message))
-        return b"".join(frames)
+    def before(self, event: AssistantMessageEvent, message: AssistantMessage) -> bytes:
+        """The message item held since its text ended, now that its annotations are known."""
+        return self._flush_message(message) if self.pending_message is not None else b""
 
-    def _encode(self, event: AssistantMessageEvent, message: AssistantMessage) -> bytes:
-        if event.type == "start":
-            response = {**response_body(message, self.request_body), "status": "in_progress", "usage": None}
-            return self._event("response.created", response=response) + self._event("response.in_progress", response=response)
-        if event.type in ("text_start", "thinking_start"):
-            self.outputs[event.content_index] = len(self.outputs)
-            self.deltas[event.content_index] = []
-            return b""
-        if event.type in ("text_delta", "thinking_delta"):
-            self.deltas[event.content_index].append(event.delta)
-            return b""
-        if event.type == "toolcall_start":
-            return self._begin_call(event.content_index, message)
-        if event.type == "toolcall_delta":
-            self.arguments[event.content_index] = self.arguments.get(event.content_index, "") + event.delta
-            return self._event("response.function_call_arguments.delta", **self._where(event.content_index), delta=event.delta)
-        if event.type == "text_end":
-            self.pending_message = event.content_index  # sent at the next event: annotations may follow
-            return b""
-        if event.type == "thinking_end":
-            return self._reasoning(event.content_index, message)
-        if event.type == "toolcall_end":
-            return self._end_call(event.content_index, event.tool_call)
-        if event.type == "done":
-            kind = "response.incomplete" if event.reason == "length" else "response.completed"
-            return self._event(kind, response=response_body(message, self.request_body, self.ids))
-        if event.type == "error":
-            return self._event("error", code="server_error", message=message.error_message or "the call failed", param=None)
+    def after(self, event: AssistantMessageEvent, message: AssistantMessage) -> bytes:
+        """Server items a snapshot first holds (or holds changed); the last event has them."""
+        return b"" if event.type in ("done", "error") else b"".join(self._server_items(message))
+
+    def _on_start(self, event: EventStart, message: AssistantMessage) -> bytes:
+        response = {**response_body(message, self.request_body), "status": "in_progress", "usage": None}
+        return self._event("response.created", response=response) + self._event("response.in_progress", response=response)
+
+    def _on_text_start(self, event: EventTextStart | EventThinkingStart, message: AssistantMessage) -> bytes:
+        self.outputs[event.content_index] = len(self.outputs)
+        self.deltas[event.content_index] = []
         return b""
+
+    _on_thinking_start = _on_text_start
+
+    def _on_text_delta(self, event: EventTextDelta | EventThinkingDelta, message: AssistantMessage) -> bytes:
+        self.deltas[event.content_index].append(event.delta)
+        return b""
+
+    _on_thinking_delta = _on_text_delta
+
+    def _on_toolcall_start(self, event: EventToolCallStart, message: AssistantMessage) -> bytes:
+        return self._begin_call(event.content_index, message)
+
+    def _on_toolcall_delta(self, event: EventToolCallDelta, message: AssistantMessage) -> bytes:
+        self.arguments[event.content_index] = self.arguments.get(event.content_index, "") + event.delta
+        return self._event("response.function_call_arguments.delta", **self._where(event.content_index), delta=event.delta)
+
+    def _on_text_end(self, event: EventTextEnd, message: AssistantMessage) -> bytes:
+        self.pending_message = event.content_index  # sent at the next event: annotations may follow
+        return b""
+
+    def _on_thinking_end(self, event: EventThinkingEnd, message: AssistantMessage) -> bytes:
+        return self._reasoning(event.content_index, message)
+
+    def _on_toolcall_end(self, event: EventToolCallEnd, message: AssistantMessage) -> bytes:
+        return self._end_call(event.content_index, event.tool_call)
+
+    def _on_done(self, event: EventDone, message: AssistantMessage) -> bytes:
+        kind = "response.incomplete" if event.reason == "length" else "response.completed"
+        return self._event(kind, response=response_body(message, self.request_body, self.ids))
+
+    def _on_error(self, event: EventError, message: AssistantMessage) -> bytes:
+        return self._event("error", code="server_error", message=message.error_message or "the call failed", param=None)
 
     def _event(self, kind: str, **fields: Any) -> bytes:
         frame = wire.sse_frame({"type": kind, "sequence_number": self.sequence, **fields}, event=kind)

@@ -19,6 +19,20 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "deterministic"))
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "slow: a test of a minute or more on a loaded machine; runs first (see below)"
+    )
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The slow tests first, the rest in their order: under -n, xdist hands tests out in this
+    order, a few at a time (``--maxschedchunk 1`` in pyproject's addopts), so a long test that
+    started last cannot hold the run up alone while the other workers are idle. The order is
+    the same on every worker, as xdist requires."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
+
+
 #: Options for every pytest a test starts (pytester's inner sessions, the tutorial's ``pytest``
 #: commands): the dev extras install pytest plugins this suite's inner sessions never use, and
 #: importing them costs each inner session more than the session itself (langsmith's, from the

@@ -15,6 +15,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import REPO_ROOT, cli_env
 
 FENCE = re.compile(r"^```(\S*)([^\n]*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
@@ -43,6 +45,7 @@ def test_tutorial_has_files_and_commands():
     assert sum(1 for kind, _, _ in steps if kind == "command") >= 10
 
 
+@pytest.mark.slow
 def test_every_tutorial_command_runs_as_written(tmp_path, isolated_home):
     project = tmp_path / "my-agent"
     project.mkdir()

@@ -86,6 +86,7 @@ def _recording(pytester: pytest.Pytester, name: str) -> bytes:
     return (pytester.path / "recordings" / "test_app" / f"{name}.jsonl").read_bytes()
 
 
+@pytest.mark.slow
 def test_record_replay_offline_drift_and_update_through_the_fixture(pytester):
     _project(pytester, by_marker=True)
     with CountingEchoServer() as server:
@@ -188,6 +189,7 @@ def test_gemini_client(llm_proxy):
         ("test_gemini_client", "google", "GEMINI_API_KEY"),
     ],
 )
+@pytest.mark.slow
 def test_the_anthropic_and_google_sdks_find_the_proxy_from_their_variables(pytester, test, chunks, key_variable):
     """Each SDK's own client, built with no argument, reaches the proxy through the variable the
     fixture sets; in replay it starts with the placeholder key, as no key is set. The calls do

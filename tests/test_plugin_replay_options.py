@@ -108,6 +108,7 @@ def test_through_the_proxy(llm_proxy):
 '''
 
 
+@pytest.mark.slow
 def test_llm_proxy_serves_the_markers_faults_and_the_sdk_retries(pytester):
     from tests.test_plugin_live_guard import CountingEchoServer
 

@@ -148,6 +148,7 @@ def test_an_invalid_project_blocks_the_plan_naming_the_file(tmp_path, monkeypatc
     assert f"{tmp_path / 'openprogram.toml'}: record_replay.ignore must be a list of field patterns" in plan.reason
 
 
+@pytest.mark.slow
 def test_the_plugin_replays_with_the_projects_rules(pytester):
     """A project's normalize rule makes a volatile date in the prompt replay green."""
     pytester.makefile(".toml", pyproject='[tool.openprogram.record_replay]\nnormalize = [["\\\\d{4}-\\\\d\\\\d-\\\\d\\\\d", "<date>"]]\n')

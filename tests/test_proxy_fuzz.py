@@ -232,6 +232,7 @@ def _echoes(text: str, secret: str) -> bool:
     return any(secret[start : start + 8] in text for start in range(len(secret) - 7))
 
 
+@pytest.mark.slow
 def test_malformed_bodies_are_answered_400_without_a_traceback_or_a_secret(recorded, caplog):
     bodies = fuzzed_bodies()
     assert len(bodies) == 6400

@@ -103,6 +103,7 @@ def test_record_then_replay_offline(inner):
     assert path.read_bytes() == before
 
 
+@pytest.mark.slow
 def test_drifted_prompt_fails_with_the_mismatch_report_and_rewrite_fixes_it(inner):
     run_inner(inner, "--llm-record-mode=record").assert_outcomes(passed=2)
     drifted = run_inner(inner, "test_agent_suite.py::test_agent", INNER_PROMPT="/calculator 42")
@@ -169,6 +170,7 @@ def test_off_mode_calls_the_provider_and_records_nothing(inner):
     assert not (inner.path / "recordings").exists()
 
 
+@pytest.mark.slow
 def test_xdist_records_and_replays_twenty_tests(pytester):
     pytester.makepyfile(test_agent_suite="""
 import asyncio, pytest

@@ -73,6 +73,7 @@ def _work(path: Path, kilobytes: int) -> dict[str, int]:
     return counts
 
 
+@pytest.mark.slow
 def test_recording_tool_arguments_does_linear_work(tmp_path):
     counts = {kb: _work(tmp_path / f"{kb}.jsonl", kb) for kb in (50, 100, 200)}
     assert counts[50]["redacted"] >= 50 * 1024  # the whole arguments were looked at, once

@@ -12,6 +12,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from bench.echo_server import EchoServer
 from tests.conftest import cli_env
 from tests.test_recordings_cli import cli
@@ -78,6 +80,7 @@ def _project(folder: Path, base_url: str) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_recorded_tests_replay_on_a_clone_with_a_fresh_state_folder(tmp_path):
     with EchoServer() as server:
         project = _project(tmp_path / "team-agent", server.base_url)

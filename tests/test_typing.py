@@ -1,10 +1,13 @@
 """The package is typed (``py.typed``, a strict mypy check with 0 errors), and so is its public
 API for users: a small typed program written against it passes the user's own ``mypy
 --strict``, and a program with mistakes is reported exactly at them. Runs mypy in a
-subprocess, sharing one cache between the checks (the package is analysed once)."""
+subprocess, sharing one cache between the checks (the package is analysed once), across the
+workers of a parallel run too."""
 
 from __future__ import annotations
 
+import fcntl
+import os
 import re
 import subprocess
 import zipfile
@@ -19,18 +22,30 @@ PROGRAMS = Path(__file__).parent / "typing_programs"
 pytest.importorskip("mypy", reason="the dev extra installs mypy")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def cache(tmp_path_factory) -> Path:
-    return tmp_path_factory.mktemp("mypy-cache")
+    """One cache for the run: under xdist, in the folder the workers' temporary folders share
+    (a cache per worker would have each worker's first check analyse the whole package)."""
+    run_folder = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        run_folder = run_folder.parent
+    folder = run_folder / "mypy-cache"
+    folder.mkdir(exist_ok=True)
+    return folder
 
 
 def mypy(cache: Path, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [PYTHON, "-m", "mypy", "--cache-dir", str(cache), "--no-color-output", "--no-error-summary", *args],
-        cwd=REPO_ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600,
-    )  # fmt: skip
+    """One check at a time per cache: a check that waits reads what the first one wrote,
+    instead of analysing the package again beside it."""
+    with open(cache.with_suffix(".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        return subprocess.run(
+            [PYTHON, "-m", "mypy", "--cache-dir", str(cache), "--no-color-output", "--no-error-summary", *args],
+            cwd=REPO_ROOT, capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=600,
+        )  # fmt: skip
 
 
+@pytest.mark.slow  # first: the user programs' checks, later, find the package in the cache
 def test_the_package_passes_its_strict_type_check(cache):
     """``[tool.mypy]`` in pyproject.toml: strict, with the pydantic plugin, over openprogram/."""
     result = mypy(cache)

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.test_pytest_plugin import recording_file, run_inner
 from tests.test_recordings_cli import writer_holding
 
@@ -30,6 +32,7 @@ def sessions(path) -> list[str]:
     return [json.loads(line).get("session") for line in path.read_text().splitlines() if '"request"' in line]
 
 
+@pytest.mark.slow
 def test_an_updated_test_is_one_session_and_its_unused_calls_still_fail(pytester):
     pytester.makepyfile(test_agent_suite=SUITE)
     run_inner(pytester, "--llm-record-mode=record").assert_outcomes(passed=1)

@@ -82,6 +82,7 @@ def read_exactly(fd: int, count: int) -> bytes:
     return data
 
 
+@pytest.mark.slow
 def test_fifty_update_runs_killed_at_random_points_never_lose_a_call(tmp_path, live):
     path = tmp_path / "ten.jsonl"
     prompts = [f"step {index}" for index in range(10)]

@@ -9,6 +9,8 @@ import os
 import subprocess
 import time
 
+import pytest
+
 from tests.conftest import PYTHON, cli_env
 from tests.test_recordings_cli import cli, recordings
 
@@ -47,6 +49,7 @@ def offline(home, *args: str) -> subprocess.CompletedProcess:
     return result
 
 
+@pytest.mark.slow
 def test_record_run_replay_offline_mismatch_and_manage(isolated_home):
     home = isolated_home
     folder = home / "recordings"

@@ -260,6 +260,7 @@ def test_the_demo_ends_with_the_page_of_its_recording(isolated_home):
 # ============================================================================ pytest drift page
 
 
+@pytest.mark.slow
 def test_a_drifted_replay_writes_the_drift_page_outside_the_recordings_and_a_pass_removes_it(inner):  # noqa: F811
     run_inner(inner, "--llm-record-mode=record").assert_outcomes(passed=2)
     reports = inner.path / "llm-reports"

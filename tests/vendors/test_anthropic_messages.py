@@ -24,16 +24,11 @@ from openprogram.providers.types import (
 from openprogram.providers.vendors.anthropic_messages import AnthropicMessagesProvider
 from tests.transcripts import anthropic_streams as t
 from tests.transcripts.event_summary import collect
-from tests.vendor_server import ScriptedResponse, VendorServer
+from tests.vendor_server import ScriptedResponse
 from tests.vendors.test_vendor_contract import ANTHROPIC as CASE
 
 KEY = CASE.key
 
-
-@pytest.fixture
-def server():
-    with VendorServer() as running:
-        yield running
 
 
 @pytest.fixture

@@ -366,11 +366,6 @@ async def live_failure(case: VendorCase, kind: str, server: VendorServer) -> lis
         return await collect(live_provider(case, kind).stream(model, HELLO, case.options()))
 
 
-@pytest.fixture
-def server() -> Iterator[VendorServer]:
-    with VendorServer() as running:
-        yield running
-
 
 @pytest.mark.parametrize("kind", ["rate_limit", "overloaded", "server_error", "network", "cut", "timeout", "timeout-mid"])
 @pytest.mark.parametrize("case", CASES, ids=[case.api for case in CASES])

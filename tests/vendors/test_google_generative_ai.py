@@ -27,17 +27,12 @@ from openprogram.providers.vendors.google_generative_ai import GoogleGenerativeA
 from tests.event_checks import assert_well_formed, final_message
 from tests.transcripts import google_streams as t
 from tests.transcripts.event_summary import collect, summarize
-from tests.vendor_server import ScriptedResponse, VendorServer
+from tests.vendor_server import ScriptedResponse
 from tests.vendors.test_vendor_contract import GOOGLE as CASE
 
 KEY = CASE.key
 JSON = {"content-type": "application/json"}
 
-
-@pytest.fixture
-def server():
-    with VendorServer() as running:
-        yield running
 
 
 @pytest.fixture

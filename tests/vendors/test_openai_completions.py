@@ -39,11 +39,6 @@ API = "openai-completions"
 KEY = CASE.key
 
 
-@pytest.fixture
-def server():
-    with VendorServer() as running:
-        yield running
-
 
 def gpt(server: VendorServer, **overrides) -> Model:
     return CASE.model(server.url, **overrides)

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from openprogram.providers.types import (
     AssistantMessage,
     Context,
@@ -41,11 +39,6 @@ from tests.vendors.test_vendor_contract import RESPONSES as CASE
 API = "openai-responses"
 KEY = CASE.key
 
-
-@pytest.fixture
-def server():
-    with VendorServer() as running:
-        yield running
 
 
 def gpt5(server: VendorServer, **overrides) -> Model:

@@ -1118,11 +1118,6 @@ every_vendor = pytest.mark.parametrize("case", CASES, ids=lambda case: case.api)
 # --------------------------------------------------------------------------- helpers
 
 
-@pytest.fixture
-def server():
-    with VendorServer() as running:
-        yield running
-
 
 async def stream(
     case: VendorCase,

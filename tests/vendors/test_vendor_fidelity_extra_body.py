@@ -15,16 +15,11 @@ from openprogram.providers.stream import complete, complete_simple
 from openprogram.providers.types import Context, SimpleStreamOptions, StreamOptions, UserMessage
 from tests.transcripts.agent_session import run_echo_session
 from tests.transcripts.event_summary import collect
-from tests.vendor_server import ScriptedResponse, VendorServer
+from tests.vendor_server import ScriptedResponse
 from tests.vendors.test_vendor_contract import ANTHROPIC, COMPLETIONS, GOOGLE, RESPONSES, VendorCase
 
 HELLO = Context(messages=[UserMessage(content="Say hello", timestamp=1)])
 
-
-@pytest.fixture
-def server():
-    with VendorServer() as running:
-        yield running
 
 
 #: Per vendor: the typed options, the extra body, and what the wire body must then hold (top

@@ -35,11 +35,6 @@ HELLO = Context(messages=[UserMessage(content="Weather in Oslo?", timestamp=1)])
 THEN = UserMessage(content="Thanks", timestamp=3)
 
 
-@pytest.fixture
-def server():
-    with VendorServer() as running:
-        yield running
-
 
 def sdk_base64(signature: str) -> str:
     """A signature as the SDK writes it on the wire: the same bytes, URL-safe base64."""

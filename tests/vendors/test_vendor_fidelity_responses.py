@@ -34,11 +34,6 @@ HELLO = Context(messages=[UserMessage(content="Use the tools", timestamp=1)])
 THEN = UserMessage(content="Thanks", timestamp=3)
 
 
-@pytest.fixture
-def server():
-    with VendorServer() as running:
-        yield running
-
 
 async def events_of(server: VendorServer, chunks: list[bytes], model: Model | None = None) -> list:
     server.queue(ScriptedResponse(chunks=chunks))

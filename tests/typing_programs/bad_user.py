@@ -1,4 +1,4 @@
-"""The good program's mistakes a typed package catches (tests/test_typing.py expects mypy
+"""The good program's mistakes a typed package catches (tests/repo/test_typing.py expects mypy
 to report each marked line, and nothing else)."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """A small user program written against openprogram's public API, checked with ``mypy
---strict`` by tests/test_typing.py: every name it uses must be typed for it to pass."""
+--strict`` by tests/repo/test_typing.py: every name it uses must be typed for it to pass."""
 
 from __future__ import annotations
 

@@ -3,7 +3,7 @@
 One list, read by ``openprogram models list`` and checked against the tests and
 docs/vendors.md, so that what the product claims to support is what is tested. A quirk is
 what a server sends differently from OpenAI's own Chat Completions stream; ``covered_by``
-names the transcript scenarios (in tests/test_vendor_contract.py) or tests that serve that
+names the transcript scenarios (in tests/vendors/test_vendor_contract.py) or tests that serve that
 shape from 127.0.0.1 to the real SDK.
 """
 

@@ -7,7 +7,7 @@ One table per vendor, read two ways: ``openprogram proxy`` sends a fault's
 replay through the provider layer builds the exception the vendor provider meets live, which
 the provider's own error describer turns into the ``error_message`` a live call would show.
 The transport failures (a stall, a dropped connection, a refused one) are the exceptions the
-SDKs raise for them, as a local server that misbehaves this way shows (tests/test_faults.py
+SDKs raise for them, as a local server that misbehaves this way shows (tests/vendors/test_faults.py
 compares each with a live provider's).
 """
 

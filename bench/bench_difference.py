@@ -54,7 +54,9 @@ def _messages(count: int, clock: int, last_text: str) -> list:
         turn = index // 3
         if index % 3 == 0:
             messages.append(
-                UserMessage(content=f"Please look up item {turn} and summarise it.", timestamp=timestamp)
+                UserMessage(
+                    content=f"Please look up item {turn} and summarise it.", timestamp=timestamp
+                )
             )
         elif index % 3 == 1:
             messages.append(
@@ -80,7 +82,9 @@ def _messages(count: int, clock: int, last_text: str) -> list:
                 ToolResultMessage(
                     tool_call_id=f"call_{turn:05d}",
                     tool_name="lookup",
-                    content=[TextContent(text=f"item {turn}: name=widget-{turn}, price={turn * 1.5}")],
+                    content=[
+                        TextContent(text=f"item {turn}: name=widget-{turn}, price={turn * 1.5}")
+                    ],
                     details={"rows": 1, "cached": False},
                     timestamp=timestamp,
                 )
@@ -93,9 +97,15 @@ def _context(clock: int, last_text: str) -> Context:
     tool = Tool(
         name="lookup",
         description="Look an item up in the catalogue.",
-        parameters={"type": "object", "properties": {"item": {"type": "integer"}}, "required": ["item"]},
+        parameters={
+            "type": "object",
+            "properties": {"item": {"type": "integer"}},
+            "required": ["item"],
+        },
     )
-    return Context(system_prompt="You are terse.", messages=_messages(MESSAGES, clock, last_text), tools=[tool])
+    return Context(
+        system_prompt="You are terse.", messages=_messages(MESSAGES, clock, last_text), tools=[tool]
+    )
 
 
 def _row(name: str, recorded_context: Context, incoming_context: Context, limit: float) -> Row:
@@ -113,7 +123,9 @@ def _row(name: str, recorded_context: Context, incoming_context: Context, limit:
 
     baseline = best_time(dump_both, repeat=REPEAT)
     measured = best_time(lambda: find_first_difference(recorded, incoming), repeat=REPEAT)
-    return ratio_row(name, measured, baseline, limit, "baseline: model_dump(mode='json') of both contexts")
+    return ratio_row(
+        name, measured, baseline, limit, "baseline: model_dump(mode='json') of both contexts"
+    )
 
 
 END_TO_END_LIMIT = 3.0
@@ -143,10 +155,21 @@ def _end_to_end_row(recorded_context: Context, incoming_context: Context) -> Row
         expected = f"context.messages[{MESSAGES - 1}].content"
         found = open_and_mismatch().field_path
         if found != expected:
-            return Row(name, f"wrong field {found!r}", f"<= {END_TO_END_LIMIT:g}x", False, f"expected {expected}")
-        baseline, measured = paired_best(lambda: incoming_context.model_dump(mode="json"), open_and_mismatch)
+            return Row(
+                name,
+                f"wrong field {found!r}",
+                f"<= {END_TO_END_LIMIT:g}x",
+                False,
+                f"expected {expected}",
+            )
+        baseline, measured = paired_best(
+            lambda: incoming_context.model_dump(mode="json"), open_and_mismatch
+        )
     return ratio_row(
-        name, measured, baseline, END_TO_END_LIMIT,
+        name,
+        measured,
+        baseline,
+        END_TO_END_LIMIT,
         "open the file + replay until ReplayMismatch; baseline: one model_dump(mode='json') of the "
         "incoming context; the issue's target is <= 0.02 s",
     )
@@ -159,5 +182,7 @@ def run() -> list[Row]:
     return [
         _end_to_end_row(recorded, same_clock),
         _row("difference: 2,000 messages, same timestamps", recorded, same_clock, LIMIT),
-        _row("difference: 2,000 messages, other timestamps", recorded, other_clock, LIMIT_OTHER_CLOCK),
+        _row(
+            "difference: 2,000 messages, other timestamps", recorded, other_clock, LIMIT_OTHER_CLOCK
+        ),
     ]

@@ -55,7 +55,9 @@ def _row(folder: Path, name: str, calls: int, words: int, lanes: int) -> Row:
     def replay(path: Path, lanes_used: int) -> None:
         counts[path.name] = asyncio.run(_calls(ReplayProvider(path), calls, lanes_used))
 
-    baseline, measured = paired_best(lambda: replay(single, 1), lambda: replay(laned, lanes), rounds=7)
+    baseline, measured = paired_best(
+        lambda: replay(single, 1), lambda: replay(laned, lanes), rounds=7
+    )
     events = counts[laned.name]
     detail = f"{events / measured / 1000:.0f}k vs {events / baseline / 1000:.0f}k events/s, one lane as the baseline"
     return ratio_row(name, measured, baseline, LIMIT, detail)

@@ -50,8 +50,12 @@ def file_text(number: int) -> str:
     return " ".join(words)[:TOOL_OUTPUT_BYTES]
 
 
-async def _read(tool_call_id: str, args: dict[str, Any], signal: Any, on_update: Any) -> AgentToolResult:
-    return AgentToolResult(content=[TextContent(text=file_text(int(args["path"].removeprefix("file"))))])
+async def _read(
+    tool_call_id: str, args: dict[str, Any], signal: Any, on_update: Any
+) -> AgentToolResult:
+    return AgentToolResult(
+        content=[TextContent(text=file_text(int(args["path"].removeprefix("file"))))]
+    )
 
 
 def _tools() -> list[AgentTool]:
@@ -60,7 +64,9 @@ def _tools() -> list[AgentTool]:
 
 
 async def _agent(turns: int) -> AgentContext:
-    script = [faux_tool_call("read", {"path": f"file{turn}"}, id=f"call_{turn}") for turn in range(turns)]
+    script = [
+        faux_tool_call("read", {"path": f"file{turn}"}, id=f"call_{turn}") for turn in range(turns)
+    ]
     register_api_provider(MODEL.api, FauxProvider([*script, faux_text("I read every file.")]))
     context = AgentContext(system_prompt="You read files.", tools=_tools())
     config = AgentLoopConfig(model=MODEL, max_turns=turns + 1)
@@ -76,7 +82,14 @@ def run_agent(path: Path, turns: int, mode: str) -> AgentContext:
 
 def distinct_bytes(context: AgentContext) -> int:
     """The conversation's content encoded once: every prompt, tool result and answer."""
-    return len(orjson.dumps([context.system_prompt, [message.model_dump(mode="json") for message in context.messages]]))
+    return len(
+        orjson.dumps(
+            [
+                context.system_prompt,
+                [message.model_dump(mode="json") for message in context.messages],
+            ]
+        )
+    )
 
 
 def _record_open_replay(folder: Path, turns: int) -> None:
@@ -98,7 +111,9 @@ def run() -> list[Row]:
         context = run_agent(path, TURNS, "record")
         size, content = path.stat().st_size, distinct_bytes(context)
         ratio = size / content
-        version_1 = folder / "version1.jsonl"  # appending keeps a file's version: every context whole
+        version_1 = (
+            folder / "version1.jsonl"
+        )  # appending keeps a file's version: every context whole
         version_1.write_bytes(encode_line(header_row(1)))
         run_agent(version_1, TURNS, "record")
         size_row = Row(
@@ -112,9 +127,13 @@ def run() -> list[Row]:
         for turns in (TURNS, 2 * TURNS):  # the tool's texts are made once, before timing
             _bare(turns)
         short, long = paired_best(
-            lambda: _record_open_replay(folder, TURNS), lambda: _record_open_replay(folder, 2 * TURNS), rounds=5
+            lambda: _record_open_replay(folder, TURNS),
+            lambda: _record_open_replay(folder, 2 * TURNS),
+            rounds=5,
         )
-        bare_short, bare_long = paired_best(lambda: _bare(TURNS), lambda: _bare(2 * TURNS), rounds=5)
+        bare_short, bare_long = paired_best(
+            lambda: _bare(TURNS), lambda: _bare(2 * TURNS), rounds=5
+        )
         recorded_growth, agent_growth = long / short, bare_long / bare_short
         relative = recorded_growth / agent_growth
         linear_row = Row(

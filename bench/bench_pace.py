@@ -79,8 +79,18 @@ def run() -> list[Row]:
                 f"the recording's last event is at {FIRST_MS + GAP_MS * (DELTAS + 3)} ms",
             )
         ]
-        plain, rechunked = paired_best(lambda: _replay(path), lambda: _replay(path, rechunk=7), rounds=7)
-        rows.append(ratio_row("replay rechunk=SEED vs as recorded (50 deltas)", rechunked, plain, 3.0, "CPU time, open included"))
+        plain, rechunked = paired_best(
+            lambda: _replay(path), lambda: _replay(path, rechunk=7), rounds=7
+        )
+        rows.append(
+            ratio_row(
+                "replay rechunk=SEED vs as recorded (50 deltas)",
+                rechunked,
+                plain,
+                3.0,
+                "CPU time, open included",
+            )
+        )
     return rows
 
 

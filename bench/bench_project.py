@@ -73,10 +73,16 @@ def _runner(home: str, cwd: Path, *command: str):
 
     def run_once() -> None:
         completed = subprocess.run(
-            [sys.executable, *command], cwd=cwd, env=env, capture_output=True, stdin=subprocess.DEVNULL
+            [sys.executable, *command],
+            cwd=cwd,
+            env=env,
+            capture_output=True,
+            stdin=subprocess.DEVNULL,
         )
         if completed.returncode != 0:
-            raise RuntimeError(f"{' '.join(command)} failed in {cwd}: {completed.stderr.decode()[-500:]}")
+            raise RuntimeError(
+                f"{' '.join(command)} failed in {cwd}: {completed.stderr.decode()[-500:]}"
+            )
 
     return run_once
 
@@ -125,8 +131,32 @@ def run() -> list[Row]:
             _runner(str(home), outside, "-m", "openprogram", "recordings", "status"),
         )
         plugin = _paired(
-            _runner(str(home), inside, "-m", "pytest", "-q", "-p", "openprogram.testing", "-p", "no:cacheprovider", "--llm-record-mode=off", "test_start.py"),
-            _runner(str(home), outside, "-m", "pytest", "-q", "-p", "openprogram.testing", "-p", "no:cacheprovider", "--llm-record-mode=off", "test_start.py"),
+            _runner(
+                str(home),
+                inside,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "openprogram.testing",
+                "-p",
+                "no:cacheprovider",
+                "--llm-record-mode=off",
+                "test_start.py",
+            ),
+            _runner(
+                str(home),
+                outside,
+                "-m",
+                "pytest",
+                "-q",
+                "-p",
+                "openprogram.testing",
+                "-p",
+                "no:cacheprovider",
+                "--llm-record-mode=off",
+                "test_start.py",
+            ),
         )
         cold = _cold_lookup_ms(inside)
     return [

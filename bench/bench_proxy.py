@@ -35,12 +35,21 @@ RECORD_LIMIT = 1.3
 REPLAY_LIMIT = 1.1
 #: How much later than the plain server's the first text delta may arrive through the proxy.
 FIRST_DELTA_LIMIT_MS = 2.0
-REQUEST = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Count to 200."}], "stream": True}
+REQUEST = {
+    "model": "gpt-4o-mini",
+    "messages": [{"role": "user", "content": "Count to 200."}],
+    "stream": True,
+}
 
 
 def stream_bytes() -> bytes:
     """The stream as OpenAI writes it: role chunk, 200 content deltas, finish, usage, [DONE]."""
-    head = {"id": "chatcmpl-bench", "object": "chat.completion.chunk", "created": 1_700_000_000, "model": "gpt-4o-mini"}
+    head = {
+        "id": "chatcmpl-bench",
+        "object": "chat.completion.chunk",
+        "created": 1_700_000_000,
+        "model": "gpt-4o-mini",
+    }
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
         body = {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
@@ -91,7 +100,9 @@ class PlainServer:
 
         self.server = _QuietServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
 
     @property
     def url(self) -> str:
@@ -121,7 +132,9 @@ def read_stream(client: Any) -> tuple[float, float, str]:
 
 
 def paired(
-    baseline: Callable[[], tuple[float, float, str]], measured: Callable[[], tuple[float, float, str]], rounds: int
+    baseline: Callable[[], tuple[float, float, str]],
+    measured: Callable[[], tuple[float, float, str]],
+    rounds: int,
 ) -> tuple[tuple[float, float, str], tuple[float, float, str]]:
     """The fastest first delta and whole call of each way, called alternately so that a burst
     of load on the machine hits both alike."""
@@ -149,13 +162,18 @@ class ProxyProcess:
         env = {**os.environ, "OPENPROGRAM_HOME": home}
         self.process = subprocess.Popen(
             [sys.executable, "-m", "openprogram", "proxy", "--port", "0", *arguments],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
         )
         assert self.process.stdout is not None
         first = self.process.stdout.readline()
         if "listening on " not in first:
             self.stop()
-            raise RuntimeError(f"the proxy did not start: {first}{self.process.stderr.read() if self.process.stderr else ''}")
+            raise RuntimeError(
+                f"the proxy did not start: {first}{self.process.stderr.read() if self.process.stderr else ''}"
+            )
         self.url = first.split("listening on ", 1)[1].split(" ", 1)[0]
 
     def stop(self) -> None:
@@ -182,14 +200,20 @@ def run() -> list[Row]:
         plain_client = client(server.url)
         read_stream(plain_client)  # warm: the SDK's first call loads what it needs
         upstream = f"openai-completions={server.url}/v1"
-        with ProxyProcess("--mode", "record", "--recording", str(path), "--upstream", upstream) as proxy:
+        with ProxyProcess(
+            "--mode", "record", "--recording", str(path), "--upstream", upstream
+        ) as proxy:
             proxied = client(proxy.url)
             read_stream(proxied)
-            plain, recorded = paired(lambda: read_stream(plain_client), lambda: read_stream(proxied), REPEAT)
+            plain, recorded = paired(
+                lambda: read_stream(plain_client), lambda: read_stream(proxied), REPEAT
+            )
         with ProxyProcess("--mode", "replay", "--recording", str(path)) as proxy:
             proxied = client(proxy.url)
             read_stream(proxied)  # the recording holds REPEAT + 1 identical calls, in one lane
-            plain_again, replayed = paired(lambda: read_stream(plain_client), lambda: read_stream(proxied), REPEAT)
+            plain_again, replayed = paired(
+                lambda: read_stream(plain_client), lambda: read_stream(proxied), REPEAT
+            )
     assert plain[2] == recorded[2] == replayed[2] == expected, "a stream came back changed"
     return [
         _row("record", recorded, plain, RECORD_LIMIT),
@@ -199,7 +223,9 @@ def run() -> list[Row]:
     ]
 
 
-def _row(mode: str, measured: tuple[float, float, str], plain: tuple[float, float, str], limit: float) -> Row:
+def _row(
+    mode: str, measured: tuple[float, float, str], plain: tuple[float, float, str], limit: float
+) -> Row:
     ratio = measured[1] / plain[1]
     return Row(
         f"proxy: {DELTAS}-delta stream, {mode} vs plain server (openai SDK)",
@@ -209,7 +235,9 @@ def _row(mode: str, measured: tuple[float, float, str], plain: tuple[float, floa
     )
 
 
-def _first_delta_row(mode: str, measured: tuple[float, float, str], plain: tuple[float, float, str]) -> Row:
+def _first_delta_row(
+    mode: str, measured: tuple[float, float, str], plain: tuple[float, float, str]
+) -> Row:
     later = (measured[0] - plain[0]) * 1000
     return Row(
         f"proxy: first text delta, {mode} vs plain server",

@@ -86,7 +86,8 @@ def _fresh(folder: Path, name: str) -> Path:
 
 def _recording_overhead(folder: Path) -> Row:
     bare, recorded = paired_best(
-        lambda: _bare(CALLS, DELTAS), lambda: _record(_fresh(folder, "overhead.jsonl"), CALLS, DELTAS)
+        lambda: _bare(CALLS, DELTAS),
+        lambda: _record(_fresh(folder, "overhead.jsonl"), CALLS, DELTAS),
     )
     return ratio_row(
         f"record {CALLS} calls x {DELTAS} deltas", recorded, bare, 2.0, "vs the bare faux provider"
@@ -96,7 +97,9 @@ def _recording_overhead(folder: Path) -> Row:
 def _long_answer(folder: Path) -> list[Row]:
     path = folder / "long.jsonl"
     bare, recorded = paired_best(
-        lambda: _bare(1, LONG_DELTAS), lambda: _record(_fresh(folder, "long.jsonl"), 1, LONG_DELTAS), rounds=5
+        lambda: _bare(1, LONG_DELTAS),
+        lambda: _record(_fresh(folder, "long.jsonl"), 1, LONG_DELTAS),
+        rounds=5,
     )
     plain = asyncio.run(_plain_size(_faux(1, LONG_DELTAS)))
     size = path.stat().st_size
@@ -109,7 +112,9 @@ def _long_answer(folder: Path) -> list[Row]:
             ratio <= 3.0,
             "vs the events dumped without partial",
         ),
-        ratio_row(f"record a {LONG_DELTAS}-delta answer", recorded, bare, 2.0, "vs the bare faux provider"),
+        ratio_row(
+            f"record a {LONG_DELTAS}-delta answer", recorded, bare, 2.0, "vs the bare faux provider"
+        ),
     ]
 
 
@@ -161,7 +166,10 @@ def _replay_cost(folder: Path, name: str, calls: int, deltas: int, limit: float)
     floor_ratio = floor / floor_baseline if floor_baseline > 0 else float("inf")
     return [
         ratio_row(
-            f"open + replay {calls} x {deltas}", measured, baseline, limit,
+            f"open + replay {calls} x {deltas}",
+            measured,
+            baseline,
+            limit,
             f"{rate / 1000:.1f}k events/s ({len(dumps)} events, CPU time); "
             "vs validating the same event dicts with pydantic",
         ),
@@ -189,7 +197,10 @@ def _replay_floor(path: Path) -> None:
         _set_private,
     )
 
-    message_fields, event_fields = set(AssistantMessage.model_fields), set(EventTextDelta.model_fields)
+    message_fields, event_fields = (
+        set(AssistantMessage.model_fields),
+        set(EventTextDelta.model_fields),
+    )
 
     def construct(cls: type, values: dict, fields: set) -> object:
         built = _new(cls)
@@ -216,9 +227,24 @@ def _replay_floor(path: Path) -> None:
                     content.append(TextContent.model_validate(op[2]))
         else:
             block = content[0]
-            content[0] = construct(TextContent, {**block.__dict__, "text": block.text + event["delta"]}, block.__pydantic_fields_set__)
-            message = construct(AssistantMessage, dict(base, content=content.copy()), message_fields)
-            construct(EventTextDelta, {"type": "text_delta", "content_index": 0, "delta": event["delta"], "partial": message}, event_fields)
+            content[0] = construct(
+                TextContent,
+                {**block.__dict__, "text": block.text + event["delta"]},
+                block.__pydantic_fields_set__,
+            )
+            message = construct(
+                AssistantMessage, dict(base, content=content.copy()), message_fields
+            )
+            construct(
+                EventTextDelta,
+                {
+                    "type": "text_delta",
+                    "content_index": 0,
+                    "delta": event["delta"],
+                    "partial": message,
+                },
+                event_fields,
+            )
 
 
 #: The issue's target for the 20,000-delta answer is 60k events/s (CPU time) on the 2-core
@@ -250,10 +276,15 @@ def _long_replay_cost(folder: Path) -> Row:
     path = folder / "replay-long.jsonl"
     _record(path, 1, LONG_DELTAS)
     events = read_recording_file(path).calls[0].event_count
-    baseline, measured = paired_best(lambda: _text_growth_floor(path), lambda: _replay_all(path, 1), 5)
+    baseline, measured = paired_best(
+        lambda: _text_growth_floor(path), lambda: _replay_all(path, 1), 5
+    )
     rate = events / measured if measured > 0 else float("inf")
     return ratio_row(
-        f"open + replay a {LONG_DELTAS}-delta answer", measured, baseline, LONG_REPLAY_LIMIT,
+        f"open + replay a {LONG_DELTAS}-delta answer",
+        measured,
+        baseline,
+        LONG_REPLAY_LIMIT,
         f"{rate / 1000:.1f}k events/s ({events} events, CPU time; target 60k); vs parsing its "
         "lines and growing its text, one new string per delta (what any replay does; "
         "validating the event dicts with pydantic copies no text, so the ratio to it grows "
@@ -274,7 +305,10 @@ def _open_thousand_calls(big: Path) -> Row:
     events = ReplayProvider(big).recording.event_count
     rate = events / measured if measured > 0 else float("inf")
     return ratio_row(
-        "open + validate 1,000 calls x 100 events", measured, baseline, 1.0,
+        "open + validate 1,000 calls x 100 events",
+        measured,
+        baseline,
+        1.0,
         f"{rate / 1000:.0f}k events/s ({events} events, CPU time); vs orjson.loads of every line, "
         f"the dicts kept (a reader that checks nothing); {big.stat().st_size / 1e6:.0f} MB file; "
         "target 0.8 s",
@@ -308,7 +342,10 @@ def _append_in_new_process(folder: Path, big: Path) -> Row:
 
     def child(path: Path) -> float:
         result = subprocess.run(
-            [sys.executable, "-c", APPEND_CHILD, str(path)], capture_output=True, text=True, check=True
+            [sys.executable, "-c", APPEND_CHILD, str(path)],
+            capture_output=True,
+            text=True,
+            check=True,
         )
         return float(result.stdout.strip())
 
@@ -317,7 +354,10 @@ def _append_in_new_process(folder: Path, big: Path) -> Row:
         empty_times.append(child(_fresh(folder, "empty.jsonl")))
         big_times.append(child(big))
     return ratio_row(
-        "record one more call into a 1,000-call file (new process)", min(big_times), min(empty_times), 1.5,
+        "record one more call into a 1,000-call file (new process)",
+        min(big_times),
+        min(empty_times),
+        1.5,
         f"vs into an empty file; {size / 1e6:.0f} MB file, 1,000 calls x 100 deltas",
     )
 
@@ -417,7 +457,10 @@ def _allocation(folder: Path) -> Row:
     first.sink.close()
     second.sink.close()
     return ratio_row(
-        "record call 1000 vs call 1", late / sample, early / sample, 1.2,
+        "record call 1000 vs call 1",
+        late / sample,
+        early / sample,
+        1.2,
         "per call, two sinks alternating on one file",
     )
 
@@ -466,7 +509,9 @@ def _streamed(folder: Path, kind: str, size: int, name: str) -> Row:
         asyncio.run(_consume(_FixedDeltas(kind, body, size), 1, 0))
 
     def recorded() -> None:
-        provider = RecordingProvider(_FixedDeltas(kind, body, size), _fresh(folder, "streamed.jsonl"))
+        provider = RecordingProvider(
+            _FixedDeltas(kind, body, size), _fresh(folder, "streamed.jsonl")
+        )
         asyncio.run(_consume(provider, 1, 0))
         provider.sink.close()
 
@@ -488,6 +533,12 @@ def run() -> list[Row]:
         rows.append(_open_memory(big))
         rows.append(_allocation(folder))
         rows.append(_append_in_new_process(folder, big))
-        rows.append(_streamed(folder, "text", 4, f"record {STREAMED_KB} KB whitespace-free text (4-char deltas)"))
-        rows.append(_streamed(folder, "tool", 8, f"record {STREAMED_KB} KB tool arguments (8-char deltas)"))
+        rows.append(
+            _streamed(
+                folder, "text", 4, f"record {STREAMED_KB} KB whitespace-free text (4-char deltas)"
+            )
+        )
+        rows.append(
+            _streamed(folder, "tool", 8, f"record {STREAMED_KB} KB tool arguments (8-char deltas)")
+        )
         return rows

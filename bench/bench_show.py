@@ -30,13 +30,25 @@ TARGET = 0.5
 CALLS, EVENTS = 200, 100
 
 _MODEL = {
-    "id": "echo", "name": "echo", "api": "faux", "provider": "faux", "base_url": "",
-    "reasoning": False, "input": ["text"],
+    "id": "echo",
+    "name": "echo",
+    "api": "faux",
+    "provider": "faux",
+    "base_url": "",
+    "reasoning": False,
+    "input": ["text"],
     "cost": {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0},
-    "context_window": 128000, "max_tokens": 8192, "headers": None, "compat": None,
+    "context_window": 128000,
+    "max_tokens": 8192,
+    "headers": None,
+    "compat": None,
 }
 _USAGE = {
-    "input": 17, "output": 11, "cache_read": 0, "cache_write": 0, "total_tokens": 28,
+    "input": 17,
+    "output": 11,
+    "cache_read": 0,
+    "cache_write": 0,
+    "total_tokens": 28,
     "cost": {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0, "total": 0.0},
 }
 
@@ -44,33 +56,105 @@ _USAGE = {
 def write_recording(path: Path, calls: int = CALLS, events: int = EVENTS) -> None:
     """A valid recording of ``calls`` streamed text answers of ``events`` events each."""
     with open(path, "wb") as out:
+
         def line(row: dict) -> None:
             out.write(orjson.dumps(row) + b"\n")
 
-        line({"type": "header", "format_version": 1, "recording_id": "bench",
-              "created_at": "2026-01-01T00:00:00.000Z", "redaction_version": 1, "openprogram_version": "0"})
+        line(
+            {
+                "type": "header",
+                "format_version": 1,
+                "recording_id": "bench",
+                "created_at": "2026-01-01T00:00:00.000Z",
+                "redaction_version": 1,
+                "openprogram_version": "0",
+            }
+        )
         for call in range(calls):
             prompt = f"{call} " + "lorem ipsum dolor sit amet " * 700
-            line({"type": "request", "call_index": call, "session": "s", "model": _MODEL,
-                  "context": {"system_prompt": None, "tools": None,
-                              "messages": [{"role": "user", "content": prompt, "timestamp": 0}]},
-                  "options": None})
-            partial = {"role": "assistant", "content": [], "api": "faux", "provider": "faux", "model": "echo",
-                       "usage": _USAGE, "stop_reason": "stop", "error_message": None, "timestamp": 0}
+            line(
+                {
+                    "type": "request",
+                    "call_index": call,
+                    "session": "s",
+                    "model": _MODEL,
+                    "context": {
+                        "system_prompt": None,
+                        "tools": None,
+                        "messages": [{"role": "user", "content": prompt, "timestamp": 0}],
+                    },
+                    "options": None,
+                }
+            )
+            partial = {
+                "role": "assistant",
+                "content": [],
+                "api": "faux",
+                "provider": "faux",
+                "model": "echo",
+                "usage": _USAGE,
+                "stop_reason": "stop",
+                "error_message": None,
+                "timestamp": 0,
+            }
             event = {"type": "event", "call_index": call}
             line({**event, "event_index": 0, "event": {"type": "start", "partial": partial}})
-            line({**event, "event_index": 1, "event": {"type": "text_start", "content_index": 0, "partial_patch": [
-                ["push", ["content"], {"type": "text", "text": "", "text_signature": None}]]}})
+            line(
+                {
+                    **event,
+                    "event_index": 1,
+                    "event": {
+                        "type": "text_start",
+                        "content_index": 0,
+                        "partial_patch": [
+                            [
+                                "push",
+                                ["content"],
+                                {"type": "text", "text": "", "text_signature": None},
+                            ]
+                        ],
+                    },
+                }
+            )
             text = ""
             for index in range(2, events - 2):
                 delta = f"word{index} " * 22
                 text += delta
-                line({**event, "event_index": index, "event": {"type": "text_delta", "content_index": 0,
-                      "delta": delta, "partial_patch": [["append", ["content", 0, "text"], delta]]}})
-            line({**event, "event_index": events - 2, "event": {"type": "text_end", "content_index": 0,
-                  "content": text, "partial_patch": []}})
-            message = {**partial, "content": [{"type": "text", "text": text, "text_signature": None}]}
-            line({**event, "event_index": events - 1, "event": {"type": "done", "reason": "stop", "message": message}})
+                line(
+                    {
+                        **event,
+                        "event_index": index,
+                        "event": {
+                            "type": "text_delta",
+                            "content_index": 0,
+                            "delta": delta,
+                            "partial_patch": [["append", ["content", 0, "text"], delta]],
+                        },
+                    }
+                )
+            line(
+                {
+                    **event,
+                    "event_index": events - 2,
+                    "event": {
+                        "type": "text_end",
+                        "content_index": 0,
+                        "content": text,
+                        "partial_patch": [],
+                    },
+                }
+            )
+            message = {
+                **partial,
+                "content": [{"type": "text", "text": text, "text_signature": None}],
+            }
+            line(
+                {
+                    **event,
+                    "event_index": events - 1,
+                    "event": {"type": "done", "reason": "stop", "message": message},
+                }
+            )
             line({"type": "call_end", "call_index": call, "event_count": events})
 
 
@@ -85,15 +169,22 @@ def peak_rss_and_time(home: str, *args: str) -> tuple[int, float]:
         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
     )
     start = time.perf_counter()
-    output = subprocess.run([sys.executable, "-c", script, sys.executable, *args], env=env,
-                            capture_output=True, text=True, check=True).stdout
+    output = subprocess.run(
+        [sys.executable, "-c", script, sys.executable, *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return int(output) * 1024, time.perf_counter() - start
 
 
 def _peaks(home: str, path: Path) -> tuple[tuple[int, float], tuple[int, float]]:
     """(peak RSS, wall time) of opening ``path`` with ``ReplayProvider``, then of ``show``."""
     replay = peak_rss_and_time(
-        home, "-c", f"from openprogram.providers.replay import ReplayProvider; ReplayProvider({str(path)!r})"
+        home,
+        "-c",
+        f"from openprogram.providers.replay import ReplayProvider; ReplayProvider({str(path)!r})",
     )
     show = peak_rss_and_time(home, "-m", "openprogram", "recordings", "show", str(path))
     return replay, show

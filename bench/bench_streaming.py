@@ -67,7 +67,9 @@ def tool_arguments_script(kb: int) -> FauxResponse:
 def numbers_script(kb: int) -> FauxResponse:
     """A call whose ``kb`` KB of arguments are a table of small numbers and literals."""
     row = 24  # bytes of JSON per row, about
-    return faux_module.faux_tool_call("table", {"rows": [[i, i * 2.5, True, None] for i in range(kb * 1024 // row)]})
+    return faux_module.faux_tool_call(
+        "table", {"rows": [[i, i * 2.5, True, None] for i in range(kb * 1024 // row)]}
+    )
 
 
 def text_script(kb: int) -> FauxResponse:
@@ -118,7 +120,9 @@ def stream_one(provider) -> int:
     return asyncio.run(consume())
 
 
-def measure(workload: Workload, make_provider: Callable[[FauxResponse], object] = bare) -> dict[int, float]:
+def measure(
+    workload: Workload, make_provider: Callable[[FauxResponse], object] = bare
+) -> dict[int, float]:
     """Best CPU time, in seconds, to stream the workload at each of :data:`SIZES_KB`."""
     times = {}
     for kb in SIZES_KB:
@@ -129,7 +133,9 @@ def measure(workload: Workload, make_provider: Callable[[FauxResponse], object] 
     return times
 
 
-def linearity_row(name: str, times: dict[int, float], limit: float = LINEARITY_LIMIT, note: str = "") -> Row:
+def linearity_row(
+    name: str, times: dict[int, float], limit: float = LINEARITY_LIMIT, note: str = ""
+) -> Row:
     """200 KB against 4 x 50 KB, with the absolute times and the per-KB slopes."""
     small, large = SIZES_KB[0], SIZES_KB[-1]
     slopes = ", ".join(f"{kb} KB {times[kb] * 1000 / kb:.2f}" for kb in SIZES_KB)

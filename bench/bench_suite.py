@@ -127,19 +127,38 @@ def _write_suite(folder: Path, tests: int) -> None:
 
 def _run(folder: Path, mode: str, extra_env: dict[str, str] | None = None) -> float:
     timing = folder / "timing.txt"
-    env = {**os.environ, "BENCH_SUITE_TIMING": str(timing), "OPENPROGRAM_HOME": str(folder / "home")}
+    env = {
+        **os.environ,
+        "BENCH_SUITE_TIMING": str(timing),
+        "OPENPROGRAM_HOME": str(folder / "home"),
+    }
     env.update(extra_env or {})
     # Byte code cached as in a user's CI (pytest rewrites the plugin's package too), in a
     # folder of this run: the untimed recording session warms it for both sides.
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPYCACHEPREFIX"] = str(folder / "pycache")
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
-         f"--llm-record-mode={mode}", str(folder)],
-        cwd=folder, env=env, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            f"--llm-record-mode={mode}",
+            str(folder),
+        ],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
     )
     if result.returncode != 0:
-        raise RuntimeError(f"the {mode} suite failed:\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}")
+        raise RuntimeError(
+            f"the {mode} suite failed:\n{result.stdout[-3000:]}\n{result.stderr[-2000:]}"
+        )
     return float(timing.read_text())
 
 
@@ -175,7 +194,9 @@ def run() -> list[Row]:
         rows = [
             ratio_row(
                 f"suite: {TESTS} recorded agent tests (8 calls each), replayed vs live faux/echo",
-                min(replayed), min(live), LIMIT,
+                min(replayed),
+                min(live),
+                LIMIT,
                 f"CPU time of the test run only, best of {ROUNDS}; live {_seconds(live)} s, "
                 f"replayed {_seconds(replayed)} s",
             )

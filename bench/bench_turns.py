@@ -36,21 +36,48 @@ STEPS = ("open", "show", "conversation", "view")
 LIMIT = 2.0
 
 _MODEL = {
-    "id": "echo", "name": "echo", "api": "faux", "provider": "faux", "base_url": "", "reasoning": False,
-    "input": ["text"], "cost": {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0},
-    "context_window": 128000, "max_tokens": 8192, "headers": None, "compat": None,
+    "id": "echo",
+    "name": "echo",
+    "api": "faux",
+    "provider": "faux",
+    "base_url": "",
+    "reasoning": False,
+    "input": ["text"],
+    "cost": {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0},
+    "context_window": 128000,
+    "max_tokens": 8192,
+    "headers": None,
+    "compat": None,
 }
 _USAGE = {
-    "input": 17, "output": 11, "cache_read": 0, "cache_write": 0, "total_tokens": 28,
+    "input": 17,
+    "output": 11,
+    "cache_read": 0,
+    "cache_write": 0,
+    "total_tokens": 28,
     "cost": {"input": 0.0, "output": 0.0, "cache_read": 0.0, "cache_write": 0.0, "total": 0.0},
 }
-_TOOLS = [{"name": "read", "description": "read a file",
-           "parameters": {"type": "object", "properties": {"path": {"type": "string"}}}}]
+_TOOLS = [
+    {
+        "name": "read",
+        "description": "read a file",
+        "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+    }
+]
 
 
 def _assistant(content: list[dict]) -> dict:
-    return {"role": "assistant", "content": content, "api": "faux", "provider": "faux", "model": "echo",
-            "usage": _USAGE, "stop_reason": "toolUse", "error_message": None, "timestamp": 0}
+    return {
+        "role": "assistant",
+        "content": content,
+        "api": "faux",
+        "provider": "faux",
+        "model": "echo",
+        "usage": _USAGE,
+        "stop_reason": "toolUse",
+        "error_message": None,
+        "timestamp": 0,
+    }
 
 
 def write_recording(path: Path, turns: int) -> None:
@@ -64,40 +91,90 @@ def write_recording(path: Path, turns: int) -> None:
     )
 
     bases = ContextBases(2)
-    messages: list[dict] = [{"role": "user", "content": "Read every file, then sum them up.", "timestamp": 0}]
+    messages: list[dict] = [
+        {"role": "user", "content": "Read every file, then sum them up.", "timestamp": 0}
+    ]
     key, where = ("s1", ""), {"session": "s1"}
     with open(path, "wb") as out:
         out.write(encode_line(header_row(2)))
         for turn in range(turns):
-            context = {"system_prompt": "You read files.", "messages": list(messages), "tools": _TOOLS}
-            out.write(request_line(turn, bases.request_body(key, {"model": _MODEL, "context": context, "options": None}, where)))
+            context = {
+                "system_prompt": "You read files.",
+                "messages": list(messages),
+                "tools": _TOOLS,
+            }
+            out.write(
+                request_line(
+                    turn,
+                    bases.request_body(
+                        key, {"model": _MODEL, "context": context, "options": None}, where
+                    ),
+                )
+            )
             bases.wrote(key, turn, context)
             text = f"Reading file {turn} now."
-            call = {"type": "toolCall", "id": f"call_{turn}", "name": "read", "arguments": {"path": f"file{turn}"},
-                    "thought_signature": None}
+            call = {
+                "type": "toolCall",
+                "id": f"call_{turn}",
+                "name": "read",
+                "arguments": {"path": f"file{turn}"},
+                "thought_signature": None,
+            }
             final = _assistant([{"type": "text", "text": text, "text_signature": None}, call])
-            events = [{"type": "start", "partial": _assistant([])},
-                      {"type": "text_start", "content_index": 0,
-                       "partial_patch": [["push", ["content"], {"type": "text", "text": "", "text_signature": None}]]}]
+            events = [
+                {"type": "start", "partial": _assistant([])},
+                {
+                    "type": "text_start",
+                    "content_index": 0,
+                    "partial_patch": [
+                        ["push", ["content"], {"type": "text", "text": "", "text_signature": None}]
+                    ],
+                },
+            ]
             for number, word in enumerate(text.split(" ")):
                 delta = word if number == 0 else " " + word
-                events.append({"type": "text_delta", "content_index": 0, "delta": delta,
-                               "partial_patch": [["append", ["content", 0, "text"], delta]]})
+                events.append(
+                    {
+                        "type": "text_delta",
+                        "content_index": 0,
+                        "delta": delta,
+                        "partial_patch": [["append", ["content", 0, "text"], delta]],
+                    }
+                )
             events += [
                 {"type": "text_end", "content_index": 0, "content": text, "partial_patch": []},
-                {"type": "toolcall_start", "content_index": 1, "partial_patch": [["push", ["content"], {**call, "arguments": {}}]]},
-                {"type": "toolcall_end", "content_index": 1, "tool_call": call,
-                 "partial_patch": [["set", ["content", 1, "arguments"], call["arguments"]]]},
+                {
+                    "type": "toolcall_start",
+                    "content_index": 1,
+                    "partial_patch": [["push", ["content"], {**call, "arguments": {}}]],
+                },
+                {
+                    "type": "toolcall_end",
+                    "content_index": 1,
+                    "tool_call": call,
+                    "partial_patch": [["set", ["content", 1, "arguments"], call["arguments"]]],
+                },
                 {"type": "done", "reason": "toolUse", "message": final},
             ]
             for index, event in enumerate(events):
-                out.write(b'{"type":"event","call_index":%d,"event_index":%d,"t":%d,"event":%s}\n'
-                          % (turn, index, index, orjson.dumps(event)))
+                out.write(
+                    b'{"type":"event","call_index":%d,"event_index":%d,"t":%d,"event":%s}\n'
+                    % (turn, index, index, orjson.dumps(event))
+                )
             out.write(encode_line(call_end_row(turn, len(events))))
             result = f"contents of file {turn}: " + "lorem ipsum " * 20
-            messages += [final, {"role": "toolResult", "tool_call_id": f"call_{turn}", "tool_name": "read",
-                                 "content": [{"type": "text", "text": result, "text_signature": None}],
-                                 "details": None, "is_error": False, "timestamp": 0}]
+            messages += [
+                final,
+                {
+                    "role": "toolResult",
+                    "tool_call_id": f"call_{turn}",
+                    "tool_name": "read",
+                    "content": [{"type": "text", "text": result, "text_signature": None}],
+                    "details": None,
+                    "is_error": False,
+                    "timestamp": 0,
+                },
+            ]
 
 
 #: Run in the subprocess: one step on one file, printing its CPU seconds or tracemalloc peak.
@@ -129,13 +206,22 @@ def measure(path: Path, step: str, traced: bool, root: Path = REPO_ROOT) -> dict
     """One step on ``path`` in a fresh interpreter importing openprogram from ``root``."""
     env = {name: value for name, value in os.environ.items() if not name.endswith("_API_KEY")}
     env["PYTHONPATH"] = str(root)
-    done = subprocess.run([sys.executable, "-c", _CHILD, str(path), step, "1" if traced else "0"],
-                          env=env, cwd=root, capture_output=True, text=True, check=True, timeout=1800)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, str(path), step, "1" if traced else "0"],
+        env=env,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=1800,
+    )
     figures: dict[str, float] = json.loads(done.stdout)
     return figures
 
 
-def per_turn(turns: tuple[int, ...] = TURNS, root: Path = REPO_ROOT) -> dict[str, dict[int, tuple[float, float]]]:
+def per_turn(
+    turns: tuple[int, ...] = TURNS, root: Path = REPO_ROOT
+) -> dict[str, dict[int, tuple[float, float]]]:
     """``{step: {turns: (µs per turn, KB per turn)}}``."""
     figures: dict[str, dict[int, tuple[float, float]]] = {step: {} for step in STEPS}
     with tempfile.TemporaryDirectory(prefix="bench-turns-") as folder:
@@ -156,14 +242,18 @@ def run() -> list[Row]:
     for step, by_turns in figures.items():
         time_ratio = by_turns[last][0] / by_turns[first][0]
         memory_ratio = by_turns[last][1] / by_turns[first][1]
-        shown = "; ".join(f"{count}: {us:.0f} us, {kb:.1f} KB" for count, (us, kb) in by_turns.items())
-        rows.append(Row(
-            f"long agent, version 2: {step} per turn, {last:,} vs {first:,} turns",
-            f"time {time_ratio:.2f}x, memory {memory_ratio:.2f}x",
-            f"<= {LIMIT:g}x each",
-            time_ratio <= LIMIT and memory_ratio <= LIMIT,
-            f"per turn (CPU time, tracemalloc peak): {shown}",
-        ))
+        shown = "; ".join(
+            f"{count}: {us:.0f} us, {kb:.1f} KB" for count, (us, kb) in by_turns.items()
+        )
+        rows.append(
+            Row(
+                f"long agent, version 2: {step} per turn, {last:,} vs {first:,} turns",
+                f"time {time_ratio:.2f}x, memory {memory_ratio:.2f}x",
+                f"<= {LIMIT:g}x each",
+                time_ratio <= LIMIT and memory_ratio <= LIMIT,
+                f"per turn (CPU time, tracemalloc peak): {shown}",
+            )
+        )
     return rows
 
 

@@ -34,18 +34,37 @@ def write_recording(path: Path, conversations: int, turns: int) -> None:
 
     async def go() -> None:
         for number in range(conversations):
-            messages: list = [types.UserMessage(content=f"Question {number}: add the numbers up. " * 5, timestamp=0)]
+            messages: list = [
+                types.UserMessage(
+                    content=f"Question {number}: add the numbers up. " * 5, timestamp=0
+                )
+            ]
             for turn in range(turns):
                 if turn < turns - 1:
-                    faux.queue(faux_tool_call("calculator", {"expression": f"{turn}+{number}"}, id=f"c{turn}"))
+                    faux.queue(
+                        faux_tool_call(
+                            "calculator", {"expression": f"{turn}+{number}"}, id=f"c{turn}"
+                        )
+                    )
                 else:
-                    faux.queue(faux_thinking("Adding them all. " * 20, f"The sum is {number}. " * 10))
+                    faux.queue(
+                        faux_thinking("Adding them all. " * 20, f"The sum is {number}. " * 10)
+                    )
                 answer = None
-                async for event in provider.stream_simple(model, types.Context(messages=list(messages))):
+                async for event in provider.stream_simple(
+                    model, types.Context(messages=list(messages))
+                ):
                     answer = getattr(event, "message", answer)
                 messages.append(answer)
                 result = types.TextContent(text=str(turn + number))
-                messages.append(types.ToolResultMessage(tool_call_id=f"c{turn}", tool_name="calculator", content=[result], timestamp=0))
+                messages.append(
+                    types.ToolResultMessage(
+                        tool_call_id=f"c{turn}",
+                        tool_name="calculator",
+                        content=[result],
+                        timestamp=0,
+                    )
+                )
 
     asyncio.run(go())
     provider.sink.close()
@@ -56,9 +75,18 @@ def open_seconds(chromium: str, page: Path, profile: Path, repeat: int = 3) -> f
     for _ in range(repeat):
         start = time.perf_counter()
         subprocess.run(
-            [chromium, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
-             "--dump-dom", page.as_uri()],
-            check=True, capture_output=True, timeout=120,
+            [
+                chromium,
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                f"--user-data-dir={profile}",
+                "--dump-dom",
+                page.as_uri(),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=120,
         )
         best = min(best, time.perf_counter() - start)
     return best
@@ -77,10 +105,20 @@ def run() -> list[Row]:
         big_page = view.render_recording_page(read_recording(root / "big.jsonl"))
         build = time.perf_counter() - start
         view.write_page(big_page, root / "big.html")
-        view.write_page(view.render_recording_page(read_recording(root / "small.jsonl")), root / "small.html")
+        view.write_page(
+            view.render_recording_page(read_recording(root / "small.jsonl")), root / "small.html"
+        )
         detail = f"page of {CONVERSATIONS * TURNS} calls: {len(big_page) / 1e6:.1f} MB, built in {build:.2f} s"
         if chromium is None:
-            return [Row("view: open a 1,000-call page", "skipped: no chromium", f"< {TARGET_SECONDS:g} s", True, detail)]
+            return [
+                Row(
+                    "view: open a 1,000-call page",
+                    "skipped: no chromium",
+                    f"< {TARGET_SECONDS:g} s",
+                    True,
+                    detail,
+                )
+            ]
         small = open_seconds(chromium, root / "small.html", root / "profile")
         big = open_seconds(chromium, root / "big.html", root / "profile")
         extra = big - small

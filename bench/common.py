@@ -55,7 +55,9 @@ def paired_best(
     return best_baseline, best_measured
 
 
-def ratio_row(benchmark: str, measured: float, baseline: float, limit: float, detail: str = "") -> Row:
+def ratio_row(
+    benchmark: str, measured: float, baseline: float, limit: float, detail: str = ""
+) -> Row:
     """A row for "measured costs at most ``limit`` x baseline"."""
     ratio = measured / baseline if baseline > 0 else float("inf")
     return Row(

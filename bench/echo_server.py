@@ -96,8 +96,12 @@ def sse_stream(body: dict[str, Any]) -> bytes:
     per tool call, the finish chunk, a usage chunk, then ``[DONE]``."""
     text, calls = answer(body)
     turn = len(body.get("messages") or [])
-    head = {"id": f"chatcmpl-echo-{turn}", "object": "chat.completion.chunk", "created": CREATED,
-            "model": MODEL}
+    head = {
+        "id": f"chatcmpl-echo-{turn}",
+        "object": "chat.completion.chunk",
+        "created": CREATED,
+        "model": MODEL,
+    }
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
         return {**head, "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
@@ -106,14 +110,21 @@ def sse_stream(body: dict[str, Any]) -> bytes:
     if text is not None:
         chunks.append(chunk({"content": text}))
     for index, (name, arguments) in enumerate(calls):
-        call = {"index": index, "id": f"call_{turn}_{index}", "type": "function",
-                "function": {"name": name, "arguments": arguments}}
+        call = {
+            "index": index,
+            "id": f"call_{turn}_{index}",
+            "type": "function",
+            "function": {"name": name, "arguments": arguments},
+        }
         chunks.append(chunk({"tool_calls": [call]}))
     chunks.append(chunk({}, "tool_calls" if calls else "stop"))
     prompt = max(1, len(json.dumps(body.get("messages") or [])) // 4)
     completion = max(1, len(text or "".join(a for _, a in calls)) // 4)
-    usage = {"prompt_tokens": prompt, "completion_tokens": completion,
-             "total_tokens": prompt + completion}
+    usage = {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+    }
     chunks.append({**head, "choices": [], "usage": usage})
     frames = [f"data: {json.dumps(c, separators=(',', ':'))}\n\n" for c in chunks]
     frames.append("data: [DONE]\n\n")
@@ -127,7 +138,11 @@ def completion(body: dict[str, Any]) -> bytes:
     message: dict[str, Any] = {"role": "assistant", "content": text}
     if calls:
         message["tool_calls"] = [
-            {"id": f"call_{turn}_{index}", "type": "function", "function": {"name": name, "arguments": arguments}}
+            {
+                "id": f"call_{turn}_{index}",
+                "type": "function",
+                "function": {"name": name, "arguments": arguments},
+            }
             for index, (name, arguments) in enumerate(calls)
         ]
     prompt = max(1, len(json.dumps(body.get("messages") or [])) // 4)
@@ -138,8 +153,14 @@ def completion(body: dict[str, Any]) -> bytes:
             "object": "chat.completion",
             "created": CREATED,
             "model": MODEL,
-            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}],
-            "usage": {"prompt_tokens": prompt, "completion_tokens": done, "total_tokens": prompt + done},
+            "choices": [
+                {"index": 0, "message": message, "finish_reason": "tool_calls" if calls else "stop"}
+            ],
+            "usage": {
+                "prompt_tokens": prompt,
+                "completion_tokens": done,
+                "total_tokens": prompt + done,
+            },
         },
         separators=(",", ":"),
     ).encode()

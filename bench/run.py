@@ -31,7 +31,10 @@ def collect(selected: list[str]) -> list[Row]:
 def print_table(rows: list[Row]) -> None:
     headers = ("benchmark", "measured", "target", "ok")
     table = [(r.benchmark, r.measured, r.target, "yes" if r.ok else "NO") for r in rows]
-    widths = [max(len(h), *(len(row[i]) for row in table)) if table else len(h) for i, h in enumerate(headers)]
+    widths = [
+        max(len(h), *(len(row[i]) for row in table)) if table else len(h)
+        for i, h in enumerate(headers)
+    ]
     line = "  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))
     print(line)
     print("  ".join("-" * w for w in widths))

@@ -27,11 +27,19 @@ def screenshot(page: Path, image: Path, profile: Path) -> None:
         raise SystemExit("no chromium on PATH: apt-get install chromium")
     subprocess.run(
         [
-            chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-            f"--user-data-dir={profile}", f"--window-size={WINDOW}", f"--screenshot={image}",
+            chromium,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            f"--user-data-dir={profile}",
+            f"--window-size={WINDOW}",
+            f"--screenshot={image}",
             page.as_uri(),
         ],
-        check=True, capture_output=True, timeout=120,
+        check=True,
+        capture_output=True,
+        timeout=120,
     )
 
 

@@ -145,7 +145,9 @@ def _trusted_hosts(value: Any) -> Any:
         raise ConfigError(f"must be a JSON list of host names, {example}")
     for item in value:
         if not _is_host(item):
-            raise ConfigError(f"{item!r} is not a host name (no scheme, port, path or spaces), {example}")
+            raise ConfigError(
+                f"{item!r} is not a host name (no scheme, port, path or spaces), {example}"
+            )
     return value
 
 
@@ -166,7 +168,9 @@ def _tool_names(value: Any) -> Any:
     from .tools import BUILTIN_TOOL_NAMES
 
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise ConfigError(f"must be a JSON list of tool names from: {', '.join(BUILTIN_TOOL_NAMES)}")
+        raise ConfigError(
+            f"must be a JSON list of tool names from: {', '.join(BUILTIN_TOOL_NAMES)}"
+        )
     unknown = [v for v in value if v not in BUILTIN_TOOL_NAMES]
     if unknown:
         raise ConfigError(

@@ -119,7 +119,11 @@ def search_project_file(start: Path | None = None) -> ProjectSearch:
             if name == "openprogram.toml" or _has_table(candidate, info):
                 return ProjectSearch(Path(candidate), tuple(passed_by))
         parent = os.path.dirname(directory)
-        if parent == directory or directory == home or os.path.lexists(os.path.join(directory, ".git")):
+        if (
+            parent == directory
+            or directory == home
+            or os.path.lexists(os.path.join(directory, ".git"))
+        ):
             return ProjectSearch(None, tuple(passed_by))
         directory = parent
 
@@ -162,7 +166,15 @@ def project_config(start: Path | None = None) -> ProjectConfig:
         info = path.stat()
     except OSError as error:
         raise ConfigError(f"cannot read {path}: {error.strerror}") from None
-    stamp = (str(path), info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns, info.st_uid, info.st_mode)
+    stamp = (
+        str(path),
+        info.st_ino,
+        info.st_size,
+        info.st_mtime_ns,
+        info.st_ctime_ns,
+        info.st_uid,
+        info.st_mode,
+    )
     cached = _cache.get(stamp)
     if cached is None:
         cached = _parse(path)
@@ -224,11 +236,17 @@ def _read_trusted(path: Path) -> bytes:
         raise ConfigError(f"cannot read {path}: {error.strerror}") from None
     try:
         info = os.fstat(fd)
-        distrust = untrusted_reason(str(path), info) if stat.S_ISREG(info.st_mode) else "it is not a regular file"
+        distrust = (
+            untrusted_reason(str(path), info)
+            if stat.S_ISREG(info.st_mode)
+            else "it is not a regular file"
+        )
         if distrust is not None:
             raise ConfigError(f"{path}: not read, {distrust}")
         if info.st_size > MAX_PROJECT_BYTES:
-            raise ConfigError(f"{path} is larger than {MAX_PROJECT_BYTES // 1024} KB; a project file is a few settings")
+            raise ConfigError(
+                f"{path} is larger than {MAX_PROJECT_BYTES // 1024} KB; a project file is a few settings"
+            )
         with os.fdopen(os.dup(fd), "rb") as handle:
             return handle.read(MAX_PROJECT_BYTES + 1)
     except OSError as error:
@@ -244,7 +262,9 @@ def _parse(path: Path) -> ProjectConfig:
     try:
         document = tomllib.loads(raw.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as error:
-        raise ConfigError(f"{path} is not valid TOML ({error}); fix it so openprogram can read its settings") from None
+        raise ConfigError(
+            f"{path} is not valid TOML ({error}); fix it so openprogram can read its settings"
+        ) from None
     if path.name == "pyproject.toml":
         table = document.get("tool", {}).get("openprogram")
         label = "[tool.openprogram]"
@@ -271,7 +291,12 @@ def _parse(path: Path) -> ProjectConfig:
     upstream = _proxy_upstream(project, table.get("proxy", {}))
     budget = _budget(project, table.get("budget", {}))
     return ProjectConfig(
-        path=path, table=label, models=models, record_replay=record_replay, proxy_upstream=upstream, budget=budget
+        path=path,
+        table=label,
+        models=models,
+        record_replay=record_replay,
+        proxy_upstream=upstream,
+        budget=budget,
     )
 
 
@@ -290,10 +315,14 @@ def _budget(project: ProjectConfig, value: Any) -> dict[str, Any]:
 def _proxy_upstream(project: ProjectConfig, value: Any) -> dict[str, str]:
     example = '[tool.openprogram.proxy.upstream]\n"openai-completions" = "http://127.0.0.1:8080/v1"'
     if not isinstance(value, dict) or sorted(value) not in ([], ["upstream"]):
-        raise ConfigError(f"{project.where('proxy')} must be a table with one key, upstream, e.g.\n{example}")
+        raise ConfigError(
+            f"{project.where('proxy')} must be a table with one key, upstream, e.g.\n{example}"
+        )
     upstream = value.get("upstream", {})
     if not isinstance(upstream, dict) or not all(isinstance(url, str) for url in upstream.values()):
-        raise ConfigError(f"{project.where('proxy.upstream')} must be a table of API = URL strings, e.g.\n{example}")
+        raise ConfigError(
+            f"{project.where('proxy.upstream')} must be a table of API = URL strings, e.g.\n{example}"
+        )
     return dict(upstream)
 
 
@@ -323,7 +352,9 @@ def _record_replay(project: ProjectConfig, value: Any) -> dict[str, Any]:
     from .recordings.replay.volatile import RequestFilter
 
     if not isinstance(value, dict):
-        raise ConfigError(f"{project.where('record_replay')} must be a table of {', '.join(_RECORD_REPLAY_KEYS)}")
+        raise ConfigError(
+            f"{project.where('record_replay')} must be a table of {', '.join(_RECORD_REPLAY_KEYS)}"
+        )
     unknown = sorted(set(value) - set(_RECORD_REPLAY_KEYS))
     if unknown:
         raise ConfigError(
@@ -363,7 +394,9 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 def secret_env_problem(names: Any) -> str | None:
     """What is wrong with a ``record_replay.secret_env`` value (None: nothing)."""
     if not isinstance(names, list) or not all(isinstance(name, str) for name in names):
-        return 'must be a JSON list of environment variable names, e.g. ["DB_URL", "INTERNAL_TOKEN"]'
+        return (
+            'must be a JSON list of environment variable names, e.g. ["DB_URL", "INTERNAL_TOKEN"]'
+        )
     bad = [name for name in names if not _ENV_NAME.match(name)]
     if bad:
         return f"{bad[0]!r} is not an environment variable name (letters, digits and _; not starting with a digit)"

@@ -41,7 +41,9 @@ class FileRefusal(Exception):
         self.kind = kind
 
 
-def read_regular_file(path: str | os.PathLike[str], limit: int, *, follow_symlinks: bool = True) -> bytes:
+def read_regular_file(
+    path: str | os.PathLike[str], limit: int, *, follow_symlinks: bool = True
+) -> bytes:
     """The bytes of the regular file at ``path``, at most ``limit`` of them.
 
     Checked on the opened descriptor, not the name, so nothing can be swapped in between:
@@ -58,7 +60,9 @@ def read_regular_file(path: str | os.PathLike[str], limit: int, *, follow_symlin
         os.close(fd)
 
 
-def open_regular_file(path: str | os.PathLike[str], limit: int, *, follow_symlinks: bool = True) -> int:
+def open_regular_file(
+    path: str | os.PathLike[str], limit: int, *, follow_symlinks: bool = True
+) -> int:
     """A read-only descriptor of the regular file at ``path`` (the checks of
     :func:`read_regular_file`, for a caller that reads it line by line). The caller closes it."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow_symlinks else os.O_NOFOLLOW)
@@ -149,7 +153,9 @@ def ensure_private_dir(path: Path) -> Path:
         except FileExistsError:
             pass
         except OSError as error:
-            raise ConfigError(f"cannot create the folder {folder}: {_os_reason(error, folder)}") from None
+            raise ConfigError(
+                f"cannot create the folder {folder}: {_os_reason(error, folder)}"
+            ) from None
     check_private_dir(path)
     return path
 
@@ -193,11 +199,11 @@ def load_config(profile: str | None = None) -> dict[str, Any]:
     try:
         value = orjson.loads(raw)
     except orjson.JSONDecodeError as error:
-        raise ConfigError(
-            f"{path} is not valid JSON ({error}); {_CONFIG_FIX}"
-        ) from None
+        raise ConfigError(f"{path} is not valid JSON ({error}); {_CONFIG_FIX}") from None
     if not isinstance(value, dict):
-        raise ConfigError(f"{path} must hold a JSON object, not {type(value).__name__}; {_CONFIG_FIX}")
+        raise ConfigError(
+            f"{path} must hold a JSON object, not {type(value).__name__}; {_CONFIG_FIX}"
+        )
     return value
 
 

@@ -107,7 +107,9 @@ def _read_file_tool(root: Path) -> AgentTool:
         description="Read a UTF-8 text file inside the working folder (first 64 KiB).",
         parameters={
             "type": "object",
-            "properties": {"path": {"type": "string", "description": "path relative to the working folder"}},
+            "properties": {
+                "path": {"type": "string", "description": "path relative to the working folder"}
+            },
             "required": ["path"],
             "additionalProperties": False,
         },
@@ -125,9 +127,7 @@ def _list_files_tool(root: Path) -> AgentTool:
             return AgentToolResult.text(str(error), is_error=True)
         if not folder.is_dir():
             return AgentToolResult.text(f"'{args.get('path', '.')}' is not a folder", is_error=True)
-        names = sorted(
-            entry.name + ("/" if entry.is_dir() else "") for entry in folder.iterdir()
-        )
+        names = sorted(entry.name + ("/" if entry.is_dir() else "") for entry in folder.iterdir())
         shown = names[:MAX_LISTED]
         if len(names) > MAX_LISTED:
             shown.append(f"[{len(names) - MAX_LISTED} more]")
@@ -138,7 +138,9 @@ def _list_files_tool(root: Path) -> AgentTool:
         description="List the entries of a folder inside the working folder.",
         parameters={
             "type": "object",
-            "properties": {"path": {"type": "string", "description": "folder relative to the working folder"}},
+            "properties": {
+                "path": {"type": "string", "description": "folder relative to the working folder"}
+            },
             "additionalProperties": False,
         },
         execute=list_files,

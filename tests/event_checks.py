@@ -28,7 +28,9 @@ def assert_well_formed(events: list) -> None:
             after = max(texts) + 1 if texts else 0
             assert index >= after, "blocks must start in content order"
             between = partial.content[after:index]
-            assert all(b.type == "serverTool" for b in between), "blocks must start in content order"
+            assert all(b.type == "serverTool" for b in between), (
+                "blocks must start in content order"
+            )
             open_blocks[index] = family
             texts[index] = ""
         elif phase == "delta":

@@ -36,7 +36,9 @@ def outline(events: list) -> list[tuple]:
 
 def error_response(status: int, message: str, *, code: str = "error") -> ScriptedResponse:
     """An OpenAI-style JSON error. ``x-should-retry: false`` keeps the SDK from retrying."""
-    body = {"error": {"message": message, "type": "invalid_request_error", "param": None, "code": code}}
+    body = {
+        "error": {"message": message, "type": "invalid_request_error", "param": None, "code": code}
+    }
     return ScriptedResponse(
         status=status,
         headers={"content-type": "application/json", "x-should-retry": "false"},
@@ -57,7 +59,9 @@ async def abort_on_first_delta(
     """Stream until the first text delta, set the signal there, and collect the rest."""
     signal = asyncio.Event()
     events = []
-    async for event in provider.stream(model, context, StreamOptions(api_key=api_key, signal=signal)):
+    async for event in provider.stream(
+        model, context, StreamOptions(api_key=api_key, signal=signal)
+    ):
         events.append(event)
         if event.type == "text_delta":
             signal.set()
@@ -87,9 +91,14 @@ async def abort_while_waiting(
 
     events = []
     try:
-        async for event in provider.stream(model, context, StreamOptions(api_key=api_key, signal=signal)):
+        async for event in provider.stream(
+            model, context, StreamOptions(api_key=api_key, signal=signal)
+        ):
             events.append(event)
-            if event.type == "text_delta" and event.partial.content[event.content_index].text == text_before_hold:
+            if (
+                event.type == "text_delta"
+                and event.partial.content[event.content_index].text == text_before_hold
+            ):
                 trigger = asyncio.get_running_loop().create_task(fire_when_held())
     finally:
         server.release.set()

@@ -158,7 +158,9 @@ class VendorServer:
                             server.hold_timed_out = True
                     self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
                     self.wfile.flush()
-                if response.break_after is not None and response.break_after >= len(response.chunks):
+                if response.break_after is not None and response.break_after >= len(
+                    response.chunks
+                ):
                     self.close_connection = True
                     self.connection.shutdown(2)
                     return

@@ -38,7 +38,9 @@ async def ask(question: str) -> tuple[str, list[str]]:
     context = AgentContext(system_prompt="Use the calculator for arithmetic.", tools=[CALCULATOR])
     expressions: list[str] = []
     final = ""
-    async for event in agent_loop([UserMessage(content=question)], context, AgentLoopConfig(model=model, temperature=0)):
+    async for event in agent_loop(
+        [UserMessage(content=question)], context, AgentLoopConfig(model=model, temperature=0)
+    ):
         if event.type == "tool_execution_start":
             expressions.append(event.args["expression"])
         if event.type == "agent_end":

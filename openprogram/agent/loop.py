@@ -73,7 +73,9 @@ async def agent_loop(
         assistant: AssistantMessage | None = None
         async for event in _assistant_turn(context, config, options):
             if isinstance(event, MessageEndEvent):
-                assistant = cast(AssistantMessage, event.message)  # a turn's message_end is its reply
+                assistant = cast(
+                    AssistantMessage, event.message
+                )  # a turn's message_end is its reply
             yield event
         assert assistant is not None
         append(assistant)
@@ -153,7 +155,9 @@ async def _run_tools(
     result messages in the order the model issued the calls."""
     queue: asyncio.Queue[AgentEvent] = asyncio.Queue()
     tasks = [
-        asyncio.ensure_future(_run_one_tool(call, tools_by_name.get(call.name), tools_by_name, signal, queue))
+        asyncio.ensure_future(
+            _run_one_tool(call, tools_by_name.get(call.name), tools_by_name, signal, queue)
+        )
         for call in calls
     ]
     pending = set(tasks)
@@ -224,7 +228,9 @@ async def _execute(
 
     def on_update(partial: AgentToolResult) -> None:
         events.put_nowait(
-            ToolExecutionUpdateEvent(tool_call_id=call.id, tool_name=call.name, partial_result=partial)
+            ToolExecutionUpdateEvent(
+                tool_call_id=call.id, tool_name=call.name, partial_result=partial
+            )
         )
 
     try:
@@ -264,7 +270,7 @@ def validate_arguments(tool: AgentTool, arguments: dict[str, Any]) -> str | None
         where = "/".join(str(part) for part in error.path) or "(root)"
         lines.append(f"- {where}: {error.message}")
     return (
-        f"Invalid arguments for tool '{tool.name}':\n" + "\n".join(lines) +
-        "\nCall the tool again with arguments that match its parameters schema."
+        f"Invalid arguments for tool '{tool.name}':\n"
+        + "\n".join(lines)
+        + "\nCall the tool again with arguments that match its parameters schema."
     )
-

@@ -35,7 +35,11 @@ def run(args: argparse.Namespace) -> int:
         print(config.config_path())
         return 0
     if args.verb == "list":
-        print(orjson.dumps(config.load_config(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS).decode())
+        print(
+            orjson.dumps(
+                config.load_config(), option=orjson.OPT_INDENT_2 | orjson.OPT_SORT_KEYS
+            ).decode()
+        )
         return 0
     if args.verb == "get":
         try:

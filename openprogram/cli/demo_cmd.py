@@ -23,7 +23,9 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "demo",
         help="record an agent session, replay it offline, and show a drift report (no key needed)",
     )
-    parser.add_argument("--keep", action="store_true", help="keep the demo recording and print where it is")
+    parser.add_argument(
+        "--keep", action="store_true", help="keep the demo recording and print where it is"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -53,7 +55,9 @@ async def run_agent(prompt: str, indent: str = "    ") -> str:
     from .run_render import TextRenderer
 
     renderer = TextRenderer(indent=indent)
-    context = AgentContext(system_prompt="You are a careful calculator.", tools=builtin_tools(["calculator"]))
+    context = AgentContext(
+        system_prompt="You are a careful calculator.", tools=builtin_tools(["calculator"])
+    )
     config = AgentLoopConfig(model=get_model("faux/echo", include_configured=False))
     async for event in agent_loop([UserMessage(content=prompt)], context, config):
         renderer.handle(event)

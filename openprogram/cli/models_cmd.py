@@ -21,15 +21,29 @@ def run(args: argparse.Namespace) -> int:
 
     models = all_models()
     if args.json:
-        print(orjson.dumps([m.model_dump(mode="json") for m in models], option=orjson.OPT_INDENT_2).decode())
+        print(
+            orjson.dumps(
+                [m.model_dump(mode="json") for m in models], option=orjson.OPT_INDENT_2
+            ).decode()
+        )
         return 0
     rows = [("MODEL", "API", "CONTEXT", "$ IN/OUT PER 1M", "BASE URL")]
     for model in models:
         prices = f"{model.cost.input:g} / {model.cost.output:g}"
-        rows.append((f"{model.provider}/{model.id}", model.api, str(model.context_window), prices, model.base_url or "-"))
+        rows.append(
+            (
+                f"{model.provider}/{model.id}",
+                model.api,
+                str(model.context_window),
+                prices,
+                model.base_url or "-",
+            )
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
+        print(
+            "  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip()
+        )
     _print_compatible_servers()
     return 0
 

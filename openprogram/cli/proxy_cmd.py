@@ -34,8 +34,17 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
             "answered, none from a web page elsewhere (docs/proxy.md, Security)."
         ),
     )
-    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1, loopback only)")
-    parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT}; 0 picks a free one)")
+    parser.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1, loopback only)",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=DEFAULT_PORT,
+        help=f"port (default {DEFAULT_PORT}; 0 picks a free one)",
+    )
     parser.add_argument(
         "--upstream",
         action="append",
@@ -120,13 +129,19 @@ def run(args: argparse.Namespace) -> int:
     except RecordingFileError as error:
         raise CliError(str(error)) from None
     except OSError as error:
-        raise CliError(f"cannot listen on {args.host}:{args.port}: {error.strerror or error}") from None
+        raise CliError(
+            f"cannot listen on {args.host}:{args.port}: {error.strerror or error}"
+        ) from None
 
 
 def _replay_options(args: argparse.Namespace) -> ReplayOptions | None:
     """``--fault``, ``--rechunk`` and ``--pace`` as one ``ReplayOptions`` (None when none is
     given), each checked on its own so that the message names the flag at fault."""
-    given = {"faults": ("--fault", args.fault), "rechunk": ("--rechunk", args.rechunk), "pace": ("--pace", args.pace)}
+    given = {
+        "faults": ("--fault", args.fault),
+        "rechunk": ("--rechunk", args.rechunk),
+        "pace": ("--pace", args.pace),
+    }
     if not any(value for _, value in given.values()):
         return None
     from openprogram.providers.replay import ReplayOptions as Options
@@ -134,7 +149,9 @@ def _replay_options(args: argparse.Namespace) -> ReplayOptions | None:
     options = Options()
     for name, (flag, value) in given.items():
         try:
-            options = options.merged(Options.of(**{name: value}, announce=lambda line: print(line, flush=True)))
+            options = options.merged(
+                Options.of(**{name: value}, announce=lambda line: print(line, flush=True))
+            )
         except ValueError as error:
             raise CliError(f"{flag}: {error}", EXIT_USAGE) from None
     return options
@@ -165,7 +182,9 @@ def _check_installed() -> None:
 
     missing = missing_dependencies()
     if missing:
-        raise CliError(f"openprogram proxy needs {' and '.join(missing)} (its proxy extra): {install_hint()}")
+        raise CliError(
+            f"openprogram proxy needs {' and '.join(missing)} (its proxy extra): {install_hint()}"
+        )
 
 
 def _is_loopback(host: str) -> bool:

@@ -26,7 +26,11 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         ),
     )
     parser.add_argument("prompt", help="what to ask")
-    parser.add_argument("--model", metavar="PROVIDER/ID", help="model to use (default: config default_model, else faux/echo)")
+    parser.add_argument(
+        "--model",
+        metavar="PROVIDER/ID",
+        help="model to use (default: config default_model, else faux/echo)",
+    )
     parser.add_argument("--system", metavar="TEXT", help="system prompt")
     parser.add_argument(
         "--tool",
@@ -36,9 +40,13 @@ def add_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "Default: config tools.enabled, else calculator",
     )
     parser.add_argument("--no-tools", action="store_true", help="run without tools")
-    parser.add_argument("--max-turns", type=int, metavar="N", help="stop after N model calls (default 50)")
+    parser.add_argument(
+        "--max-turns", type=int, metavar="N", help="stop after N model calls (default 50)"
+    )
     parser.add_argument("--json", action="store_true", help="print agent events as JSON lines")
-    parser.add_argument("--thinking", action="store_true", help="also print the model's thinking (to stderr)")
+    parser.add_argument(
+        "--thinking", action="store_true", help="also print the model's thinking (to stderr)"
+    )
     parser.set_defaults(handler=run)
 
 
@@ -52,7 +60,9 @@ def run(args: argparse.Namespace) -> int:
 
     settings = load_config()
     _check_settings(settings)
-    model = _resolve_model(args.model or settings.get("default_model") or DEFAULT_MODEL, args.model is not None)
+    model = _resolve_model(
+        args.model or settings.get("default_model") or DEFAULT_MODEL, args.model is not None
+    )
     tools = _resolve_tools(args, settings)
     max_turns = args.max_turns or (settings.get("run") or {}).get("max_turns") or 50
     if max_turns < 1:

@@ -14,7 +14,9 @@ if TYPE_CHECKING:
 class TextRenderer:
     """Assistant text as it streams; tool calls and results on their own lines."""
 
-    def __init__(self, *, show_thinking: bool = False, out: TextIO | None = None, indent: str = "") -> None:
+    def __init__(
+        self, *, show_thinking: bool = False, out: TextIO | None = None, indent: str = ""
+    ) -> None:
         self.show_thinking = show_thinking
         self.out = out or sys.stdout
         self.indent = indent

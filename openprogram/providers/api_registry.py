@@ -57,11 +57,11 @@ _transform: ProviderTransform | None = None
 
 # A per-context route (see :func:`routed`) that takes precedence over the process-wide
 # transform for lookups made inside it. Only this module touches it.
-_scoped_route: ContextVar[ScopedRoute | None] = ContextVar(
-    "openprogram_scoped_route", default=None
-)
+_scoped_route: ContextVar[ScopedRoute | None] = ContextVar("openprogram_scoped_route", default=None)
 # Per-context providers standing in for the registered ones (see :func:`providing`).
-_overrides: ContextVar[dict[str, ApiProvider] | None] = ContextVar("openprogram_provider_overrides", default=None)
+_overrides: ContextVar[dict[str, ApiProvider] | None] = ContextVar(
+    "openprogram_provider_overrides", default=None
+)
 
 
 @contextlib.contextmanager

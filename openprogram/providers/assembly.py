@@ -57,7 +57,9 @@ def compute_cost(model: Model, usage: Usage) -> UsageCost:
         usage.cache_read * prices.cache_read / 1_000_000,
         usage.cache_write * prices.cache_write / 1_000_000,
     )
-    return UsageCost(input=parts[0], output=parts[1], cache_read=parts[2], cache_write=parts[3], total=sum(parts))
+    return UsageCost(
+        input=parts[0], output=parts[1], cache_read=parts[2], cache_write=parts[3], total=sum(parts)
+    )
 
 
 class AssistantStreamAssembler:
@@ -114,7 +116,9 @@ class AssistantStreamAssembler:
     def set_usage(self, usage: Usage) -> None:
         """Take the call's token counts; the total (when the vendor gave none) and the cost
         are computed here."""
-        total = usage.total_tokens or usage.input + usage.output + usage.cache_read + usage.cache_write
+        total = (
+            usage.total_tokens or usage.input + usage.output + usage.cache_read + usage.cache_write
+        )
         self._message.usage = usage.model_copy(
             update={"total_tokens": total, "cost": compute_cost(self.model, usage)}
         )
@@ -149,7 +153,9 @@ class AssistantStreamAssembler:
         self._replace(index, block, thinking=block.thinking + delta)
         return EventThinkingDelta(content_index=index, delta=delta, partial=self.snapshot())
 
-    def set_thinking_signature(self, index: int, signature: str | None, *, append: bool = False) -> None:
+    def set_thinking_signature(
+        self, index: int, signature: str | None, *, append: bool = False
+    ) -> None:
         block = self._block(index, ThinkingContent)
         if append and block.thinking_signature:
             signature = block.thinking_signature + (signature or "")
@@ -158,7 +164,9 @@ class AssistantStreamAssembler:
     def end_thinking(self, index: int) -> EventThinkingEnd:
         block = self._block(index, ThinkingContent)
         self._open.discard(index)
-        return EventThinkingEnd(content_index=index, content=block.thinking, partial=self.snapshot())
+        return EventThinkingEnd(
+            content_index=index, content=block.thinking, partial=self.snapshot()
+        )
 
     # ------------------------------------------------------------------ tool calls
 
@@ -167,7 +175,9 @@ class AssistantStreamAssembler:
         self._arguments[index] = StreamingJsonObject()
         return index, EventToolCallStart(content_index=index, partial=self.snapshot())
 
-    def set_tool_call_identity(self, index: int, *, tool_call_id: str | None = None, name: str | None = None) -> None:
+    def set_tool_call_identity(
+        self, index: int, *, tool_call_id: str | None = None, name: str | None = None
+    ) -> None:
         block = self._block(index, ToolCall)
         changes = {"id": tool_call_id, "name": name}
         self._replace(index, block, **{key: value for key, value in changes.items() if value})
@@ -198,7 +208,9 @@ class AssistantStreamAssembler:
                 parsed = orjson.loads(text)
             except orjson.JSONDecodeError:
                 parsed = parse_streaming_json(text)
-            block = self._replace(index, block, arguments=parsed if isinstance(parsed, dict) else {})
+            block = self._replace(
+                index, block, arguments=parsed if isinstance(parsed, dict) else {}
+            )
         self._open.discard(index)
         return EventToolCallEnd(content_index=index, tool_call=block, partial=self.snapshot())
 

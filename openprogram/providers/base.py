@@ -56,7 +56,9 @@ class AssembledProvider:
         signal = options.signal if options is not None else None
         describe = without_secrets(self.describe_error(model), options.api_key if options else None)
         produce = self.produce(assembler, model, context, options)
-        async for event in guarded_stream(assembler, produce, signal=signal, describe_error=describe):
+        async for event in guarded_stream(
+            assembler, produce, signal=signal, describe_error=describe
+        ):
             yield event
 
 

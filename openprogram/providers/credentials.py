@@ -27,7 +27,9 @@ PROVIDER_ENV_VARS: dict[str, tuple[str, ...]] = {
 }
 
 # Local servers that accept any key, or none.
-KEYLESS_PROVIDERS = frozenset({"ollama", "vllm", "llama.cpp", "llamacpp", "lmstudio", "local", "faux"})
+KEYLESS_PROVIDERS = frozenset(
+    {"ollama", "vllm", "llama.cpp", "llamacpp", "lmstudio", "local", "faux"}
+)
 
 MIN_SECRET_LENGTH = 8
 
@@ -35,7 +37,9 @@ _seen_lock = threading.Lock()
 _seen_keys: set[str] = set()
 
 #: Why environment keys are withheld from the calls of this context (None: they are not).
-_withheld: ContextVar[str | None] = ContextVar("openprogram_withhold_environment_keys", default=None)
+_withheld: ContextVar[str | None] = ContextVar(
+    "openprogram_withhold_environment_keys", default=None
+)
 
 
 def provider_env_vars(provider: str) -> tuple[str, ...]:

@@ -54,7 +54,9 @@ class Fault:
 
     def __post_init__(self) -> None:
         if self.kind not in FAULT_KINDS:
-            raise ValueError(f"Fault kind must be one of {', '.join(FAULT_KINDS)}, not {self.kind!r}")
+            raise ValueError(
+                f"Fault kind must be one of {', '.join(FAULT_KINDS)}, not {self.kind!r}"
+            )
         for name in ("call", "at_event"):
             value = getattr(self, name)
             if value is not None and not _is_count(value, 0):
@@ -62,7 +64,9 @@ class Fault:
         if not _is_count(self.times, 1):
             raise ValueError(f"Fault times must be an int >= 1, not {self.times!r}")
         if self.lane is not None and not isinstance(self.lane, str):
-            raise ValueError(f"Fault lane must be None or a lane path (a string), not {self.lane!r}")
+            raise ValueError(
+                f"Fault lane must be None or a lane path (a string), not {self.lane!r}"
+            )
         if self.at_event is not None and self.kind not in MID_STREAM_KINDS:
             raise ValueError(
                 f"Fault at_event applies to {' and '.join(sorted(MID_STREAM_KINDS))} only; "
@@ -71,7 +75,9 @@ class Fault:
 
     def applies_to(self, lane: str, position: int) -> bool:
         """Whether this fault is about the call at ``position`` of ``lane``."""
-        return (self.call is None or self.call == position) and (self.lane is None or self.lane == lane)
+        return (self.call is None or self.call == position) and (
+            self.lane is None or self.lane == lane
+        )
 
     @property
     def spec(self) -> str:
@@ -120,7 +126,9 @@ def faults_of(items: Fault | str | Iterable[Fault | str] | None) -> tuple[Fault,
         elif isinstance(item, str):
             faults.append(parse_fault(item))
         else:
-            raise ValueError(f"a fault is a Fault or a string written {FAULT_SPEC_GRAMMAR}, not {item!r}")
+            raise ValueError(
+                f"a fault is a Fault or a string written {FAULT_SPEC_GRAMMAR}, not {item!r}"
+            )
     return tuple(faults)
 
 

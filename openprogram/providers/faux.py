@@ -92,7 +92,9 @@ def faux_thinking(thinking: str, text: str = "", signature: str | None = None) -
     return FauxResponse(blocks=tuple(blocks))
 
 
-def faux_tool_call(name: str, arguments: dict[str, Any], *, id: str | None = None, text: str = "") -> FauxResponse:
+def faux_tool_call(
+    name: str, arguments: dict[str, Any], *, id: str | None = None, text: str = ""
+) -> FauxResponse:
     blocks: list[FauxBlock] = [FauxText(text)] if text else []
     blocks.append(FauxToolCall(name, arguments, id))
     return FauxResponse(blocks=tuple(blocks))
@@ -159,7 +161,9 @@ class FauxProvider(AssembledProvider):
             self._queue.clear()
             self.calls.clear()
 
-    def _next_response(self, model: Model, context: Context, options: StreamOptions | None) -> FauxResponse:
+    def _next_response(
+        self, model: Model, context: Context, options: StreamOptions | None
+    ) -> FauxResponse:
         with self._lock:
             self.calls.append((model, context, options))
             script = self._queue.popleft() if self._queue else None
@@ -234,7 +238,12 @@ def _usage(values: dict[str, int]) -> Usage:
 def _estimated_usage(context: Context, response: FauxResponse) -> Usage:
     """Deterministic token counts (four characters a token), so cost displays are stable."""
     prompt_chars = len(context.system_prompt or "") + len(
-        orjson.dumps([m.model_dump(mode="json", exclude={"timestamp": True, **ANSWER_ONLY_FIELDS}) for m in context.messages])
+        orjson.dumps(
+            [
+                m.model_dump(mode="json", exclude={"timestamp": True, **ANSWER_ONLY_FIELDS})
+                for m in context.messages
+            ]
+        )
     )
     output_chars = 0
     for block in response.blocks:
@@ -244,7 +253,9 @@ def _estimated_usage(context: Context, response: FauxResponse) -> Usage:
             output_chars += len(block.thinking)
         else:
             output_chars += len(orjson.dumps(block.arguments))
-    return Usage(input=max(1, prompt_chars // 4), output=max(1, output_chars // 4) if response.blocks else 0)
+    return Usage(
+        input=max(1, prompt_chars // 4), output=max(1, output_chars // 4) if response.blocks else 0
+    )
 
 
 # ----------------------------------------------------------------------------- echo

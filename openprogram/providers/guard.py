@@ -135,7 +135,9 @@ async def guarded_stream(
             except StopAsyncIteration:
                 inside_producer = False
                 yield assembler.fail(
-                    describe_error(ConnectionError("the stream ended before the response was complete"))
+                    describe_error(
+                        ConnectionError("the stream ended before the response was complete")
+                    )
                 )
                 return
             except asyncio.CancelledError:

@@ -65,7 +65,9 @@ class BlockedProvider:
     def __init__(self, diagnosis: str) -> None:
         self.diagnosis = diagnosis
 
-    def stream(self, model: Model, context: Context, options: StreamOptions | None = None) -> NoReturn:
+    def stream(
+        self, model: Model, context: Context, options: StreamOptions | None = None
+    ) -> NoReturn:
         raise ProviderBlockedError(self.diagnosis)
 
     def stream_simple(
@@ -125,7 +127,11 @@ def _run_initialization() -> RuntimeSnapshot:
         _register_builtins()
     except BaseException as error:  # KeyboardInterrupt too: others must not wait forever
         with _condition:
-            _failure = ("built-in provider registration", type(error).__name__, _redacted(str(error)))
+            _failure = (
+                "built-in provider registration",
+                type(error).__name__,
+                _redacted(str(error)),
+            )
             _state = FAILED
             _condition.notify_all()
         if not isinstance(error, Exception):
@@ -201,7 +207,9 @@ def _install_for(plan: ActivationPlan) -> None:
     note = replay_note(plan) if plan.mode == REPLAY else None
     # Update claims the file at once: a file another process records into or updates blocks
     # this one with a diagnosis naming that process.
-    route = route_for(plan.mode, path, ReplayRules(ignore=plan.ignore, normalize=plan.normalize, note=note))
+    route = route_for(
+        plan.mode, path, ReplayRules(ignore=plan.ignore, normalize=plan.normalize, note=note)
+    )
 
     def transform(api: str, original: ApiProvider) -> ApiProvider | None:
         return route.route(api, original)

@@ -86,7 +86,11 @@ def user_trusted_hosts() -> frozenset[str]:
         config = load_config()
     except ConfigError:
         return frozenset()
-    hosts = {host.strip("[]").rstrip(".").lower() for host in config.get("trusted_hosts") or [] if isinstance(host, str)}
+    hosts = {
+        host.strip("[]").rstrip(".").lower()
+        for host in config.get("trusted_hosts") or []
+        if isinstance(host, str)
+    }
     for entry in config.get("models") or []:
         host = host_of(entry.get("base_url")) if isinstance(entry, dict) else None
         if host is not None:

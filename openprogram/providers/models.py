@@ -41,48 +41,160 @@ def _model(
         base_url=base_url,
         reasoning=reasoning,
         input=["text", "image"] if images else ["text"],
-        cost=ModelCost(input=prices[0], output=prices[1], cache_read=prices[2], cache_write=prices[3]),
+        cost=ModelCost(
+            input=prices[0], output=prices[1], cache_read=prices[2], cache_write=prices[3]
+        ),
         context_window=context_window,
         max_tokens=max_tokens,
     )
 
 
 _CATALOG: list[Model] = [
-    Model(id="echo", name="Faux echo (offline, deterministic)", api="faux", provider="faux",
-          base_url="", input=["text"]),
-    _model("openai", "gpt-4o-mini", "openai-completions", OPENAI_BASE_URL, (0.15, 0.6, 0.075, 0),
-           name="GPT-4o mini", max_tokens=16384),
-    _model("openai", "gpt-4.1-mini", "openai-completions", OPENAI_BASE_URL, (0.4, 1.6, 0.1, 0),
-           name="GPT-4.1 mini", context_window=1047576, max_tokens=32768),
-    _model("openai", "gpt-5", "openai-responses", OPENAI_BASE_URL, (1.25, 10, 0.125, 0),
-           name="GPT-5", reasoning=True, context_window=400000, max_tokens=128000),
-    _model("openai", "gpt-5-mini", "openai-responses", OPENAI_BASE_URL, (0.25, 2, 0.025, 0),
-           name="GPT-5 mini", reasoning=True, context_window=400000, max_tokens=128000),
-    _model("openai", "o4-mini", "openai-responses", OPENAI_BASE_URL, (1.1, 4.4, 0.275, 0),
-           name="o4-mini", reasoning=True, context_window=200000, max_tokens=100000),
-    _model("anthropic", "claude-sonnet-4-5", "anthropic-messages", ANTHROPIC_BASE_URL,
-           (3, 15, 0.3, 3.75), name="Claude Sonnet 4.5", reasoning=True, context_window=200000,
-           max_tokens=64000),
-    _model("anthropic", "claude-haiku-4-5", "anthropic-messages", ANTHROPIC_BASE_URL,
-           (1, 5, 0.1, 1.25), name="Claude Haiku 4.5", reasoning=True, context_window=200000,
-           max_tokens=64000),
-    _model("anthropic", "claude-opus-4-1", "anthropic-messages", ANTHROPIC_BASE_URL,
-           (15, 75, 1.5, 18.75), name="Claude Opus 4.1", reasoning=True, context_window=200000,
-           max_tokens=32000),
-    _model("google", "gemini-2.5-flash", "google-generative-ai", GOOGLE_BASE_URL,
-           (0.3, 2.5, 0.075, 0), name="Gemini 2.5 Flash", reasoning=True,
-           context_window=1048576, max_tokens=65536),
-    _model("google", "gemini-2.5-pro", "google-generative-ai", GOOGLE_BASE_URL,
-           (1.25, 10, 0.31, 0), name="Gemini 2.5 Pro", reasoning=True, context_window=1048576,
-           max_tokens=65536),
-    _model("google", "gemini-2.0-flash", "google-generative-ai", GOOGLE_BASE_URL,
-           (0.1, 0.4, 0.025, 0), name="Gemini 2.0 Flash", context_window=1048576, max_tokens=8192),
-    _model("groq", "llama-3.3-70b-versatile", "openai-completions",
-           "https://api.groq.com/openai/v1", (0.59, 0.79, 0, 0), name="Llama 3.3 70B (Groq)",
-           images=False, context_window=131072, max_tokens=32768),
-    _model("openrouter", "openai/gpt-4o-mini", "openai-completions",
-           "https://openrouter.ai/api/v1", (0.15, 0.6, 0.075, 0), name="GPT-4o mini (OpenRouter)",
-           max_tokens=16384),
+    Model(
+        id="echo",
+        name="Faux echo (offline, deterministic)",
+        api="faux",
+        provider="faux",
+        base_url="",
+        input=["text"],
+    ),
+    _model(
+        "openai",
+        "gpt-4o-mini",
+        "openai-completions",
+        OPENAI_BASE_URL,
+        (0.15, 0.6, 0.075, 0),
+        name="GPT-4o mini",
+        max_tokens=16384,
+    ),
+    _model(
+        "openai",
+        "gpt-4.1-mini",
+        "openai-completions",
+        OPENAI_BASE_URL,
+        (0.4, 1.6, 0.1, 0),
+        name="GPT-4.1 mini",
+        context_window=1047576,
+        max_tokens=32768,
+    ),
+    _model(
+        "openai",
+        "gpt-5",
+        "openai-responses",
+        OPENAI_BASE_URL,
+        (1.25, 10, 0.125, 0),
+        name="GPT-5",
+        reasoning=True,
+        context_window=400000,
+        max_tokens=128000,
+    ),
+    _model(
+        "openai",
+        "gpt-5-mini",
+        "openai-responses",
+        OPENAI_BASE_URL,
+        (0.25, 2, 0.025, 0),
+        name="GPT-5 mini",
+        reasoning=True,
+        context_window=400000,
+        max_tokens=128000,
+    ),
+    _model(
+        "openai",
+        "o4-mini",
+        "openai-responses",
+        OPENAI_BASE_URL,
+        (1.1, 4.4, 0.275, 0),
+        name="o4-mini",
+        reasoning=True,
+        context_window=200000,
+        max_tokens=100000,
+    ),
+    _model(
+        "anthropic",
+        "claude-sonnet-4-5",
+        "anthropic-messages",
+        ANTHROPIC_BASE_URL,
+        (3, 15, 0.3, 3.75),
+        name="Claude Sonnet 4.5",
+        reasoning=True,
+        context_window=200000,
+        max_tokens=64000,
+    ),
+    _model(
+        "anthropic",
+        "claude-haiku-4-5",
+        "anthropic-messages",
+        ANTHROPIC_BASE_URL,
+        (1, 5, 0.1, 1.25),
+        name="Claude Haiku 4.5",
+        reasoning=True,
+        context_window=200000,
+        max_tokens=64000,
+    ),
+    _model(
+        "anthropic",
+        "claude-opus-4-1",
+        "anthropic-messages",
+        ANTHROPIC_BASE_URL,
+        (15, 75, 1.5, 18.75),
+        name="Claude Opus 4.1",
+        reasoning=True,
+        context_window=200000,
+        max_tokens=32000,
+    ),
+    _model(
+        "google",
+        "gemini-2.5-flash",
+        "google-generative-ai",
+        GOOGLE_BASE_URL,
+        (0.3, 2.5, 0.075, 0),
+        name="Gemini 2.5 Flash",
+        reasoning=True,
+        context_window=1048576,
+        max_tokens=65536,
+    ),
+    _model(
+        "google",
+        "gemini-2.5-pro",
+        "google-generative-ai",
+        GOOGLE_BASE_URL,
+        (1.25, 10, 0.31, 0),
+        name="Gemini 2.5 Pro",
+        reasoning=True,
+        context_window=1048576,
+        max_tokens=65536,
+    ),
+    _model(
+        "google",
+        "gemini-2.0-flash",
+        "google-generative-ai",
+        GOOGLE_BASE_URL,
+        (0.1, 0.4, 0.025, 0),
+        name="Gemini 2.0 Flash",
+        context_window=1048576,
+        max_tokens=8192,
+    ),
+    _model(
+        "groq",
+        "llama-3.3-70b-versatile",
+        "openai-completions",
+        "https://api.groq.com/openai/v1",
+        (0.59, 0.79, 0, 0),
+        name="Llama 3.3 70B (Groq)",
+        images=False,
+        context_window=131072,
+        max_tokens=32768,
+    ),
+    _model(
+        "openrouter",
+        "openai/gpt-4o-mini",
+        "openai-completions",
+        "https://openrouter.ai/api/v1",
+        (0.15, 0.6, 0.075, 0),
+        name="GPT-4o mini (OpenRouter)",
+        max_tokens=16384,
+    ),
 ]
 
 
@@ -112,7 +224,9 @@ def all_models(*, include_configured: bool = True) -> list[Model]:
 def split_model_ref(ref: str) -> tuple[str, str]:
     provider, sep, model_id = ref.partition("/")
     if not sep or not provider or not model_id:
-        raise LookupError(f"model reference '{ref}' must look like provider/model-id (e.g. faux/echo)")
+        raise LookupError(
+            f"model reference '{ref}' must look like provider/model-id (e.g. faux/echo)"
+        )
     return provider, model_id
 
 
@@ -128,7 +242,9 @@ def get_model(ref: str, *, include_configured: bool = True) -> Model:
     known = ", ".join(sorted(f"{p}/{m}" for p, m in catalog))
     project = find_project_file()
     where = (
-        f"the project's {project}" if project is not None else "a [tool.openprogram] table in the project's pyproject.toml"
+        f"the project's {project}"
+        if project is not None
+        else "a [tool.openprogram] table in the project's pyproject.toml"
     )
     raise LookupError(
         f"unknown model '{ref}'; known models: {known}. A model is defined in {where} "
@@ -148,7 +264,9 @@ _ConfigStamp = tuple[str, int, int, int, int] | tuple[str, None]
 
 #: Built-in models by ``(provider, id)``, in catalog order.
 _BUILTIN: dict[tuple[str, str], Model] = {(m.provider, m.id): m for m in _CATALOG}
-_configured_cache: tuple[tuple[_ConfigStamp, _ConfigStamp], dict[tuple[str, str], Model]] | None = None
+_configured_cache: tuple[tuple[_ConfigStamp, _ConfigStamp], dict[tuple[str, str], Model]] | None = (
+    None
+)
 #: How many times the catalog with configured models was built (tests count rebuilds).
 catalog_builds = 0
 

@@ -87,7 +87,9 @@ class _Frame:
         self.state = "key" if is_object else "value"
 
     def may_close(self) -> bool:
-        return self.state == "after" or (self.index == -1 and self.state == ("key" if self.is_object else "value"))
+        return self.state == "after" or (
+            self.index == -1 and self.state == ("key" if self.is_object else "value")
+        )
 
 
 class _Cursor:
@@ -267,7 +269,9 @@ class StreamingJsonObject:
         self._parts.append(delta)
         arrived = unread + delta
         if self._mode == "incremental" and not _encodable(arrived):
-            self._mode = "full"  # a lone surrogate: the text is not UTF-8, the full parse rejects it
+            self._mode = (
+                "full"  # a lone surrogate: the text is not UTF-8, the full parse rejects it
+            )
         if self._mode == "incremental":
             self._fresh = set()
             self._cursor.advance(arrived)

@@ -142,7 +142,9 @@ class RawContent(_Value):
 AssistantContent: TypeAlias = Annotated[
     TextContent | ThinkingContent | ToolCall | ServerToolContent, Field(discriminator="type")
 ]
-UserContent: TypeAlias = Annotated[TextContent | ImageContent | RawContent, Field(discriminator="type")]
+UserContent: TypeAlias = Annotated[
+    TextContent | ImageContent | RawContent, Field(discriminator="type")
+]
 
 StopReason: TypeAlias = Literal["stop", "length", "toolUse", "error", "aborted"]
 
@@ -207,7 +209,11 @@ class AssistantMessage(_Model):
 #: later request carries them, but no vendor is sent them, so a request as recorded and compared
 #: leaves them out (the ``exclude`` of ``model_dump``; docs/file-format.md, "What a replay
 #: compares").
-ANSWER_ONLY_FIELDS: dict[str, Any] = {"response_id": True, "response_model": True, "usage": {"reasoning": True}}
+ANSWER_ONLY_FIELDS: dict[str, Any] = {
+    "response_id": True,
+    "response_model": True,
+    "usage": {"reasoning": True},
+}
 
 
 class ToolResultMessage(_Model):

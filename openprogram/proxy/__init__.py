@@ -30,7 +30,14 @@ if TYPE_CHECKING:
     from .server import RunningProxy, start_proxy
     from .settings import ProxySettings
 
-__all__ = ["ProxySettings", "RunningProxy", "install_hint", "missing_dependencies", "proxy_requirements", "start_proxy"]
+__all__ = [
+    "ProxySettings",
+    "RunningProxy",
+    "install_hint",
+    "missing_dependencies",
+    "proxy_requirements",
+    "start_proxy",
+]
 
 
 def missing_dependencies() -> list[str]:
@@ -39,6 +46,7 @@ def missing_dependencies() -> list[str]:
     import importlib.util
 
     return [name for name in ("starlette", "uvicorn") if importlib.util.find_spec(name) is None]
+
 
 def proxy_requirements() -> list[str]:
     """The requirements of openprogram's ``proxy`` extra, as the installed package declares
@@ -62,7 +70,9 @@ def install_hint() -> str:
     name (on PyPI ``openprogram`` is another project: docs/install.md)."""
     import shlex
 
-    return "pip install " + " ".join(shlex.quote(requirement) for requirement in proxy_requirements())
+    return "pip install " + " ".join(
+        shlex.quote(requirement) for requirement in proxy_requirements()
+    )
 
 
 _EXPORTS = {"RunningProxy": "server", "start_proxy": "server", "ProxySettings": "settings"}

@@ -113,13 +113,20 @@ async def _models(request: Request) -> Any:
     asking = [v.api for v in VENDORS if v.identifying_header in headers]
     if asking:
         data = [
-            {"type": "model", "id": m.id, "display_name": m.name, "created_at": "1970-01-01T00:00:00Z"}
+            {
+                "type": "model",
+                "id": m.id,
+                "display_name": m.name,
+                "created_at": "1970-01-01T00:00:00Z",
+            }
             for m in models
             if m.api == asking[0]
         ]
         first, last = (data[0]["id"], data[-1]["id"]) if data else (None, None)
         return JSONResponse({"data": data, "has_more": False, "first_id": first, "last_id": last})
-    listing = [{"id": m.id, "object": "model", "created": 0, "owned_by": m.provider} for m in models]
+    listing = [
+        {"id": m.id, "object": "model", "created": 0, "owned_by": m.provider} for m in models
+    ]
     return JSONResponse({"object": "list", "data": listing})
 
 

@@ -76,8 +76,12 @@ PREFIX = "openprogram proxy: "
 _HTTP_STATUS = re.compile(r"\bHTTP (\d{3})\b")
 
 #: What a key-less request is told when the proxy's environment keys are withheld from it.
-ENV_KEYS_HINT = "send the key from the client (its SDK's api_key), or start the proxy with --env-keys"
-NO_ENV_KEY_HINT = "send the key from the client (its SDK's api_key), or set it in the proxy's environment"
+ENV_KEYS_HINT = (
+    "send the key from the client (its SDK's api_key), or start the proxy with --env-keys"
+)
+NO_ENV_KEY_HINT = (
+    "send the key from the client (its SDK's api_key), or set it in the proxy's environment"
+)
 
 #: What reading a body may raise besides ``WireRequestError`` when it holds what no check of the
 #: vendor module foresaw: the body's fault all the same, so a 400 rather than a 500.
@@ -136,12 +140,18 @@ class ProxyFailure(Exception):
 
 
 async def answer(
-    wire_format: WireFormat, settings: ProxySettings, lanes: LaneBook, request: IncomingRequest, send: Send
+    wire_format: WireFormat,
+    settings: ProxySettings,
+    lanes: LaneBook,
+    request: IncomingRequest,
+    send: Send,
 ) -> None:
     """Answer one request of ``wire_format``: in this task, or, when the settings name the
     context calls run in (a pytest fixture's: the test's recording scope, run values and
     declared secrets), in a task of its own that runs in a copy of that context."""
-    drop = DROP_CONNECTION.get()  # the server's, for this connection: read before leaving its context
+    drop = (
+        DROP_CONNECTION.get()
+    )  # the server's, for this connection: read before leaving its context
     if drop is not None and request.drop is None:
         request = dataclasses.replace(request, drop=drop)
     if settings.call_context is None:
@@ -160,7 +170,11 @@ async def answer(
 
 
 async def _answer(
-    wire_format: WireFormat, settings: ProxySettings, lanes: LaneBook, request: IncomingRequest, send: Send
+    wire_format: WireFormat,
+    settings: ProxySettings,
+    lanes: LaneBook,
+    request: IncomingRequest,
+    send: Send,
 ) -> None:
     vendor = wire_format.vendor
     credential = _credential(request)
@@ -214,8 +228,13 @@ async def _answer(
         if fault is not None:  # a replayed fault, before any answer: as the vendor's server fails
             await _close(events)
             await answer_fault(
-                wire_format.api, fault, send, started=False, streaming=call.streaming,
-                disconnected=request.disconnected, drop=request.drop,
+                wire_format.api,
+                fault,
+                send,
+                started=False,
+                streaming=call.streaming,
+                disconnected=request.disconnected,
+                drop=request.drop,
             )
             return
         stored = served.answer
@@ -226,11 +245,20 @@ async def _answer(
         if first.type == "error":
             await _close(events)
             status = _status_of(first.error)
-            await send_error(send, vendor, status, first.error.error_message or "the call failed", credential)
+            await send_error(
+                send, vendor, status, first.error.error_message or "the call failed", credential
+            )
             return
         failed = _Failing(wire_format.api, call.streaming, request.disconnected, request.drop)
         if call.streaming:
-            await _stream(vendor.StreamEncoder(call.body), first, events, _split_sends(send, settings), credential, failed)
+            await _stream(
+                vendor.StreamEncoder(call.body),
+                first,
+                events,
+                _split_sends(send, settings),
+                credential,
+                failed,
+            )
         else:
             await _complete(vendor, call.body, first, events, send, credential, failed)
 
@@ -245,32 +273,54 @@ def _prepare(
     if not isinstance(body, dict):
         raise ProxyFailure(400, f"{PREFIX}the request body must be a JSON object")
     try:
-        model, context, options = wire_format.vendor.parse_request_body(body, model_id=request.model_id)
+        model, context, options = wire_format.vendor.parse_request_body(
+            body, model_id=request.model_id
+        )
         derived = conversation_lane(
-            context, options.extra_body, api=wire_format.api, model_id=model.id, normalize=settings.lane_normalizer()
+            context,
+            options.extra_body,
+            api=wire_format.api,
+            model_id=model.id,
+            normalize=settings.lane_normalizer(),
         )
         header = request.headers.get(LANE_HEADER)
-        segments = lane_segments(header, lanes.lane_for(derived) if derived and not header else derived)
+        segments = lane_segments(
+            header, lanes.lane_for(derived) if derived and not header else derived
+        )
     except (WireRequestError, ValueError) as error:
         raise ProxyFailure(400, f"{PREFIX}{error}") from None
     except _UNFORESEEN as error:
         raise ProxyFailure(
-            400, f"{PREFIX}the request body could not be read ({type(error).__name__}: {error}); check it against the vendor's API reference"
+            400,
+            f"{PREFIX}the request body could not be read ({type(error).__name__}: {error}); check it against the vendor's API reference",
         ) from None
-    forwarded = {name: request.headers[name] for name in wire_format.forwarded_headers if name in request.headers}
+    forwarded = {
+        name: request.headers[name]
+        for name in wire_format.forwarded_headers
+        if name in request.headers
+    }
     known = known_model(wire_format.api, model)
     if known is not None:
         model = known
     base_url = settings.live_base_url(wire_format.api, known)
     # The llm_proxy fixture's per-test key opens this proxy only; it never travels on.
-    sent = None if settings.client_token is not None else client_credential(request.headers, request.query)
+    sent = (
+        None
+        if settings.client_token is not None
+        else client_credential(request.headers, request.query)
+    )
     key = sent
     if key is None and settings.env_keys:
         key = resolve_provider_key(model.provider)
     refusal = settings.key_refusal(wire_format.api)
     if refusal is not None and key:
         raise ProxyFailure(403, f"{PREFIX}{refusal}")
-    if known is not None and key and base_url == known.base_url and base_url != DEFAULT_UPSTREAMS[wire_format.api]:
+    if (
+        known is not None
+        and key
+        and base_url == known.base_url
+        and base_url != DEFAULT_UPSTREAMS[wire_format.api]
+    ):
         # a project's model on a host the user does not trust gets no key (docs/project.md)
         from ..providers.key_trust import key_refusal
 
@@ -293,7 +343,9 @@ def _prepare(
     )
 
 
-async def _drain(first: AssistantMessageEvent, events: AsyncIterator[AssistantMessageEvent]) -> AssistantMessageEvent:
+async def _drain(
+    first: AssistantMessageEvent, events: AsyncIterator[AssistantMessageEvent]
+) -> AssistantMessageEvent:
     """Consume a live call's events (the passthrough forwards the answer as they are pulled,
     and the recorder writes them); the last one."""
     last = first
@@ -353,7 +405,9 @@ def _is_credential_header(name: str) -> bool:
     return lowered == "authorization" or lowered.endswith("api-key")
 
 
-def _failure(error: Exception, wire_format: WireFormat | None = None, call: PreparedCall | None = None) -> tuple[int, str]:
+def _failure(
+    error: Exception, wire_format: WireFormat | None = None, call: PreparedCall | None = None
+) -> tuple[int, str]:
     """The status and message of a call that failed before its first event (a mismatch also
     names the message by the client's index in ``call``'s body)."""
     from ..providers.replay import RecordedCallInterrupted, ReplayMismatch
@@ -361,7 +415,9 @@ def _failure(error: Exception, wire_format: WireFormat | None = None, call: Prep
     if isinstance(error, ReplayMismatch):
         message = f"{PREFIX}{error}"
         if wire_format is not None and call is not None:
-            message = with_client_path(message, wire_format, call.body, error.field_path, call.model.id)
+            message = with_client_path(
+                message, wire_format, call.body, error.field_path, call.model.id
+            )
         return 400, message
     if isinstance(error, RecordedCallInterrupted):
         return 502, f"{PREFIX}{error}"
@@ -391,7 +447,9 @@ def _message_of(event: AssistantMessageEvent) -> AssistantMessage:
     return event.partial
 
 
-def _failed_event(last: AssistantMessageEvent, error: BaseException, credential: str | None) -> EventError:
+def _failed_event(
+    last: AssistantMessageEvent, error: BaseException, credential: str | None
+) -> EventError:
     """The ``error`` event a stream that raised part-way ends with (an interrupted recorded
     call replays its events, then raises): what arrived is kept, as the event protocol says."""
     text = redacted(f"{PREFIX}{error}", credential)
@@ -410,7 +468,13 @@ class _Failing:
 
     async def answer(self, fault: Fault, send: Send, *, started: bool) -> None:
         await answer_fault(
-            self.api, fault, send, started=started, streaming=self.streaming, disconnected=self.disconnected, drop=self.drop
+            self.api,
+            fault,
+            send,
+            started=started,
+            streaming=self.streaming,
+            disconnected=self.disconnected,
+            drop=self.drop,
         )
 
 
@@ -498,7 +562,9 @@ async def _complete(
         return
     message = _message_of(last)
     status = _status_of(message) if last.type == "error" else 502
-    await send_error(send, vendor, status, message.error_message or f"{PREFIX}the stream ended early", credential)
+    await send_error(
+        send, vendor, status, message.error_message or f"{PREFIX}the stream ended early", credential
+    )
 
 
 def _credential(request: IncomingRequest) -> str | None:
@@ -534,4 +600,13 @@ async def send_json(send: Send, status: int, payload: Any) -> None:
     await send({"type": "http.response.body", "body": orjson.dumps(payload), "more_body": False})
 
 
-__all__ = ["ENV_KEYS_HINT", "IncomingRequest", "PREFIX", "ProxyFailure", "answer", "redacted", "send_error", "send_json"]
+__all__ = [
+    "ENV_KEYS_HINT",
+    "IncomingRequest",
+    "PREFIX",
+    "ProxyFailure",
+    "answer",
+    "redacted",
+    "send_error",
+    "send_json",
+]

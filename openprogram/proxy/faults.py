@@ -78,7 +78,9 @@ async def answer_fault(
         return
     if drop is not None:
         drop()
-        if disconnected is not None:  # returned before the server saw it closed, it would log an error
+        if (
+            disconnected is not None
+        ):  # returned before the server saw it closed, it would log an error
             try:
                 await asyncio.wait_for(disconnected(), DROP_WAIT_SECONDS)
             except TimeoutError:
@@ -86,7 +88,9 @@ async def answer_fault(
         return
     if not started:  # no way to close it unanswered: the head, then no body
         kind = b"text/event-stream" if streaming else b"application/json"
-        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", kind)]})
+        await send(
+            {"type": "http.response.start", "status": 200, "headers": [(b"content-type", kind)]}
+        )
 
 
 async def until_disconnected(receive: Callable[[], Awaitable[Mapping[str, Any]]]) -> None:
@@ -96,4 +100,10 @@ async def until_disconnected(receive: Callable[[], Awaitable[Mapping[str, Any]]]
         continue
 
 
-__all__ = ["DROP_CONNECTION", "STALL_LIMIT_SECONDS", "answer_fault", "fault_response", "until_disconnected"]
+__all__ = [
+    "DROP_CONNECTION",
+    "STALL_LIMIT_SECONDS",
+    "answer_fault",
+    "fault_response",
+    "until_disconnected",
+]

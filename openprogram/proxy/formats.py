@@ -38,11 +38,15 @@ class VendorWire(Protocol):
 
     def AnswerReader(self, assembler: AssistantStreamAssembler) -> AnswerReader: ...  # noqa: N802 - a class
 
-    def parse_request_body(self, body: dict[str, Any], *, model_id: str | None = None) -> ParsedRequest: ...
+    def parse_request_body(
+        self, body: dict[str, Any], *, model_id: str | None = None
+    ) -> ParsedRequest: ...
 
     def StreamEncoder(self, request_body: dict[str, Any]) -> WireEncoder: ...  # noqa: N802 - a class
 
-    def response_body(self, message: AssistantMessage, request_body: dict[str, Any]) -> dict[str, Any]: ...
+    def response_body(
+        self, message: AssistantMessage, request_body: dict[str, Any]
+    ) -> dict[str, Any]: ...
 
     def error_body(self, status: int, message: str) -> dict[str, Any]: ...
 
@@ -127,7 +131,10 @@ def format_guess(scope: Mapping[str, Any]) -> WireFormat:
     for header, api in _FORMAT_OF_HEADER.items():
         if header in headers:
             return FORMATS[api]
-    if any(path.startswith(f"/{version}/") for version in GEMINI_VERSIONS if version != "v1") or ":" in path:
+    if (
+        any(path.startswith(f"/{version}/") for version in GEMINI_VERSIONS if version != "v1")
+        or ":" in path
+    ):
         return FORMATS[_ACTION_FORMATS[0]]
     return FORMATS[DEFAULT_API]
 
@@ -150,9 +157,21 @@ def client_credential(headers: Mapping[str, str], query: Mapping[str, str]) -> s
 
 def scope_credential(scope: Mapping[str, Any]) -> str | None:
     """:func:`client_credential` of an ASGI request not read yet (its scope)."""
-    headers = {bytes(name).decode("latin-1").lower(): bytes(value).decode("latin-1") for name, value in scope.get("headers", [])}
+    headers = {
+        bytes(name).decode("latin-1").lower(): bytes(value).decode("latin-1")
+        for name, value in scope.get("headers", [])
+    }
     query = dict(parse_qsl(bytes(scope.get("query_string", b"")).decode("latin-1")))
     return client_credential(headers, query)
 
 
-__all__ = ["FORMATS", "GEMINI_VERSIONS", "VendorWire", "WireEncoder", "WireFormat", "client_credential", "format_guess", "scope_credential"]
+__all__ = [
+    "FORMATS",
+    "GEMINI_VERSIONS",
+    "VendorWire",
+    "WireEncoder",
+    "WireFormat",
+    "client_credential",
+    "format_guess",
+    "scope_credential",
+]

@@ -73,7 +73,11 @@ def hostname_of(host_header: str) -> str | None:
     if found is None:
         return None
     if found["ipv6"] is not None:
-        return found["ipv6"].lower() if isinstance(_address(found["ipv6"]), ipaddress.IPv6Address) else None
+        return (
+            found["ipv6"].lower()
+            if isinstance(_address(found["ipv6"]), ipaddress.IPv6Address)
+            else None
+        )
     return found["name"].lower().removesuffix(".") or None
 
 
@@ -105,7 +109,11 @@ def host_allowed(host_header: str, server_host: str | None = None) -> bool:
     if is_loopback(hostname):
         return True
     address = _address(hostname)
-    return address is not None and server_host is not None and address == _address(server_host.strip("[]"))
+    return (
+        address is not None
+        and server_host is not None
+        and address == _address(server_host.strip("[]"))
+    )
 
 
 def origin_allowed(origin: str) -> bool:
@@ -151,7 +159,13 @@ class OwnerOnly:
             await self.app(scope, receive, send)
             return
         status, message = refusal
-        await send_error(send, format_guess(scope).vendor, status, PREFIX + "refused: " + message, scope_credential(scope))
+        await send_error(
+            send,
+            format_guess(scope).vendor,
+            status,
+            PREFIX + "refused: " + message,
+            scope_credential(scope),
+        )
 
     def refusal(self, scope: Scope) -> tuple[int, str] | None:
         """Why a request is refused (its status and the message), or None to answer it."""
@@ -162,7 +176,11 @@ class OwnerOnly:
         host = headers.get("host", "")
         if not host_allowed(host, server_host):
             named = hostname_of(host)
-            what = f"names {_shown(named)}" if named else ("is missing" if not host else "cannot be read")
+            what = (
+                f"names {_shown(named)}"
+                if named
+                else ("is missing" if not host else "cannot be read")
+            )
             return 403, (
                 f"the Host header {what}: this proxy answers only requests addressed to localhost or "
                 "a loopback address, so that a web page cannot reach it through a name of its own (DNS "
@@ -184,7 +202,9 @@ class OwnerOnly:
         if str(scope.get("method", "")).upper() not in _BODILESS:
             content_type = headers.get("content-type")
             if content_type is None or not is_json(content_type):
-                sent = f"not {_shown(content_type)}" if content_type else "not without a Content-Type"
+                sent = (
+                    f"not {_shown(content_type)}" if content_type else "not without a Content-Type"
+                )
                 return 415, (
                     f"the body must be sent as JSON (Content-Type: application/json), {sent}: a web "
                     "page can send text or a form to any address without asking, JSON it cannot; "
@@ -195,7 +215,9 @@ class OwnerOnly:
     def _carries_token(self, scope: Scope) -> bool:
         credential = scope_credential(scope)
         assert self.client_token is not None
-        return credential is not None and hmac.compare_digest(credential.encode(), self.client_token.encode())
+        return credential is not None and hmac.compare_digest(
+            credential.encode(), self.client_token.encode()
+        )
 
 
 def _headers(scope: Scope) -> dict[str, str]:

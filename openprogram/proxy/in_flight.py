@@ -65,7 +65,9 @@ class InFlight:
         try:
             return future.result(timeout)
         except concurrent.futures.TimeoutError:
-            raise TimeoutError(f"the calls the proxy was answering did not end within {timeout:g} s") from None
+            raise TimeoutError(
+                f"the calls the proxy was answering did not end within {timeout:g} s"
+            ) from None
 
     async def end_now(self) -> int:
         """:meth:`end_all` from the server's own loop (a stop that cuts the calls in flight)."""
@@ -102,7 +104,11 @@ class _Answer:
         if not self.started:
             body = b'{"error": {"message": "openprogram proxy: the call was ended before its answer (its test ended)"}}'
             await self._send(
-                {"type": "http.response.start", "status": 503, "headers": [(b"content-type", b"application/json")]}
+                {
+                    "type": "http.response.start",
+                    "status": 503,
+                    "headers": [(b"content-type", b"application/json")],
+                }
             )
             await self._send({"type": "http.response.body", "body": body, "more_body": False})
             return

@@ -52,7 +52,9 @@ def conversation_lane(
     if first is None:
         return None
     instructions = (extra_body or {}).get("instructions")
-    start = remove_secret_values([api, model_id, context.system_prompt, instructions, text_of(first.content)])
+    start = remove_secret_values(
+        [api, model_id, context.system_prompt, instructions, text_of(first.content)]
+    )
     if normalize is not None:
         start = normalize(start)
     digest = hashlib.sha256(orjson.dumps(start)).hexdigest()[:16]
@@ -92,7 +94,9 @@ class LaneBook:
     conversation keeps its own lane, so interleavings never depend on this."""
 
     def __init__(self, recorded: Iterable[str] = ()) -> None:
-        self.recorded = [name for name in dict.fromkeys(recorded) if name.startswith(CONVERSATION_PREFIX)]
+        self.recorded = [
+            name for name in dict.fromkeys(recorded) if name.startswith(CONVERSATION_PREFIX)
+        ]
         self._known = set(self.recorded)
         self._used: set[str] = set()
         self._lent: dict[str, str] = {}
@@ -118,4 +122,11 @@ class LaneBook:
             return lent
 
 
-__all__ = ["CONVERSATION_PREFIX", "LANE_HEADER", "LaneBook", "conversation_lane", "in_lane", "lane_segments"]
+__all__ = [
+    "CONVERSATION_PREFIX",
+    "LANE_HEADER",
+    "LaneBook",
+    "conversation_lane",
+    "in_lane",
+    "lane_segments",
+]

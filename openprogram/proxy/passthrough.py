@@ -86,7 +86,11 @@ def upstream_headers(headers: Sequence[tuple[str, str]]) -> list[tuple[str, str]
 
 def client_headers(headers: Sequence[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
     """The answer's headers as they go back to the client."""
-    return [(name, value) for name, value in headers if name.lower().decode("latin-1") not in _NOT_SENT_BACK]
+    return [
+        (name, value)
+        for name, value in headers
+        if name.lower().decode("latin-1") not in _NOT_SENT_BACK
+    ]
 
 
 class UpstreamHttpError(Exception):
@@ -186,7 +190,11 @@ class PassthroughProvider(AssembledProvider):
             status = response.status_code
             content_type = response.headers.get("content-type", "")
             await self.send(
-                {"type": "http.response.start", "status": status, "headers": client_headers(response.headers.raw)}
+                {
+                    "type": "http.response.start",
+                    "status": status,
+                    "headers": client_headers(response.headers.raw),
+                }
             )
             self.responded = True
             chunks: list[bytes] = []
@@ -195,7 +203,9 @@ class PassthroughProvider(AssembledProvider):
             if status >= 400:
                 async for _chunk in pieces:
                     pass
-                raise UpstreamHttpError(status, _vendor_message(b"".join(chunks)) or f"the upstream answered {status}")
+                raise UpstreamHttpError(
+                    status, _vendor_message(b"".join(chunks)) or f"the upstream answered {status}"
+                )
             yield assembler.start()
             reader = self.wire_format.vendor.AnswerReader(assembler)
             held: list[AssistantEvent] = []
@@ -211,7 +221,11 @@ class PassthroughProvider(AssembledProvider):
                                 held.append(event)
                             else:
                                 yield event
-                pending = [event for kind, data in decoder.flush() for event in reader.sse(kind, data)] if not held else []
+                pending = (
+                    [event for kind, data in decoder.flush() for event in reader.sse(kind, data)]
+                    if not held
+                    else []
+                )
             else:
                 async for _chunk, arrival in self._read(pieces, chunks):
                     self._arrival = arrival
@@ -231,7 +245,9 @@ class PassthroughProvider(AssembledProvider):
                 await pump  # reading the answer failed: the client still gets all of it
             await response.aclose()
 
-    async def _read(self, pieces: AsyncIterator[bytes], chunks: list[bytes]) -> AsyncIterator[tuple[bytes, int]]:
+    async def _read(
+        self, pieces: AsyncIterator[bytes], chunks: list[bytes]
+    ) -> AsyncIterator[tuple[bytes, int]]:
         """Each piece of the answer to read, with the moment it arrived: as it is forwarded,
         or (:attr:`end_early`) once the whole answer was, then what broke it off, if anything."""
         arrivals = self._arrivals
@@ -258,10 +274,14 @@ class PassthroughProvider(AssembledProvider):
         here, forwards the answer as fast as it arrives, however long reading and recording its
         events take (they follow in the caller's task), and all of it even when they fail."""
         queue: asyncio.Queue[bytes | BaseException | None] = asyncio.Queue()
-        pump = self._pump_task = asyncio.get_running_loop().create_task(self._pump(response, chunks, queue))
+        pump = self._pump_task = asyncio.get_running_loop().create_task(
+            self._pump(response, chunks, queue)
+        )
         return self._pieces(queue, pump)
 
-    async def _pieces(self, queue: asyncio.Queue[bytes | BaseException | None], pump: asyncio.Task[None]) -> AsyncIterator[bytes]:
+    async def _pieces(
+        self, queue: asyncio.Queue[bytes | BaseException | None], pump: asyncio.Task[None]
+    ) -> AsyncIterator[bytes]:
         try:
             while True:
                 item = await queue.get()
@@ -278,7 +298,9 @@ class PassthroughProvider(AssembledProvider):
             if not pump.done() and not pump.cancelled():
                 await pump
 
-    async def _pump(self, response: Any, chunks: list[bytes], queue: asyncio.Queue[bytes | BaseException | None]) -> None:
+    async def _pump(
+        self, response: Any, chunks: list[bytes], queue: asyncio.Queue[bytes | BaseException | None]
+    ) -> None:
         import httpx
 
         send, put, arrived = self.send, queue.put_nowait, self._arrivals.append
@@ -293,7 +315,11 @@ class PassthroughProvider(AssembledProvider):
         except httpx.TransportError as error:
             # What arrived is the answer as the client saw it: kept, marked as broken off.
             self._answer = VendorAnswer(response.status_code, content_type, chunks, False)
-            put(UpstreamUnreachable(f"the answer from {_host(self.url)} broke off: {_reason(error)}"))
+            put(
+                UpstreamUnreachable(
+                    f"the answer from {_host(self.url)} broke off: {_reason(error)}"
+                )
+            )
             return
         except Exception as error:  # noqa: BLE001 - handed to the reader of the queue
             put(error)
@@ -366,10 +392,18 @@ def _http_client() -> Any:
             timeout = httpx.Timeout(READ_TIMEOUT_SECONDS, connect=CONNECT_TIMEOUT_SECONDS)
             # A request's head and body are separate writes: without TCP_NODELAY the body waits
             # for the upstream's delayed acknowledgement of the head.
-            transport = httpx.AsyncHTTPTransport(socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)])
+            transport = httpx.AsyncHTTPTransport(
+                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+            )
             client = httpx.AsyncClient(timeout=timeout, follow_redirects=False, transport=transport)
             _pools[loop] = client
     return client
 
 
-__all__ = ["HOP_BY_HOP", "PassthroughProvider", "UpstreamHttpError", "UpstreamUnreachable", "upstream_headers"]
+__all__ = [
+    "HOP_BY_HOP",
+    "PassthroughProvider",
+    "UpstreamHttpError",
+    "UpstreamUnreachable",
+    "upstream_headers",
+]

@@ -149,7 +149,9 @@ def describe_mode(settings: ProxySettings) -> tuple[str, str | None]:
     if settings.session_mode is not None:
         return settings.session_mode, str(settings.recording)
     if settings.call_context is not None:  # the caller's own session (a test's)
-        return settings.mode or "live", None if settings.recording is None else str(settings.recording)
+        return settings.mode or "live", None if settings.recording is None else str(
+            settings.recording
+        )
     from ..providers.initialization import initialize_provider_runtime
 
     snapshot = initialize_provider_runtime()
@@ -168,7 +170,9 @@ def startup_lines(url: str, settings: ProxySettings) -> list[str]:
     lines.append("  point the SDKs at it:")
     lines += [f"    export {name}={value}" for name, value in base_url_environment(url).items()]
     if mode != "replay":
-        upstreams = ", ".join(f"{api} {shown_url(settings.upstream(api))}" for api in DEFAULT_UPSTREAMS)
+        upstreams = ", ".join(
+            f"{api} {shown_url(settings.upstream(api))}" for api in DEFAULT_UPSTREAMS
+        )
         lines.append(f"  live calls go to: {upstreams}")
     if settings.env_keys:
         lines.append("  a request without a key of its own gets this process's (--env-keys)")
@@ -207,7 +211,10 @@ def serve(
     finally:
         sock.close()
     report = scope.update.report if scope is not None and scope.update is not None else None
-    say(f"{PREFIX}stopped ({stop.how})" + (f"; recording {report.message}" if report is not None else ""))
+    say(
+        f"{PREFIX}stopped ({stop.how})"
+        + (f"; recording {report.message}" if report is not None else "")
+    )
     return 1 if stop.cut or (report is not None and report.failed) else 0
 
 
@@ -315,7 +322,9 @@ class RunningProxy:
         self.stop()
 
 
-def start_proxy(settings: ProxySettings | None = None, *, host: str = "127.0.0.1", port: int = 0) -> RunningProxy:
+def start_proxy(
+    settings: ProxySettings | None = None, *, host: str = "127.0.0.1", port: int = 0
+) -> RunningProxy:
     """Start a proxy in a background thread (on a free port unless ``port`` is given) and
     return once it is listening. A recording session that cannot start (a replay file that is
     invalid) raises here."""
@@ -350,4 +359,11 @@ def start_proxy(settings: ProxySettings | None = None, *, host: str = "127.0.0.1
     return RunningProxy(url_of(sock), settings, scope, server, in_flight, thread, errors)
 
 
-__all__ = ["RunningProxy", "describe_mode", "recording_session", "serve", "start_proxy", "startup_lines"]
+__all__ = [
+    "RunningProxy",
+    "describe_mode",
+    "recording_session",
+    "serve",
+    "start_proxy",
+    "startup_lines",
+]

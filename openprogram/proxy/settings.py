@@ -88,7 +88,9 @@ class ProxySettings:
         if self.mode not in (None, "off") and self.recording is None:
             raise ValueError("a mode needs a recording file to apply to (--recording FILE)")
         if self.mode == "off" and self.recording is not None:
-            raise ValueError("mode off records nothing: drop --recording, or choose record or update")
+            raise ValueError(
+                "mode off records nothing: drop --recording, or choose record or update"
+            )
         if self.replay and self.call_context is None and self.session_mode != "replay":
             raise ValueError(
                 "--fault, --rechunk and --pace change what a replay serves: give the proxy a "
@@ -114,7 +116,11 @@ class ProxySettings:
         """Where a live call of ``api`` for ``model`` goes: the upstream configured for the api
         (``--upstream``, the marker's ``upstream=``, the project's table), else the model's own
         ``base_url`` (a project's model on its local server), else the vendor's own server."""
-        return self.upstreams.get(api) or (model.base_url if model is not None else "") or DEFAULT_UPSTREAMS[api]
+        return (
+            self.upstreams.get(api)
+            or (model.base_url if model is not None else "")
+            or DEFAULT_UPSTREAMS[api]
+        )
 
     def key_refusal(self, api: str) -> str | None:
         """Why a client's key must not go to ``api``'s upstream (None: it may): only an

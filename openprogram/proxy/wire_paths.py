@@ -24,7 +24,9 @@ MESSAGE_LISTS = {vendor.api: vendor.messages_key for vendor in VENDORS}
 _MESSAGE_FIELD = re.compile(r"context\.messages\[(\d+)\]")
 
 
-def client_path(wire_format: WireFormat, body: dict[str, Any], field_path: str, model_id: str | None = None) -> str | None:
+def client_path(
+    wire_format: WireFormat, body: dict[str, Any], field_path: str, model_id: str | None = None
+) -> str | None:
     """The client's name of the message ``field_path`` lies in (``messages[3]``), or None when
     the field is no message's or the body cannot say."""
     found = _MESSAGE_FIELD.match(field_path)
@@ -36,7 +38,9 @@ def client_path(wire_format: WireFormat, body: dict[str, Any], field_path: str, 
 
     def messages_in(count: int) -> int | None:
         try:
-            _, context, _ = wire_format.vendor.parse_request_body({**body, key: items[:count]}, model_id=model_id)
+            _, context, _ = wire_format.vendor.parse_request_body(
+                {**body, key: items[:count]}, model_id=model_id
+            )
         except (WireRequestError, ValueError):
             return None
         return len(context.messages)
@@ -56,7 +60,13 @@ def client_path(wire_format: WireFormat, body: dict[str, Any], field_path: str, 
     return f"{key}[{low - 1}]"
 
 
-def with_client_path(message: str, wire_format: WireFormat, body: dict[str, Any], field_path: str, model_id: str | None) -> str:
+def with_client_path(
+    message: str,
+    wire_format: WireFormat,
+    body: dict[str, Any],
+    field_path: str,
+    model_id: str | None,
+) -> str:
     """A mismatch's message with a line under its first naming the message by the client's
     index too (``context.messages[2] is messages[3] of the request body``)."""
     path = client_path(wire_format, body, field_path, model_id)

@@ -232,47 +232,69 @@ def _slack_body(kind: str, body: str) -> bool:
 
 _SHAPES: tuple[_Shape, ...] = (
     _Shape(
-        "sk-key", ("sk-",),
-        re.compile(_start(r"A-Za-z0-9_\-") + r"sk-([A-Za-z0-9_-]{20,})" + _end(r"A-Za-z0-9_\-")), _random_group(1),
+        "sk-key",
+        ("sk-",),
+        re.compile(_start(r"A-Za-z0-9_\-") + r"sk-([A-Za-z0-9_-]{20,})" + _end(r"A-Za-z0-9_\-")),
+        _random_group(1),
     ),
     _Shape(
-        "github-token", ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
-        re.compile(_start(_ALNUM) + r"gh[pousr]_([A-Za-z0-9]{30,})" + _end(_ALNUM)), _random_group(1),
+        "github-token",
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
+        re.compile(_start(_ALNUM) + r"gh[pousr]_([A-Za-z0-9]{30,})" + _end(_ALNUM)),
+        _random_group(1),
     ),
     _Shape(
-        "github-token", ("github_pat_",),
-        re.compile(_start(_ALNUM) + r"github_pat_([A-Za-z0-9_]{40,})" + _end(_ALNUM + "_")), _random_group(1),
+        "github-token",
+        ("github_pat_",),
+        re.compile(_start(_ALNUM) + r"github_pat_([A-Za-z0-9_]{40,})" + _end(_ALNUM + "_")),
+        _random_group(1),
     ),
     _Shape(
-        "google-api-key", ("AIza",),
-        re.compile(_start(r"A-Za-z0-9_\-") + r"AIza([0-9A-Za-z_-]{30,})" + _end(r"A-Za-z0-9_\-")), _random_group(1),
+        "google-api-key",
+        ("AIza",),
+        re.compile(_start(r"A-Za-z0-9_\-") + r"AIza([0-9A-Za-z_-]{30,})" + _end(r"A-Za-z0-9_\-")),
+        _random_group(1),
     ),
     _Shape(
         # The 16 characters after the prefix are base32 (A-Z, 2-7): "ASIAPACIFIC2024Q3REV" is not.
-        "aws-access-key-id", ("AKIA", "ASIA"),
-        re.compile(_start(_ALNUM) + r"(?:AKIA|ASIA)[A-Z2-7]{16}" + _end(_ALNUM)), None,
+        "aws-access-key-id",
+        ("AKIA", "ASIA"),
+        re.compile(_start(_ALNUM) + r"(?:AKIA|ASIA)[A-Z2-7]{16}" + _end(_ALNUM)),
+        None,
     ),
     _Shape(
-        "slack-token", ("xox",),
-        re.compile(_start(r"A-Za-z0-9\-") + r"xox([abposr])-([0-9A-Za-z-]{10,})" + _end(r"A-Za-z0-9\-")),
+        "slack-token",
+        ("xox",),
+        re.compile(
+            _start(r"A-Za-z0-9\-") + r"xox([abposr])-([0-9A-Za-z-]{10,})" + _end(r"A-Za-z0-9\-")
+        ),
         lambda match: _slack_body(match.group(1), match.group(2)),
     ),
     _Shape(
-        "stripe-key", ("k_live_",),
-        re.compile(_start(_ALNUM) + r"[sr]k_live_([A-Za-z0-9]{10,})" + _end(_ALNUM)), _random_group(1),
+        "stripe-key",
+        ("k_live_",),
+        re.compile(_start(_ALNUM) + r"[sr]k_live_([A-Za-z0-9]{10,})" + _end(_ALNUM)),
+        _random_group(1),
     ),
     _Shape(
-        "huggingface-token", ("hf_",),
-        re.compile(_start(_ALNUM) + r"hf_([A-Za-z0-9]{30,})" + _end(_ALNUM)), _random_group(1),
+        "huggingface-token",
+        ("hf_",),
+        re.compile(_start(_ALNUM) + r"hf_([A-Za-z0-9]{30,})" + _end(_ALNUM)),
+        _random_group(1),
     ),
     _Shape(
-        "jwt", ("eyJ",),
+        "jwt",
+        ("eyJ",),
         re.compile(
-            _start(r"A-Za-z0-9_\-.") + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}" + _end(r"A-Za-z0-9_\-")
-        ), None,
+            _start(r"A-Za-z0-9_\-.")
+            + r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"
+            + _end(r"A-Za-z0-9_\-")
+        ),
+        None,
     ),
     _Shape(
-        "private-key", ("-----BEGIN",),
+        "private-key",
+        ("-----BEGIN",),
         re.compile(
             r"-----BEGIN[A-Z ]{0,40}PRIVATE KEY-----(?:.*?-----END[A-Z ]{0,40}PRIVATE KEY-----|.*\Z)",
             re.DOTALL,
@@ -394,7 +416,10 @@ class Trigger(NamedTuple):
 
 def _trigger_for(values: tuple[str, ...], escapes: bool) -> Trigger:
     words = [*_TRIGGER_WORDS, *values, *(["{{"] if escapes else [])]
-    alternatives = [*map(re.escape, words), *(a for w in _TRIGGER_WORDS_ANY_CASE for a in _any_case(w))]
+    alternatives = [
+        *map(re.escape, words),
+        *(a for w in _TRIGGER_WORDS_ANY_CASE for a in _any_case(w)),
+    ]
     reach = max(map(len, [*words, *_TRIGGER_WORDS_ANY_CASE]))
     return Trigger(re.compile("|".join(alternatives), re.ASCII).search, reach)
 
@@ -426,19 +451,44 @@ class _KnownValues:
     per distinct set."""
 
     __slots__ = (
-        "values", "secrets", "pattern", "replacements", "run_names", "escape", "contains_whitespace",
-        "opaque_secrets", "opaque_pattern", "opaque_memo", "memo", "trigger", "shortest", "last_long", "long_memo", "long_memo_size", "message_memo", "message_memo_size",
+        "values",
+        "secrets",
+        "pattern",
+        "replacements",
+        "run_names",
+        "escape",
+        "contains_whitespace",
+        "opaque_secrets",
+        "opaque_pattern",
+        "opaque_memo",
+        "memo",
+        "trigger",
+        "shortest",
+        "last_long",
+        "long_memo",
+        "long_memo_size",
+        "message_memo",
+        "message_memo_size",
     )
 
-    def __init__(self, values: frozenset[str], run_values: tuple[tuple[str, str], ...] = ()) -> None:
+    def __init__(
+        self, values: frozenset[str], run_values: tuple[tuple[str, str], ...] = ()
+    ) -> None:
         secrets = sorted(
-            (value for value in values if len(value) >= _DECLARED_MIN_LENGTH), key=lambda value: (-len(value), value)
+            (value for value in values if len(value) >= _DECLARED_MIN_LENGTH),
+            key=lambda value: (-len(value), value),
         )
         self.secrets: tuple[str, ...] = tuple(secrets)
         #: The known values removed from opaque vendor data too (see :func:`_opaque_text`):
         #: 8+ characters, which random bytes do not hold by chance.
-        self.opaque_secrets = tuple(value for value in secrets if len(value) >= _credentials.MIN_SECRET_LENGTH)
-        self.opaque_pattern = re.compile("|".join(map(re.escape, self.opaque_secrets))) if self.opaque_secrets else None
+        self.opaque_secrets = tuple(
+            value for value in secrets if len(value) >= _credentials.MIN_SECRET_LENGTH
+        )
+        self.opaque_pattern = (
+            re.compile("|".join(map(re.escape, self.opaque_secrets)))
+            if self.opaque_secrets
+            else None
+        )
         #: Short opaque strings (ids, payload keys) and their redaction: they repeat in every event.
         self.opaque_memo: dict[str, str] = {}
         replacements = dict.fromkeys(secrets, PLACEHOLDER)
@@ -453,12 +503,16 @@ class _KnownValues:
         self.run_names = tuple(sorted({name for name, _ in run_values}))
         # A literal "{{name}}" (or an escaped one) the model wrote gains one bang.
         self.escape = (
-            re.compile(r"\{\{(!*)(" + "|".join(map(re.escape, self.run_names)) + r")\}\}") if self.run_names else None
+            re.compile(r"\{\{(!*)(" + "|".join(map(re.escape, self.run_names)) + r")\}\}")
+            if self.run_names
+            else None
         )
         self.values: tuple[str, ...] = tuple([*secrets, *(value for _, value in runs)])
         self.replacements = replacements
         self.pattern = re.compile("|".join(alternatives)) if alternatives else None
-        self.contains_whitespace = any(ch in value for value in self.values for ch in _CUT_WHITESPACE)
+        self.contains_whitespace = any(
+            ch in value for value in self.values for ch in _CUT_WHITESPACE
+        )
         self.memo: dict[str, str] = {}
         #: Long strings of requests and their redaction (see :func:`_redact_request_string`),
         #: up to :data:`_LONG_MEMO_MAX_CHARACTERS` in all.
@@ -490,7 +544,9 @@ class _KnownValues:
 
     def escape_literals(self, text: str) -> str:
         assert self.escape is not None
-        return self.escape.sub(lambda match: value_token(match.group(2), len(match.group(1)) + 1), text)
+        return self.escape.sub(
+            lambda match: value_token(match.group(2), len(match.group(1)) + 1), text
+        )
 
 
 #: Declared secrets are the user's word: removed from 4 characters on.
@@ -560,7 +616,9 @@ class Redactor:
             redacted: dict[str, Any] = {}
             for key, item in value.items():
                 if key == "messages":
-                    redacted[_redact_request_string(key, known)] = [_redact_message(message, known) for message in item]
+                    redacted[_redact_request_string(key, known)] = [
+                        _redact_message(message, known) for message in item
+                    ]
                 else:
                     redacted.update(_remove({key: item}, known, is_secret_field_name))
             result[name] = redacted
@@ -587,9 +645,13 @@ _known_cache: tuple[tuple[frozenset[str], tuple[tuple[str, str], ...]], _KnownVa
 #: The run values (name, text) of the calls made here: ``use_run_values`` sets them for a block
 #: of code (``use_recording(..., values=...)``), and every redaction inside replaces each
 #: text by ``{{name}}``.
-_run_values: ContextVar[tuple[tuple[str, str], ...]] = ContextVar("openprogram_run_values", default=())
+_run_values: ContextVar[tuple[tuple[str, str], ...]] = ContextVar(
+    "openprogram_run_values", default=()
+)
 #: Values declared secret for a block of code (``use_recording(..., secrets=...)``).
-_declared_values: ContextVar[frozenset[str]] = ContextVar("openprogram_declared_secrets", default=frozenset())
+_declared_values: ContextVar[frozenset[str]] = ContextVar(
+    "openprogram_declared_secrets", default=frozenset()
+)
 #: Names of environment variables whose values are secrets (``record_replay.secret_env``).
 _declared_env: tuple[str, ...] = ()
 MIN_RUN_VALUE_LENGTH = 3
@@ -773,7 +835,10 @@ def _rules_in(text: str, known: _KnownValues) -> list[str]:
     if _QUERY_PARAM.sub(_query_replacement, text) != text:
         names.append("url-query-secret")
     for shape in _SHAPES:
-        if any(t in text for t in shape.triggers) and shape.pattern.sub(_shape_replacement(shape), text) != text:
+        if (
+            any(t in text for t in shape.triggers)
+            and shape.pattern.sub(_shape_replacement(shape), text) != text
+        ):
             names.append(shape.name)
     if _AUTH.sub(_auth_replacement, text) != text:
         names.append("auth-scheme-credential")
@@ -890,7 +955,9 @@ def _credential_under_way(body: str) -> bool:
     a digit in it, or 8+ characters that are no plain word."""
     if not _DIGITS.isdisjoint(body):
         return True
-    return len(body) >= 8 and not (body.isalpha() and (body.islower() or body.istitle() or body.isupper()))
+    return len(body) >= 8 and not (
+        body.isalpha() and (body.islower() or body.istitle() or body.isupper())
+    )
 
 
 def _redact_unfinished(text: str, known: _KnownValues) -> str:
@@ -1029,7 +1096,9 @@ _OUTPUT_BLOCK_FIELDS: dict[str, str] = {"toolCall": "arguments", "serverTool": "
 #: The keys whose values are content blocks, or lists of them.
 _BLOCK_KEYS = frozenset({"content", "tool_call"})
 # Keys inside a server-tool payload (the vendor's own item) whose values are opaque.
-_OPAQUE_PAYLOAD_KEY = re.compile(r"(?:^|_)(?:id|signature|encrypted\w*|data|index)$|^encrypted|Signature$|Id$", re.IGNORECASE)
+_OPAQUE_PAYLOAD_KEY = re.compile(
+    r"(?:^|_)(?:id|signature|encrypted\w*|data|index)$|^encrypted|Signature$|Id$", re.IGNORECASE
+)
 # A tool result's id, and the id of the call a message answers, are the vendor's.
 _OPAQUE_MESSAGE_FIELDS = frozenset({"tool_call_id"})
 
@@ -1091,7 +1160,8 @@ def _known_only(value: Any, known: _KnownValues) -> Any:
         return _opaque_text(value, known)
     if isinstance(value, dict):
         return {
-            (_opaque_text(key, known) if type(key) is str else key): _known_only(item, known) for key, item in value.items()
+            (_opaque_text(key, known) if type(key) is str else key): _known_only(item, known)
+            for key, item in value.items()
         }
     if isinstance(value, (list, tuple)):
         return [_known_only(item, known) for item in value]
@@ -1144,11 +1214,18 @@ def _remove_part(value: Any, known: _KnownValues, secret_name: SecretName) -> An
             return _remove_from_block(value, block_type, known, secret_name)
         return _remove_from_dict(value, known, secret_name)
     if isinstance(value, (list, tuple)):
-        return [_remove_part(item, known, secret_name) if isinstance(item, dict) else _remove(item, known, secret_name) for item in value]
+        return [
+            _remove_part(item, known, secret_name)
+            if isinstance(item, dict)
+            else _remove(item, known, secret_name)
+            for item in value
+        ]
     return _remove(value, known, secret_name)
 
 
-def _remove_from_dict(value: dict[Any, Any], known: _KnownValues, secret_name: SecretName) -> dict[Any, Any]:
+def _remove_from_dict(
+    value: dict[Any, Any], known: _KnownValues, secret_name: SecretName
+) -> dict[Any, Any]:
     """:func:`_remove` of a dict, with the usual leaves (short strings already seen, numbers)
     handled in the loop: every recorded event and request is mostly such leaves."""
     memo = known.memo
@@ -1181,7 +1258,9 @@ def _remove_from_dict(value: dict[Any, Any], known: _KnownValues, secret_name: S
     return result
 
 
-def _remove_from_block(block: dict[Any, Any], block_type: str, known: _KnownValues, secret_name: SecretName) -> dict[Any, Any]:
+def _remove_from_block(
+    block: dict[Any, Any], block_type: str, known: _KnownValues, secret_name: SecretName
+) -> dict[Any, Any]:
     opaque = _OPAQUE_BLOCK_FIELDS[block_type]
     output = _OUTPUT_BLOCK_FIELDS.get(block_type)
     result = {}
@@ -1189,7 +1268,11 @@ def _remove_from_block(block: dict[Any, Any], block_type: str, known: _KnownValu
         if key in opaque:
             result[key] = _known_only(item, known)
         elif key == output:
-            result[key] = _remove_from_payload(item, known) if block_type == "serverTool" else _remove(item, known, is_exact_secret_name)
+            result[key] = (
+                _remove_from_payload(item, known)
+                if block_type == "serverTool"
+                else _remove(item, known, is_exact_secret_name)
+            )
         elif type(key) is str and secret_name(key):
             result[key] = PLACEHOLDER
         else:
@@ -1200,8 +1283,18 @@ def _remove_from_block(block: dict[Any, Any], block_type: str, known: _KnownValu
 # A payload's ``data`` whose dict says it is text (an Anthropic ``web_fetch`` page's
 # ``"source": {"type": "text", "media_type": "text/plain", "data": ...}``) is fetched text.
 _PAYLOAD_DATA_KEY = re.compile(r"(?:^|_)data$", re.IGNORECASE)
-_MEDIA_TYPE_KEYS = ("media_type", "mime_type", "mimeType", "mediaType", "content_type", "contentType")
-_TEXT_MEDIA_TYPE = re.compile(r"\s*(?:text/|application/(?:[\w.-]+\+)?(?:json|xml|javascript|x-www-form-urlencoded)\b)", re.IGNORECASE)
+_MEDIA_TYPE_KEYS = (
+    "media_type",
+    "mime_type",
+    "mimeType",
+    "mediaType",
+    "content_type",
+    "contentType",
+)
+_TEXT_MEDIA_TYPE = re.compile(
+    r"\s*(?:text/|application/(?:[\w.-]+\+)?(?:json|xml|javascript|x-www-form-urlencoded)\b)",
+    re.IGNORECASE,
+)
 _ENCODED_DATA = re.compile(r"[A-Za-z0-9+/_-]*={0,2}\Z")
 
 
@@ -1211,7 +1304,9 @@ def _is_fetched_text(data: str, siblings: dict[Any, Any]) -> bool:
     media type), or says nothing and the value is not base64 (it holds a space, say). Such
     text is the web's, not the vendor's: every rule applies to it."""
     kind = siblings.get("type")
-    media = next((siblings[name] for name in _MEDIA_TYPE_KEYS if type(siblings.get(name)) is str), None)
+    media = next(
+        (siblings[name] for name in _MEDIA_TYPE_KEYS if type(siblings.get(name)) is str), None
+    )
     if kind == "text" or (media is not None and _TEXT_MEDIA_TYPE.match(media)):
         return True
     if media is not None or kind == "base64":

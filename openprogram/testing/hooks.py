@@ -66,7 +66,11 @@ def llm_recording(request: pytest.FixtureRequest) -> LlmRecording:
         handle.secrets = tuple(marker.kwargs.get("secrets", ()))
     handle.replay_options = replay_options(node)
     # The project's secret_env: the values of those variables, wherever they are set.
-    project_secrets = [os.environ[name] for name in _project_rules(node).get("secret_env", ()) if os.environ.get(name)]
+    project_secrets = [
+        os.environ[name]
+        for name in _project_rules(node).get("secret_env", ())
+        if os.environ.get(name)
+    ]
     handle.secrets = (*handle.secrets, *project_secrets)
     handle.drift_page = drift_page_path(request.config, handle.path)
     request.node._openprogram_recording = handle
@@ -120,24 +124,34 @@ def pytest_runtest_makereport(
     if update is not None and update.report is not None:
         report.sections.append((UPDATE_SECTION, update.report.message))
     if handle.watch.failures:
-        report.sections.append((CALLS_SECTION, "\n".join(f.describe() for f in handle.watch.failures)))
+        report.sections.append(
+            (CALLS_SECTION, "\n".join(f.describe() for f in handle.watch.failures))
+        )
     if handle.missing:
         report.user_properties.append((MISSING_PROPERTY, handle.nodeid))
     if handle.discarded:
-        report.sections.append((
-            RECORDING_SECTION,
-            f"The test failed, so its new recording was not kept ({handle.path} is as it was). "
-            "To keep it and see what the model said, run it again with --llm-keep-failed:\n"
-            f"  pytest {shlex.quote(handle.nodeid)} --llm-record-mode={handle.mode} --llm-keep-failed",
-        ))
+        report.sections.append(
+            (
+                RECORDING_SECTION,
+                f"The test failed, so its new recording was not kept ({handle.path} is as it was). "
+                "To keep it and see what the model said, run it again with --llm-keep-failed:\n"
+                f"  pytest {shlex.quote(handle.nodeid)} --llm-record-mode={handle.mode} --llm-keep-failed",
+            )
+        )
     if call.excinfo is None:
         if report.passed:
             _remove_drift_pages(handle)
         return
-    options = handle.scope.replay_provider.replay_options if handle.scope and handle.scope.replay_provider else None
+    options = (
+        handle.scope.replay_provider.replay_options
+        if handle.scope and handle.scope.replay_provider
+        else None
+    )
     if options:
         run = item.config.stash.get(_RUN_OPTIONS, None)
-        report.sections.append((REPLAY_OPTIONS_SECTION, replay_options_note(handle.nodeid, options, run)))
+        report.sections.append(
+            (REPLAY_OPTIONS_SECTION, replay_options_note(handle.nodeid, options, run))
+        )
     from openprogram.recordings.file.format import RecordingFileError
     from openprogram.recordings.replay.differences import ReplayMismatch
 
@@ -146,12 +160,20 @@ def pytest_runtest_makereport(
         # the file and what to do, not a traceback through the agent loop.
         report.longrepr = f"{call.excinfo.value}\nThe recording {handle.path} is left as it was."
         return
-    mismatch = call.excinfo.value if isinstance(call.excinfo.value, ReplayMismatch) else handle.watch.mismatch
+    mismatch = (
+        call.excinfo.value
+        if isinstance(call.excinfo.value, ReplayMismatch)
+        else handle.watch.mismatch
+    )
     if mismatch is not None:
         # Through llm_proxy the client got the mismatch as an HTTP 400 and raised its own
         # error: the report is the mismatch's all the same.
-        client = "" if mismatch is call.excinfo.value else (
-            f"(the client got it from llm_proxy as an HTTP 400: {type(call.excinfo.value).__name__})\n"
+        client = (
+            ""
+            if mismatch is call.excinfo.value
+            else (
+                f"(the client got it from llm_proxy as an HTTP 400: {type(call.excinfo.value).__name__})\n"
+            )
         )
         page = _write_drift_page(handle, mismatch)
         report.longrepr = (
@@ -191,7 +213,10 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
         for report in reports
         if getattr(report, "when", None) == "call"
     ]
-    for title, heading in ((UPDATE_SECTION, "openprogram update"), (CALLS_SECTION, "openprogram model calls")):
+    for title, heading in (
+        (UPDATE_SECTION, "openprogram update"),
+        (CALLS_SECTION, "openprogram model calls"),
+    ):
         lines = [
             f"{report.nodeid}: {line}"
             for report in reports
@@ -210,13 +235,15 @@ def pytest_terminal_summary_closing_lines(terminalreporter: Any) -> Generator[No
     """The run's closing lines (after pytest's short summary): one command that records every
     test that had no recording."""
     yield
-    missing = sorted({
-        value
-        for reports in terminalreporter.stats.values()
-        for report in reports
-        for key, value in getattr(report, "user_properties", ())
-        if key == MISSING_PROPERTY
-    })
+    missing = sorted(
+        {
+            value
+            for reports in terminalreporter.stats.values()
+            for report in reports
+            for key, value in getattr(report, "user_properties", ())
+            if key == MISSING_PROPERTY
+        }
+    )
     if missing:
         terminalreporter.write_sep("-", "openprogram: missing recordings")
         terminalreporter.write_line(missing_recordings_command(missing))
@@ -239,9 +266,11 @@ def replay_options_note(nodeid: str, options: ReplayOptions, run: ReplayOptions 
 def missing_recordings_command(nodeids: list[str]) -> str:
     """One shell line that records every test in ``nodeids`` (shell-quoted)."""
     count = f"{len(nodeids)} test{'s' if len(nodeids) != 1 else ''} had no recording"
-    return f"{count}; record {'them all' if len(nodeids) != 1 else 'it'} with:\n  pytest " + " ".join(
-        shlex.quote(nodeid) for nodeid in nodeids
-    ) + " --llm-record-mode=record"
+    return (
+        f"{count}; record {'them all' if len(nodeids) != 1 else 'it'} with:\n  pytest "
+        + " ".join(shlex.quote(nodeid) for nodeid in nodeids)
+        + " --llm-record-mode=record"
+    )
 
 
 def _write_drift_page(handle: LlmRecording, mismatch: ReplayMismatch) -> str:
@@ -256,7 +285,9 @@ def _write_drift_page(handle: LlmRecording, mismatch: ReplayMismatch) -> str:
         _ensure_report_folder(target.parent)
         view.write_page(view.render_drift_page(read_recording(handle.path), mismatch), target)
     except Exception as error:  # noqa: BLE001 - the mismatch is the failure to report
-        return f"(the drift page could not be written to {target}: {type(error).__name__}: {error})\n"
+        return (
+            f"(the drift page could not be written to {target}: {type(error).__name__}: {error})\n"
+        )
     return f"See the drift in a browser: {target}\n"
 
 
@@ -270,7 +301,9 @@ def _ensure_report_folder(folder: Path) -> None:
     if created:
         top = created[0]
         with contextlib.suppress(OSError):
-            (top / ".gitignore").write_text("# written by openprogram: drift pages are not committed\n*\n")
+            (top / ".gitignore").write_text(
+                "# written by openprogram: drift pages are not committed\n*\n"
+            )
 
 
 def _remove_drift_pages(handle: LlmRecording) -> None:

@@ -94,7 +94,9 @@ class Settings:
 
 def usage_wanted(config: pytest.Config) -> bool:
     return bool(
-        config.getoption("--llm-usage") or config.getoption("--llm-usage-json") or config.getoption("verbose", 0) > 0
+        config.getoption("--llm-usage")
+        or config.getoption("--llm-usage-json")
+        or config.getoption("verbose", 0) > 0
     )
 
 
@@ -115,7 +117,10 @@ def settings_of(item: pytest.Item) -> Settings:
         budget = own.over(budget)
     stable = keywords.get("cache_stable", project_stable)
     if type(stable) is not bool:
-        pytest.fail(f"@pytest.mark.{MARKER}(cache_stable=...) takes True or False, not {stable!r}", pytrace=False)
+        pytest.fail(
+            f"@pytest.mark.{MARKER}(cache_stable=...) takes True or False, not {stable!r}",
+            pytrace=False,
+        )
     return Settings(usage=usage_wanted(item.config), budget=budget or None, cache_stable=stable)
 
 
@@ -135,8 +140,13 @@ def _project_defaults(config: pytest.Config) -> tuple[Budget, bool]:
             project = project_config(Path(str(config.rootpath)))
         except ConfigError as error:
             raise pytest.UsageError(f"openprogram project configuration: {error}") from None
-        budget = Budget.parse(project.budget, project.where("budget")) if project.budget else Budget()
-        found = config.stash[_PROJECT_DEFAULTS] = (budget, bool(project.record_replay.get("cache_stable", False)))
+        budget = (
+            Budget.parse(project.budget, project.where("budget")) if project.budget else Budget()
+        )
+        found = config.stash[_PROJECT_DEFAULTS] = (
+            budget,
+            bool(project.record_replay.get("cache_stable", False)),
+        )
     return found
 
 
@@ -161,7 +171,8 @@ def calls_of(handle: LlmRecording) -> list[CallUsage]:
     replayed = len(scope.update.replayed) if scope is not None and scope.update is not None else 0
     watched = sorted(handle.watch.calls, key=lambda seen: seen.call)
     return [
-        call_usage(seen.message, call=seen.call, lane=seen.lane, replayed=seen.call < replayed) for seen in watched
+        call_usage(seen.message, call=seen.call, lane=seen.lane, replayed=seen.call < replayed)
+        for seen in watched
     ]
 
 
@@ -181,7 +192,10 @@ def cache_calls_of(handle: LlmRecording) -> list[CacheCall]:
         usage = call_usage(seen.message, call=seen.call)
         found.append(
             CacheCall(
-                seen.call, seen.request, lane=seen.lane, cache_read=usage.cache_read,
+                seen.call,
+                seen.request,
+                lane=seen.lane,
+                cache_read=usage.cache_read,
                 prompt_tokens=usage.input + usage.cache_read + usage.cache_write,
             )
         )
@@ -200,7 +214,11 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     settings = settings_of(item) if handle is not None else None
     if handle is not None and settings is not None and settings.cache_stable:
         handle.watch.keep_requests = True
-    doctor = _doctor_paths(item) if handle is not None and item.config.getoption("--llm-doctor") else None
+    doctor = (
+        _doctor_paths(item)
+        if handle is not None and item.config.getoption("--llm-doctor")
+        else None
+    )
     function = getattr(item, "obj", None)
     if doctor is not None and handle is not None and function is not None:
         cast(pytest.Function, item).obj = _twice(function, handle, doctor)
@@ -209,7 +227,9 @@ def pytest_runtest_call(item: pytest.Item) -> Generator[None, None, None]:
     finally:
         if doctor is not None and function is not None:
             cast(pytest.Function, item).obj = function
-    if handle is not None and settings is not None and doctor is None:  # two runs are no one run's spending
+    if (
+        handle is not None and settings is not None and doctor is None
+    ):  # two runs are no one run's spending
         problems = _budget_problems(handle, settings) + _cache_problems(handle, settings)
         if problems:
             pytest.fail("\n".join(problems), pytrace=False)
@@ -226,7 +246,11 @@ def _budget_problems(handle: LlmRecording, settings: Settings) -> list[str]:
     overruns = budget_overrun(settings.budget, calls_of(handle))
     if not overruns:
         return []
-    counted = "the recorded usage of the replayed calls" if _replay_provider(handle) is not None else "the vendor's usage"
+    counted = (
+        "the recorded usage of the replayed calls"
+        if _replay_provider(handle) is not None
+        else "the vendor's usage"
+    )
     lines = [f"{handle.nodeid} went over its budget ({counted}):"]
     lines.extend(f"  {overrun.describe()}" for overrun in overruns)
     lines.append(
@@ -284,14 +308,21 @@ def _doctor_paths(item: pytest.Item) -> tuple[Path, Path]:
     return paths
 
 
-def _twice(function: Callable[..., Any], handle: LlmRecording, paths: tuple[Path, Path]) -> Callable[..., Any]:
+def _twice(
+    function: Callable[..., Any], handle: LlmRecording, paths: tuple[Path, Path]
+) -> Callable[..., Any]:
     """``function`` (sync or async) run twice, each run recorded live into one of ``paths``."""
 
     def recording(path: Path) -> contextlib.AbstractContextManager[Any]:
         from openprogram.recordings.modes.scoped import use_recording
 
         return use_recording(
-            path, "record", ignore=handle.ignore, normalize=handle.normalize, values=handle.values, secrets=handle.secrets
+            path,
+            "record",
+            ignore=handle.ignore,
+            normalize=handle.normalize,
+            values=handle.values,
+            secrets=handle.secrets,
         )
 
     if inspect.iscoroutinefunction(function):
@@ -327,7 +358,9 @@ def _diagnosis(paths: tuple[Path, Path]) -> str:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, Any, None]:
     """A test's usage, carried in its report to the terminal summary."""
     outcome = yield
     handle: LlmRecording | None = getattr(item, "_openprogram_recording", None)

@@ -82,7 +82,11 @@ def _marker_secrets(item: pytest.Item) -> tuple[str, ...]:
 
     marker = item.get_closest_marker(MARKER)
     try:
-        return tuple(sorted(check_declared_secrets(marker.kwargs.get("secrets") if marker is not None else None)))
+        return tuple(
+            sorted(
+                check_declared_secrets(marker.kwargs.get("secrets") if marker is not None else None)
+            )
+        )
     except (ValueError, TypeError):
         return ()
 
@@ -94,8 +98,12 @@ def _legacy_stem(name: str) -> str:
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if item.get_closest_marker(MARKER) is not None and MARKER not in getattr(item, "fixturenames", ()):
-            cast(pytest.Function, item).fixturenames.append(MARKER)  # declared on Function, not Item
+        if item.get_closest_marker(MARKER) is not None and MARKER not in getattr(
+            item, "fixturenames", ()
+        ):
+            cast(pytest.Function, item).fixturenames.append(
+                MARKER
+            )  # declared on Function, not Item
     _refuse_shared_recordings(items)
 
 
@@ -134,6 +142,10 @@ def drift_page_path(config: pytest.Config, recording: Path) -> Path:
     try:
         relative = recording.absolute().relative_to(Path(config.rootpath).absolute())
     except ValueError:  # a recording outside the rootdir: by its name and a digest of its path
-        digest = hashlib.sha256(str(recording.absolute()).encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        digest = hashlib.sha256(
+            str(recording.absolute()).encode("utf-8", "surrogatepass")
+        ).hexdigest()[:8]
         relative = Path("elsewhere") / f"{recording.stem}-{digest}{recording.suffix}"
-    return report_dir(config) / relative.with_name(relative.name.removesuffix(".jsonl") + DRIFT_SUFFIX)
+    return report_dir(config) / relative.with_name(
+        relative.name.removesuffix(".jsonl") + DRIFT_SUFFIX
+    )

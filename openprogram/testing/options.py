@@ -125,7 +125,10 @@ def _run_replay_options(config: pytest.Config) -> ReplayOptions | None:
     handed = getattr(config, "workerinput", {}).get(_SEED_INPUT)
     given = {
         "faults": ("--llm-fault", config.getoption("--llm-fault", None) or ()),
-        "rechunk": ("--llm-rechunk", handed if handed is not None else config.getoption("--llm-rechunk", None)),
+        "rechunk": (
+            "--llm-rechunk",
+            handed if handed is not None else config.getoption("--llm-rechunk", None),
+        ),
         "pace": ("--llm-pace", config.getoption("--llm-pace", None)),
     }
     if not any(value for _, value in given.values()):
@@ -216,9 +219,15 @@ def replay_options(item: pytest.Item) -> ReplayOptions | None:
     ``faults=``, ``rechunk=`` and ``pace=`` on top; a bad one fails the test, named."""
     run = item.config.stash.get(_RUN_OPTIONS, None)
     marker = item.get_closest_marker(MARKER)
-    keywords = {} if marker is None else {
-        name: marker.kwargs[name] for name in ("faults", "rechunk", "pace") if name in marker.kwargs
-    }
+    keywords = (
+        {}
+        if marker is None
+        else {
+            name: marker.kwargs[name]
+            for name in ("faults", "rechunk", "pace")
+            if name in marker.kwargs
+        }
+    )
     if not keywords:
         return run
     from openprogram.providers.replay import ReplayOptions
@@ -234,5 +243,9 @@ def replay_options(item: pytest.Item) -> ReplayOptions | None:
 def report_dir(config: pytest.Config) -> Path:
     """The folder of drift pages: ``--llm-report-dir`` (or the ini option), relative to the
     rootdir."""
-    value = config.getoption("--llm-report-dir") or config.getini("llm_report_dir") or DEFAULT_REPORT_DIR
+    value = (
+        config.getoption("--llm-report-dir")
+        or config.getini("llm_report_dir")
+        or DEFAULT_REPORT_DIR
+    )
     return Path(config.rootpath) / Path(str(value)).expanduser()

@@ -38,7 +38,11 @@ if TYPE_CHECKING:
 REPLAY_TOKEN_PREFIX = "openprogram-replay-"
 #: The key variables each SDK reads (google-genai takes either of two, and prefers the second:
 #: the first is set, the second removed for the test).
-SDK_KEY_VARIABLES = (("OPENAI_API_KEY",), ("ANTHROPIC_API_KEY",), ("GEMINI_API_KEY", "GOOGLE_API_KEY"))
+SDK_KEY_VARIABLES = (
+    ("OPENAI_API_KEY",),
+    ("ANTHROPIC_API_KEY",),
+    ("GEMINI_API_KEY", "GOOGLE_API_KEY"),
+)
 
 
 def replay_token() -> str:
@@ -68,9 +72,14 @@ def proxy_upstreams(item: pytest.Item) -> tuple[dict[str, str], dict[str, str]]:
     marker = item.get_closest_marker(MARKER)
     named = marker.kwargs.get("upstream", {}) if marker is not None else {}
     if not isinstance(named, dict):
-        pytest.fail(f"@pytest.mark.{MARKER}(upstream=...) takes a dict of API: URL, not {named!r}", pytrace=False)
+        pytest.fail(
+            f"@pytest.mark.{MARKER}(upstream=...) takes a dict of API: URL, not {named!r}",
+            pytrace=False,
+        )
     upstreams.update(named)
-    chosen_by_project = {api: str(project.path) for api in project.proxy_upstream if api not in named}
+    chosen_by_project = {
+        api: str(project.path) for api in project.proxy_upstream if api not in named
+    }
     return upstreams, chosen_by_project
 
 
@@ -97,7 +106,10 @@ def llm_proxy(
 
     missing = missing_dependencies()
     if missing:
-        pytest.fail(f"llm_proxy needs {' and '.join(missing)}, which come with the proxy extra: {install_hint()}", pytrace=False)
+        pytest.fail(
+            f"llm_proxy needs {' and '.join(missing)}, which come with the proxy extra: {install_hint()}",
+            pytrace=False,
+        )
     handle = llm_recording
     handle.proxied = True
     from openprogram.recordings.modes.vocabulary import REPLAY, route_mode_for_test

@@ -73,11 +73,15 @@ class LlmRecording:
         return self.scope.call_count if self.scope is not None else 0
 
 
-def _wrap(function: Callable[..., Any], handle: LlmRecording, keep_failed: bool) -> Callable[..., Any]:
+def _wrap(
+    function: Callable[..., Any], handle: LlmRecording, keep_failed: bool
+) -> Callable[..., Any]:
     return _inside(function, lambda: _session(handle, keep_failed))
 
 
-def _inside(function: Callable[..., Any], enter: Callable[[], contextlib.AbstractContextManager[Any]]) -> Callable[..., Any]:
+def _inside(
+    function: Callable[..., Any], enter: Callable[[], contextlib.AbstractContextManager[Any]]
+) -> Callable[..., Any]:
     """``function`` (sync or async) run inside the context ``enter()`` makes at each call:
     entered in the test function's own frame, so a context variable it sets is the test's."""
     if inspect.iscoroutinefunction(function):
@@ -195,7 +199,11 @@ def _scope(handle: LlmRecording, mode: FileMode, target: Path) -> Iterator[Recor
         try:
             scope = stack.enter_context(
                 use_recording(
-                    target, mode, ignore=handle.ignore, normalize=handle.normalize, values=handle.values,
+                    target,
+                    mode,
+                    ignore=handle.ignore,
+                    normalize=handle.normalize,
+                    values=handle.values,
                     secrets=handle.secrets,
                     faults=options.faults if options else None,
                     rechunk=options.rechunk if options else None,

@@ -85,7 +85,9 @@ class CallWatch:
         from openprogram.recordings.redaction import current_redactor
 
         message = event.error.error_message or event.reason
-        failure = CallFailure(call, current_redactor().redact_text(message), not got_no_answer(event))
+        failure = CallFailure(
+            call, current_redactor().redact_text(message), not got_no_answer(event)
+        )
         with self._lock:
             self.failures.append(failure)
 
@@ -98,7 +100,9 @@ class CallWatch:
         with self._lock:
             self.calls.append(WatchedCall(call, lane, request, message))
 
-    async def events(self, inner: AsyncIterator[Any], request: dict[str, Any] | None = None) -> AsyncIterator[Any]:
+    async def events(
+        self, inner: AsyncIterator[Any], request: dict[str, Any] | None = None
+    ) -> AsyncIterator[Any]:
         """``inner``'s events, unchanged; an ``error`` event or a mismatch is noted first, and
         the final message when the call ends."""
         from openprogram.providers.lanes import current_lane
@@ -120,7 +124,9 @@ class CallWatch:
                     # Noted at once: a consumer may stop reading at the final event, and the
                     # generator is then closed only when it is collected.
                     ended = True
-                    self._saw_end(call, lane, request, event.message if kind == "done" else event.error)
+                    self._saw_end(
+                        call, lane, request, event.message if kind == "done" else event.error
+                    )
                     if kind == "error":
                         self._saw_error(call, event)
                 yield event
@@ -152,11 +158,14 @@ class WatchedProvider:
         return self._provider
 
     def stream(self, model: Any, context: Any, options: Any = None) -> AsyncIterator[Any]:
-        return self._watch.events(self._provider.stream(model, context, options), self._request(model, context, options))
+        return self._watch.events(
+            self._provider.stream(model, context, options), self._request(model, context, options)
+        )
 
     def stream_simple(self, model: Any, context: Any, options: Any = None) -> AsyncIterator[Any]:
         return self._watch.events(
-            self._provider.stream_simple(model, context, options), self._request(model, context, options)
+            self._provider.stream_simple(model, context, options),
+            self._request(model, context, options),
         )
 
     def _request(self, model: Any, context: Any, options: Any) -> dict[str, Any] | None:

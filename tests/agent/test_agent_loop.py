@@ -37,7 +37,9 @@ async def echo(tool_call_id, args, signal, on_update):
 
 async def shout(tool_call_id, args, signal, on_update):
     on_update(AgentToolResult.text("working"))
-    return AgentToolResult(content=[TextContent(text=args["value"].upper())], details={"len": len(args["value"])})
+    return AgentToolResult(
+        content=[TextContent(text=args["value"].upper())], details={"len": len(args["value"])}
+    )
 
 
 async def explode(tool_call_id, args, signal, on_update):
@@ -47,7 +49,9 @@ async def explode(tool_call_id, args, signal, on_update):
 async def run(prompt: str, context: AgentContext, model: Model, **config) -> list:
     return [
         event
-        async for event in agent_loop([UserMessage(content=prompt)], context, AgentLoopConfig(model=model, **config))
+        async for event in agent_loop(
+            [UserMessage(content=prompt)], context, AgentLoopConfig(model=model, **config)
+        )
     ]
 
 
@@ -62,14 +66,19 @@ async def test_two_tools_over_several_turns():
         faux_tool_call("shout", {"value": "hey"}),
         faux_text("all done"),
     )
-    context = AgentContext(system_prompt="terse", tools=[make_tool("echo", echo), make_tool("shout", shout)])
+    context = AgentContext(
+        system_prompt="terse", tools=[make_tool("echo", echo), make_tool("shout", shout)]
+    )
     events = await run("go", context, model)
 
     kinds = [e.type for e in events if e.type != "message_update"]
     assert kinds[0] == "agent_start" and kinds[-1] == "agent_end"
     assert kinds.count("turn_start") == 3 and kinds.count("turn_end") == 3
     assert [r.content[0].text for r in results_of(events)] == ["echo:hi", "HEY"]
-    assert any(e.type == "tool_execution_update" and e.partial_result.content[0].text == "working" for e in events)
+    assert any(
+        e.type == "tool_execution_update" and e.partial_result.content[0].text == "working"
+        for e in events
+    )
     # the model saw each tool result on the next turn, and the system prompt every time
     second_call_context = provider.calls[1][1]
     assert second_call_context.system_prompt == "terse"
@@ -77,7 +86,14 @@ async def test_two_tools_over_several_turns():
     assert [t.name for t in second_call_context.tools] == ["echo", "shout"]
     # agent_end lists every message the run added, and the context holds them too
     added = events[-1].messages
-    assert [m.role for m in added] == ["user", "assistant", "toolResult", "assistant", "toolResult", "assistant"]
+    assert [m.role for m in added] == [
+        "user",
+        "assistant",
+        "toolResult",
+        "assistant",
+        "toolResult",
+        "assistant",
+    ]
     assert context.messages == added
     assert added[-1].content[0].text == "all done"
 
@@ -85,7 +101,9 @@ async def test_two_tools_over_several_turns():
 async def test_unknown_tool_invalid_arguments_and_raising_tool_become_error_results():
     provider, model = setup_provider(
         "loop-errors",
-        faux_tool_calls(("missing", {"value": "x"}), ("echo", {"value": 5}), ("explode", {"value": "x"})),
+        faux_tool_calls(
+            ("missing", {"value": "x"}), ("echo", {"value": 5}), ("explode", {"value": "x"})
+        ),
         faux_text("recovered"),
     )
     context = AgentContext(tools=[make_tool("echo", echo), make_tool("explode", explode)])
@@ -94,7 +112,11 @@ async def test_unknown_tool_invalid_arguments_and_raising_tool_become_error_resu
     assert [r.is_error for r in results] == [True, True, True]
     texts = [r.content[0].text for r in results]
     assert "Tool 'missing' not found" in texts[0] and "echo, explode" in texts[0]
-    assert "Invalid arguments for tool 'echo'" in texts[1] and "value" in texts[1] and "is not of type 'string'" in texts[1]
+    assert (
+        "Invalid arguments for tool 'echo'" in texts[1]
+        and "value" in texts[1]
+        and "is not of type 'string'" in texts[1]
+    )
     assert texts[2] == "Tool 'explode' failed: OSError: disk on fire"
     ends = [e for e in events if e.type == "tool_execution_end"]
     assert all(e.is_error for e in ends)
@@ -135,7 +157,9 @@ async def test_parallel_calls_run_concurrently_and_keep_the_model_order():
 
 
 async def test_provider_error_ends_the_run_after_turn_end_and_agent_end():
-    provider, model = setup_provider("loop-fail", faux_tool_call("echo", {"value": "a"}), faux_error("overloaded"))
+    provider, model = setup_provider(
+        "loop-fail", faux_tool_call("echo", {"value": "a"}), faux_error("overloaded")
+    )
     events = await run("go", AgentContext(tools=[make_tool("echo", echo)]), model)
     kinds = [e.type for e in events if e.type != "message_update"]
     assert kinds[-2:] == ["turn_end", "agent_end"]
@@ -145,7 +169,9 @@ async def test_provider_error_ends_the_run_after_turn_end_and_agent_end():
 
 
 async def test_max_turns_stops_a_model_that_never_stops_calling_tools():
-    provider, model = setup_provider("loop-limit", *[faux_tool_call("echo", {"value": str(i)}) for i in range(5)])
+    provider, model = setup_provider(
+        "loop-limit", *[faux_tool_call("echo", {"value": str(i)}) for i in range(5)]
+    )
     events = await run("go", AgentContext(tools=[make_tool("echo", echo)]), model, max_turns=2)
     assert [e.type for e in events].count("turn_start") == 2
     assert len(provider.calls) == 2
@@ -155,14 +181,24 @@ async def test_message_updates_carry_every_provider_event():
     provider, model = setup_provider("loop-updates", faux_text("a b c"))
     events = await run("go", AgentContext(), model)
     inner = [e.assistant_message_event.type for e in events if e.type == "message_update"]
-    assert inner == ["start", "text_start", "text_delta", "text_delta", "text_delta", "text_end", "done"]
+    assert inner == [
+        "start",
+        "text_start",
+        "text_delta",
+        "text_delta",
+        "text_delta",
+        "text_end",
+        "done",
+    ]
 
 
 async def test_signal_aborts_the_run():
     signal = asyncio.Event()
     provider, model = setup_provider("loop-abort", faux_text("one two three four"))
     events = []
-    async for event in agent_loop([UserMessage(content="go")], AgentContext(), AgentLoopConfig(model=model), signal):
+    async for event in agent_loop(
+        [UserMessage(content="go")], AgentContext(), AgentLoopConfig(model=model), signal
+    ):
         events.append(event)
         if event.type == "message_update" and event.assistant_message_event.type == "text_delta":
             signal.set()

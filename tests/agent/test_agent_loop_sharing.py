@@ -17,7 +17,9 @@ ECHO = Model(id="echo", api="faux", provider="faux")
 
 async def run_turns(context: AgentContext, prompts: list[str]) -> None:
     for prompt in prompts:
-        async for _ in agent_loop([UserMessage(content=prompt)], context, AgentLoopConfig(model=ECHO)):
+        async for _ in agent_loop(
+            [UserMessage(content=prompt)], context, AgentLoopConfig(model=ECHO)
+        ):
             pass
 
 

@@ -15,7 +15,9 @@ def test_calculator_evaluates_arithmetic(expression, value):
     assert evaluate_arithmetic(expression) == value
 
 
-@pytest.mark.parametrize("expression", ["__import__('os')", "a+1", "2**99999", "1/0", "[1]", "1 if 1 else 2", ""])
+@pytest.mark.parametrize(
+    "expression", ["__import__('os')", "a+1", "2**99999", "1/0", "[1]", "1 if 1 else 2", ""]
+)
 def test_calculator_refuses_everything_else(expression):
     with pytest.raises(ValueError):
         evaluate_arithmetic(expression)

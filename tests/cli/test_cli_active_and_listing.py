@@ -31,7 +31,10 @@ def test_status_list_and_delete_agree_on_the_active_recording(isolated_home, mod
 
 def test_a_blocked_configuration_still_protects_its_file(isolated_home):
     path = make_recording(folder_of(isolated_home) / "demo1.jsonl")
-    write_config(isolated_home, {"record_replay": {"mode": "update", "file": "demo1", "ignore": ["nonsense["]}})
+    write_config(
+        isolated_home,
+        {"record_replay": {"mode": "update", "file": "demo1", "ignore": ["nonsense["]}},
+    )
     assert recordings(isolated_home, "status").returncode == 1  # the bad pattern blocks
     delete = recordings(isolated_home, "delete", "demo1", "--yes")
     assert delete.returncode == 1 and "is the active recording" in delete.stderr and path.exists()
@@ -66,7 +69,9 @@ def suite(tmp_path):
         "".join(json.dumps(row, sort_keys=True) + "\n" for row in lines)
     )
     (folder / "test_b" / "test_no_sessions.jsonl").write_text(  # written before sessions existed
-        "".join(json.dumps({k: v for k, v in row.items() if k != "session"}) + "\n" for row in lines)
+        "".join(
+            json.dumps({k: v for k, v in row.items() if k != "session"}) + "\n" for row in lines
+        )
     )
     (folder / "test_b" / ".test_bad.jsonl.abc.update").write_text("hidden\n")
     (folder / ".cache").mkdir()
@@ -90,11 +95,20 @@ def test_list_folder_shows_each_test_recording_with_its_state(isolated_home, sui
         "test_b/test_sorted_keys.jsonl",
         "test_b/test_two_sessions.jsonl",
     ]
-    assert (rows["test_a/test_one.jsonl"]["state"], rows["test_a/test_one.jsonl"]["calls"]) == ("usable", 2)
+    assert (rows["test_a/test_one.jsonl"]["state"], rows["test_a/test_one.jsonl"]["calls"]) == (
+        "usable",
+        2,
+    )
     assert rows["test_a/test_one.jsonl"]["sessions"] == 1
     assert rows["test_b/test_two_sessions.jsonl"]["sessions"] == 2
-    assert (rows["test_b/test_sorted_keys.jsonl"]["calls"], rows["test_b/test_sorted_keys.jsonl"]["sessions"]) == (2, 2)
-    assert (rows["test_b/test_no_sessions.jsonl"]["calls"], rows["test_b/test_no_sessions.jsonl"]["sessions"]) == (2, 1)
+    assert (
+        rows["test_b/test_sorted_keys.jsonl"]["calls"],
+        rows["test_b/test_sorted_keys.jsonl"]["sessions"],
+    ) == (2, 2)
+    assert (
+        rows["test_b/test_no_sessions.jsonl"]["calls"],
+        rows["test_b/test_no_sessions.jsonl"]["sessions"],
+    ) == (2, 1)
     for name in ("test_a/test_torn.jsonl", "test_a/test_unended.jsonl"):
         assert rows[name]["state"] == "interrupted" and "recordings recover" in rows[name]["reason"]
     assert rows["test_b/test_bad.jsonl"]["state"] == "invalid"
@@ -128,19 +142,33 @@ def test_list_folder_agrees_with_the_strict_reader_on_every_file(isolated_home, 
 
 def test_list_of_a_missing_folder_is_a_usage_error(isolated_home, tmp_path):
     result = recordings(isolated_home, "list", str(tmp_path / "nowhere"))
-    assert result.returncode == 2 and "cannot list" in result.stderr and "Traceback" not in result.stderr
+    assert (
+        result.returncode == 2
+        and "cannot list" in result.stderr
+        and "Traceback" not in result.stderr
+    )
 
 
 def test_show_name_of_a_test_recording_points_at_its_path(isolated_home, suite):
     result = subprocess.run(
         [PYTHON, "-m", "openprogram", "recordings", "show", "test_one"],
-        env=cli_env(isolated_home), capture_output=True, text=True, timeout=120, cwd=suite.parent,
+        env=cli_env(isolated_home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=suite.parent,
     )
     assert result.returncode == 1
-    assert "a test's recording is named by its path: recordings/test_a/test_one.jsonl" in result.stderr
+    assert (
+        "a test's recording is named by its path: recordings/test_a/test_one.jsonl" in result.stderr
+    )
     shown = subprocess.run(
         [PYTHON, "-m", "openprogram", "recordings", "show", "recordings/test_a/test_one.jsonl"],
-        env=cli_env(isolated_home), capture_output=True, text=True, timeout=120, cwd=suite.parent,
+        env=cli_env(isolated_home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=suite.parent,
     )
     assert shown.returncode == 0, shown.stderr
     nothing = recordings(isolated_home, "show", "nowhere")
@@ -154,9 +182,20 @@ def test_every_verb_is_registered_once_with_its_arguments():
     from openprogram.cli import recordings_cmd
 
     documented = open(REPO_ROOT / "docs" / "recordings-cli.md").read()
-    usage = documented[documented.index("```\nopenprogram recordings status") : documented.index("```", documented.index("openprogram recordings status"))]
-    in_docs = [line.split()[2] for line in usage.splitlines() if line.startswith("openprogram recordings ")]
+    usage = documented[
+        documented.index("```\nopenprogram recordings status") : documented.index(
+            "```", documented.index("openprogram recordings status")
+        )
+    ]
+    in_docs = [
+        line.split()[2] for line in usage.splitlines() if line.startswith("openprogram recordings ")
+    ]
     assert list(recordings_cmd.VERBS) == in_docs
     assert {name for name, entry in recordings_cmd.VERBS.items() if entry.mutating} == {
-        "record", "replay", "off", "delete", "prune", "recover",
+        "record",
+        "replay",
+        "off",
+        "delete",
+        "prune",
+        "recover",
     }

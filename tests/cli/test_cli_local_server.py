@@ -25,7 +25,18 @@ def chunk(delta: dict, finish: str | None = None, usage: dict | None = None) -> 
 
 TOOL_CALL_TURN = sse(
     chunk({"role": "assistant", "content": None}),
-    chunk({"tool_calls": [{"index": 0, "id": "call_1", "type": "function", "function": {"name": "calculator", "arguments": ""}}]}),
+    chunk(
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "calculator", "arguments": ""},
+                }
+            ]
+        }
+    ),
     chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"expression": '}}]}),
     chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"6*7"}'}}]}),
     chunk({}, finish="tool_calls"),
@@ -45,16 +56,27 @@ ANSWER_TURN = sse(
 def test_run_with_a_configured_local_model_needs_no_key(isolated_home):
     with VendorServer() as server:
         server.queue(ScriptedResponse(chunks=TOOL_CALL_TURN), ScriptedResponse(chunks=ANSWER_TURN))
-        model = {"id": MODEL_ID, "api": "openai-completions", "provider": "ollama", "base_url": f"{server.url}/v1"}
+        model = {
+            "id": MODEL_ID,
+            "api": "openai-completions",
+            "provider": "ollama",
+            "base_url": f"{server.url}/v1",
+        }
         env = cli_env(isolated_home)
         setup = subprocess.run(
             [PYTHON, "-m", "openprogram", "config", "set", "models", json.dumps([model])],
-            env=env, capture_output=True, text=True, timeout=120,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         assert setup.returncode == 0, setup.stderr
         result = subprocess.run(
             [PYTHON, "-m", "openprogram", "run", "--model", f"ollama/{MODEL_ID}", "What is 6*7?"],
-            env=env, capture_output=True, text=True, timeout=120,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
         requests = list(server.requests)
     assert result.returncode == 0, result.stderr

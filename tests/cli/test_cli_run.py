@@ -12,7 +12,11 @@ from tests.conftest import PYTHON, cli_env
 
 def openprogram(home, *args, **env):
     return subprocess.run(
-        [PYTHON, "-m", "openprogram", *args], env=cli_env(home, **env), capture_output=True, text=True, timeout=120
+        [PYTHON, "-m", "openprogram", *args],
+        env=cli_env(home, **env),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -49,12 +53,20 @@ def test_file_tool_is_opt_in_and_confined(isolated_home, tmp_path):
     (tmp_path / "notes.txt").write_text("remember the milk")
     ok = subprocess.run(
         [PYTHON, "-m", "openprogram", "run", "--tool", "read_file", "/read_file notes.txt"],
-        env=cli_env(isolated_home), capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        env=cli_env(isolated_home),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
     )
     assert "read_file returned: remember the milk" in ok.stdout
     default = subprocess.run(
         [PYTHON, "-m", "openprogram", "run", "/read_file notes.txt"],
-        env=cli_env(isolated_home), capture_output=True, text=True, cwd=tmp_path, timeout=120,
+        env=cli_env(isolated_home),
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
     )
     assert "Tool 'read_file' not found" in default.stdout
 
@@ -67,7 +79,12 @@ def test_unknown_model_is_a_usage_error_without_traceback(isolated_home):
 
 
 def test_configured_default_model_and_profiles(isolated_home):
-    assert openprogram(isolated_home, "--profile", "p1", "config", "set", "default_model", "faux/echo").returncode == 0
+    assert (
+        openprogram(
+            isolated_home, "--profile", "p1", "config", "set", "default_model", "faux/echo"
+        ).returncode
+        == 0
+    )
     bad = openprogram(isolated_home, "config", "set", "default_model", "not-a-ref")
     assert bad.returncode == 2 and "nothing was written" in bad.stderr
     assert not (isolated_home / "config.json").exists()
@@ -81,16 +98,22 @@ def test_configured_default_model_and_profiles(isolated_home):
     [
         ({"default_model": 12}, "default_model", "must look like provider/model-id"),
         ({"models": [{"id": 1}]}, "models", "entry 0: id"),
-        ({"tools": {"enabled": "calculator"}}, "tools.enabled", "must be a JSON list of tool names"),
+        (
+            {"tools": {"enabled": "calculator"}},
+            "tools.enabled",
+            "must be a JSON list of tool names",
+        ),
         ({"run": {"max_turns": "many"}}, "run.max_turns", "whole number"),
     ],
 )
-def test_a_hand_edited_bad_setting_is_named_with_its_fix_not_a_traceback(isolated_home, config, key, message):
+def test_a_hand_edited_bad_setting_is_named_with_its_fix_not_a_traceback(
+    isolated_home, config, key, message
+):
     (isolated_home / "config.json").write_text(json.dumps(config))
     result = openprogram(isolated_home, "run", "hi")
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
-    line, = result.stderr.splitlines()
+    (line,) = result.stderr.splitlines()
     assert str(isolated_home / "config.json") in line and f"{key}: " in line and message in line
     assert f"openprogram config unset {key}" in line
 
@@ -107,12 +130,20 @@ def test_a_full_disk_while_recording_fails_the_run_with_one_line(isolated_home):
         "sys.exit(main(['run', 'word ' * 200]))\n"
     )
     result = subprocess.run(
-        [PYTHON, "-c", script], env=cli_env(isolated_home), capture_output=True, text=True, timeout=120
+        [PYTHON, "-c", script],
+        env=cli_env(isolated_home),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
-    line, = result.stderr.splitlines()
+    (line,) = result.stderr.splitlines()
     assert f"recording file {recording}: cannot write" in line
     assert "openprogram recordings off" in line
     assert recording.read_bytes().startswith(header)
-    assert set(p.name for p in isolated_home.iterdir()) <= {"config.json", "recordings", ".config.lock"}
+    assert set(p.name for p in isolated_home.iterdir()) <= {
+        "config.json",
+        "recordings",
+        ".config.lock",
+    }

@@ -29,14 +29,20 @@ def test_a_new_or_existing_page_is_written(isolated_home, viewed, tmp_path):
 @pytest.mark.parametrize(
     ("make", "code", "reason"),
     [
-        (lambda target, viewed: None, 2, "must name an .html file"),  # target is recording-like .jsonl
+        (
+            lambda target, viewed: None,
+            2,
+            "must name an .html file",
+        ),  # target is recording-like .jsonl
         (lambda target, viewed: target.symlink_to(viewed), 1, "is a symbolic link"),
         (lambda target, viewed: os.mkfifo(target), 1, "is not a regular file"),
         (lambda target, viewed: target.write_bytes(viewed.read_bytes()), 1, "is a recording"),
     ],
     ids=["not-html", "symlink", "fifo", "a-recording"],
 )
-def test_a_dangerous_output_is_refused_and_nothing_is_written(isolated_home, viewed, tmp_path, make, code, reason):
+def test_a_dangerous_output_is_refused_and_nothing_is_written(
+    isolated_home, viewed, tmp_path, make, code, reason
+):
     target = tmp_path / ("other.jsonl" if reason.startswith("must") else "page.html")
     if reason.startswith("must"):
         target.write_bytes(viewed.read_bytes())
@@ -46,7 +52,11 @@ def test_a_dangerous_output_is_refused_and_nothing_is_written(isolated_home, vie
     content = viewed.read_bytes()
     result = recordings(isolated_home, "view", "ok", "--output", str(target))
     assert result.returncode == code, result.stderr
-    assert reason in result.stderr and str(target) in result.stderr and "nothing was written" in result.stderr
+    assert (
+        reason in result.stderr
+        and str(target) in result.stderr
+        and "nothing was written" in result.stderr
+    )
     assert "Traceback" not in result.stderr
     assert sorted(os.listdir(tmp_path)) == before and viewed.read_bytes() == content
     if target.is_symlink():
@@ -64,5 +74,7 @@ def test_the_file_being_viewed_is_never_the_output(isolated_home, tmp_path):
     assert result.returncode == 2 and "is the recording being viewed" in result.stderr
     assert recording.read_bytes() == before
     other = make_recording(tmp_path / "other.jsonl")
-    against = recordings(isolated_home, "view", str(other), "--against", str(recording), "--output", str(recording))
+    against = recordings(
+        isolated_home, "view", str(other), "--against", str(recording), "--output", str(recording)
+    )
     assert against.returncode == 2 and recording.read_bytes() == before

@@ -17,7 +17,7 @@ from openprogram.cli.main import main as cli_main
 from openprogram.recordings.replay.volatile import RequestFilter
 from openprogram.recordings.replay.volatile_shapes import SHAPES, covering_shapes, volatile_hint
 
-SESSION_TEST = '''
+SESSION_TEST = """
 import datetime
 import os
 import socket
@@ -43,13 +43,21 @@ async def test_session_prompt():
         task = os.environ.get("TASK", "count the tides")
         reply = await complete(MODEL, Context(system_prompt=system, messages=[UserMessage(content=task)]))
     assert reply.content[0].text == f"echo: {{task}}"
-'''
+"""
 
 
 def run_inner(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     return pytester.runpytest_subprocess(
-        "-p", "asyncio", "-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function",
-        "-p", "no:randomly", "-q", *args,
+        "-p",
+        "asyncio",
+        "-o",
+        "asyncio_mode=auto",
+        "-o",
+        "asyncio_default_fixture_loop_scope=function",
+        "-p",
+        "no:randomly",
+        "-q",
+        *args,
     )
 
 
@@ -92,18 +100,22 @@ def test_doctor_proposes_the_rules_that_make_the_second_replay_green(two_records
     # says so, naming the rule.
     drifted = run_inner(two_records)
     drifted.assert_outcomes(failed=1)
-    drifted.stdout.fnmatch_lines([
-        "replay mismatch at call 0, field context.system_prompt:*",
-        "note: the two values differ only in a uuid, a datetime and a port (*); a replay overlooks them with "
-        "these rules in [[]tool.openprogram.record_replay[]] (or the marker's normalize=):",
-        "  normalize = [[]*'<uuid>'], [[]*'<datetime>'], [[]*'\\1<port>'][]]",
-    ])
+    drifted.stdout.fnmatch_lines(
+        [
+            "replay mismatch at call 0, field context.system_prompt:*",
+            "note: the two values differ only in a uuid, a datetime and a port (*); a replay overlooks them with "
+            "these rules in [[]tool.openprogram.record_replay[]] (or the marker's normalize=):",
+            "  normalize = [[]*'<uuid>'], [[]*'<datetime>'], [[]*'\\1<port>'][]]",
+        ]
+    )
 
     # The rules in the project file: green.
     status, text = doctor(capsys, str(folder / "a.jsonl"), str(folder / "b.jsonl"))
     assert status == 0
     snippet = text[text.index("[tool.openprogram.record_replay]") :].split("\n\n")[0]
-    assert tomllib.loads(snippet)["tool"]["openprogram"]["record_replay"] == {"normalize": rules["normalize"]}
+    assert tomllib.loads(snippet)["tool"]["openprogram"]["record_replay"] == {
+        "normalize": rules["normalize"]
+    }
     assert "# uuid in context.system_prompt; e.g. '" in snippet
     (folder / "pyproject.toml").write_text(snippet + "\n")
     (folder / "pyproject.toml").chmod(0o644)
@@ -112,7 +124,9 @@ def test_doctor_proposes_the_rules_that_make_the_second_replay_green(two_records
 
     # The same rules as the marker's keywords: green too.
     (folder / "pyproject.toml").unlink()
-    marker = next(line for line in text.splitlines() if line.startswith("@pytest.mark.llm_recording("))
+    marker = next(
+        line for line in text.splitlines() if line.startswith("@pytest.mark.llm_recording(")
+    )
     keywords = marker.removeprefix("@pytest.mark.llm_recording")
     two_records.makepyfile(test_session=SESSION_TEST.format(marker=keywords))
     run_inner(two_records).assert_outcomes(passed=1)
@@ -129,45 +143,66 @@ def test_a_real_content_change_is_listed_apart(two_records, capsys):
     assert {rule["shape"] for rule in report["rules"]} == {"uuid", "datetime", "port"}
     assert all(rule["fields"] == ["context.system_prompt"] for rule in report["rules"])
     (difference,) = report["meaningful"]
-    assert (difference["field"], difference["a"], difference["b"]) == ("context.messages[0].content", "count the tides", "count the moons")
+    assert (difference["field"], difference["a"], difference["b"]) == (
+        "context.messages[0].content",
+        "count the tides",
+        "count the moons",
+    )
     status, text = doctor(capsys, str(folder / "a.jsonl"), str(recording))
     assert status == 1
     assert "Differences that do not look volatile (no rule hides them;" in text
-    assert "  call 0 (A) / 0 (B): context.messages[0].content\n    A: 'count the tides'\n    B: 'count the moons'" in text
+    assert (
+        "  call 0 (A) / 0 (B): context.messages[0].content\n    A: 'count the tides'\n    B: 'count the moons'"
+        in text
+    )
 
 
 def test_pytest_llm_doctor_runs_each_test_twice_and_leaves_its_recording_alone(pytester):
     pytester.makepyfile(test_session=SESSION_TEST.format(marker=""))
     result = run_inner(pytester, "--llm-doctor")
     result.assert_outcomes(passed=1)
-    result.stdout.fnmatch_lines([
-        "*openprogram doctor*",
-        "test_session.py::test_session_prompt: two live runs compared",
-        "  A: *llm-reports/recordings/test_session/test_session_prompt.doctor-1.jsonl",
-        "  B: *llm-reports/recordings/test_session/test_session_prompt.doctor-2.jsonl",
-        "  1 call(s) compared",
-        "*",
-        "  [[]tool.openprogram.record_replay[]]",
-        "  normalize = [[]",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*openprogram doctor*",
+            "test_session.py::test_session_prompt: two live runs compared",
+            "  A: *llm-reports/recordings/test_session/test_session_prompt.doctor-1.jsonl",
+            "  B: *llm-reports/recordings/test_session/test_session_prompt.doctor-2.jsonl",
+            "  1 call(s) compared",
+            "*",
+            "  [[]tool.openprogram.record_replay[]]",
+            "  normalize = [[]",
+        ]
+    )
     assert "uuid in context.system_prompt" in result.stdout.str()
     assert not (pytester.path / "recordings").exists()
     assert len(list((pytester.path / "llm-reports").rglob("*.doctor-*.jsonl"))) == 2
     refused = run_inner(pytester, "--llm-doctor", "--llm-record-mode=record")
     assert refused.ret != 0
-    refused.stderr.fnmatch_lines(["*--llm-doctor runs each test twice live and leaves its recording alone; drop --llm-record-mode=record"])
+    refused.stderr.fnmatch_lines(
+        [
+            "*--llm-doctor runs each test twice live and leaves its recording alone; drop --llm-record-mode=record"
+        ]
+    )
 
 
 # ============================================================================ the shapes
 
 VOLATILE = [
-    ("uuid", "id 1b4e28ba-2fa1-11d2-883f-0016d3cca427.", "id 6fa459ea-ee8a-3ca4-894e-db77e160355e."),
+    (
+        "uuid",
+        "id 1b4e28ba-2fa1-11d2-883f-0016d3cca427.",
+        "id 6fa459ea-ee8a-3ca4-894e-db77e160355e.",
+    ),
     ("datetime", "at 2025-06-03T10:00:00.123456+02:00 now", "at 2025-06-04T09:30:12.5Z now"),
     ("date", "on 2025-06-03, then", "on 2026-01-17, then"),
     ("time", "at 10:00:00 sharp", "at 9:30:12.25 sharp"),
     ("epoch", "since 1749000000 s", "since 1749003600 s"),
     ("temporary path", "write /tmp/tmpab12_cd/out.txt", "write /tmp/tmpzz99x1/out.txt"),
-    ("temporary path", "in /tmp/pytest-of-ana/pytest-12/test_x0/a", "in /tmp/pytest-of-ana/pytest-13/test_x0/a"),
+    (
+        "temporary path",
+        "in /tmp/pytest-of-ana/pytest-12/test_x0/a",
+        "in /tmp/pytest-of-ana/pytest-13/test_x0/a",
+    ),
     ("port", "GET http://127.0.0.1:51234/v1", "GET http://127.0.0.1:40001/v1"),
     ("port", "on localhost:8080.", "on localhost:9090."),
     ("hex id", "trace req_8f3a2b1c9d0e", "trace req_77a1b2c3d4e5"),

@@ -118,20 +118,76 @@ def writer_holding(path: Path):
 # ============================================================================ activation failures
 
 ACTIVATION_FAILURES = [
-    pytest.param({"mode": "replay", "file": "missing-one"}, None, "missing_file", "missing-one.jsonl: does not exist", id="missing-file"),
-    pytest.param({"mode": "replay", "file": "corrupt"}, CORRUPT, "interrupted_file", "corrupt.jsonl at line 2", id="torn-last-line"),
-    pytest.param({"mode": "replay", "file": "corrupt"}, CORRUPT.replace("call_", "call_\n"), "corrupt_file", "corrupt.jsonl at line 2", id="corrupt-file"),
-    pytest.param({"mode": "replay", "file": "future"}, FUTURE, "wrong_version", "format_version 3 is newer than this openprogram reads (1 and 2); a newer openprogram is needed", id="wrong-version"),
-    pytest.param({"mode": "rewind", "file": "x"}, None, "unknown_mode", "unknown record_replay.mode 'rewind'", id="unknown-mode"),
-    pytest.param({"mode": "replay", "file": ""}, None, "empty_selector", "record_replay.file is empty", id="empty-selector"),
-    pytest.param({"mode": "record"}, None, "empty_selector", "record_replay.file is empty", id="record-without-selector"),
-    pytest.param({"mode": "record", "file": "/tmp/x.jsonl"}, None, "path_selector_in_record_mode", "record mode needs a managed recording ID, not a path ('/tmp/x.jsonl')", id="record-path-selector"),
-    pytest.param({"mode": "record", "file": "future"}, FUTURE, "wrong_version", "future.jsonl at line 1: format_version 3 is newer", id="record-into-wrong-version"),
+    pytest.param(
+        {"mode": "replay", "file": "missing-one"},
+        None,
+        "missing_file",
+        "missing-one.jsonl: does not exist",
+        id="missing-file",
+    ),
+    pytest.param(
+        {"mode": "replay", "file": "corrupt"},
+        CORRUPT,
+        "interrupted_file",
+        "corrupt.jsonl at line 2",
+        id="torn-last-line",
+    ),
+    pytest.param(
+        {"mode": "replay", "file": "corrupt"},
+        CORRUPT.replace("call_", "call_\n"),
+        "corrupt_file",
+        "corrupt.jsonl at line 2",
+        id="corrupt-file",
+    ),
+    pytest.param(
+        {"mode": "replay", "file": "future"},
+        FUTURE,
+        "wrong_version",
+        "format_version 3 is newer than this openprogram reads (1 and 2); a newer openprogram is needed",
+        id="wrong-version",
+    ),
+    pytest.param(
+        {"mode": "rewind", "file": "x"},
+        None,
+        "unknown_mode",
+        "unknown record_replay.mode 'rewind'",
+        id="unknown-mode",
+    ),
+    pytest.param(
+        {"mode": "replay", "file": ""},
+        None,
+        "empty_selector",
+        "record_replay.file is empty",
+        id="empty-selector",
+    ),
+    pytest.param(
+        {"mode": "record"},
+        None,
+        "empty_selector",
+        "record_replay.file is empty",
+        id="record-without-selector",
+    ),
+    pytest.param(
+        {"mode": "record", "file": "/tmp/x.jsonl"},
+        None,
+        "path_selector_in_record_mode",
+        "record mode needs a managed recording ID, not a path ('/tmp/x.jsonl')",
+        id="record-path-selector",
+    ),
+    pytest.param(
+        {"mode": "record", "file": "future"},
+        FUTURE,
+        "wrong_version",
+        "future.jsonl at line 1: format_version 3 is newer",
+        id="record-into-wrong-version",
+    ),
 ]
 
 
 @pytest.mark.parametrize(("settings", "content", "problem", "reason"), ACTIVATION_FAILURES)
-def test_status_diagnoses_each_activation_failure_and_off_recovers(isolated_home, settings, content, problem, reason):
+def test_status_diagnoses_each_activation_failure_and_off_recovers(
+    isolated_home, settings, content, problem, reason
+):
     if content is not None:
         (folder_of(isolated_home) / f"{settings['file']}.jsonl").write_text(content)
     write_config(isolated_home, {"record_replay": settings, "default_model": "faux/echo"})
@@ -186,7 +242,9 @@ def test_status_reports_a_usable_configuration(isolated_home):
         "reason": None,
         "fix": [],
         "calls": 2,
-        "events": json.loads(recordings(isolated_home, "show", "good", "--json").stdout)["event_count"],
+        "events": json.loads(recordings(isolated_home, "show", "good", "--json").stdout)[
+            "event_count"
+        ],
         "warning": None,
         "project": {"path": None, "passed_by": [], "problem": None},
     }
@@ -257,7 +315,9 @@ def test_record_with_an_invalid_name_is_a_usage_error(isolated_home):
     assert list(isolated_home.iterdir()) == []
 
 
-def test_record_leaves_neither_file_nor_configuration_when_the_transaction_fails(isolated_home, tmp_path):
+def test_record_leaves_neither_file_nor_configuration_when_the_transaction_fails(
+    isolated_home, tmp_path
+):
     # config.json is a symlink: it reads fine, but the atomic write refuses to go through it,
     # after the recording file was already created inside the transaction.
     real = tmp_path / "real-config.json"
@@ -308,7 +368,9 @@ def test_off_keeps_the_last_selector_and_is_idempotent(isolated_home):
     make_recording(folder_of(isolated_home) / "good.jsonl")
     assert recordings(isolated_home, "replay", "good").returncode == 0
     first = recordings(isolated_home, "off")
-    assert "now off (was replay)" in first.stdout and "record_replay.file=good is kept" in first.stdout
+    assert (
+        "now off (was replay)" in first.stdout and "record_replay.file=good is kept" in first.stdout
+    )
     second = recordings(isolated_home, "off")
     assert second.returncode == 0 and "already off" in second.stdout
     assert read_config(isolated_home)["record_replay"] == {"mode": "off", "file": "good"}
@@ -321,7 +383,9 @@ def test_off_keeps_the_last_selector_and_is_idempotent(isolated_home):
 def mixed_folder(isolated_home, tmp_path):
     """valid, corrupt, active, symlinked, old, badly named and a non-recording file."""
     folder = folder_of(isolated_home)
-    make_recording(folder / "valid.jsonl", prompts=(PROMPT_MARKER, "second"), error="boom: the vendor said no")
+    make_recording(
+        folder / "valid.jsonl", prompts=(PROMPT_MARKER, "second"), error="boom: the vendor said no"
+    )
     (folder / "corrupt.jsonl").write_text(CORRUPT)
     make_recording(folder / "active.jsonl")
     make_recording(folder / "old.jsonl")
@@ -334,13 +398,17 @@ def mixed_folder(isolated_home, tmp_path):
     return folder
 
 
-def test_list_shows_every_recording_with_its_state_and_never_its_content(isolated_home, mixed_folder):
+def test_list_shows_every_recording_with_its_state_and_never_its_content(
+    isolated_home, mixed_folder
+):
     result = recordings(isolated_home, "list")
     assert result.returncode == 0, result.stderr
     assert PROMPT_MARKER not in result.stdout and "boom" not in result.stdout
     lines = result.stdout.splitlines()
     assert lines[0].split() == ["ID", "STATE", "CALLS", "EVENTS", "SIZE", "AGE", "NOTE"]
-    rows = {line.split()[1] if line.startswith("*") else line.split()[0]: line for line in lines[1:-1]}
+    rows = {
+        line.split()[1] if line.startswith("*") else line.split()[0]: line for line in lines[1:-1]
+    }
     assert set(rows) == {"active", "corrupt", "link", "old", "valid"}
     assert rows["active"].startswith("*")
     assert "invalid" in rows["corrupt"] and "line 2" in rows["corrupt"]
@@ -363,8 +431,17 @@ def test_list_json_schema(isolated_home, mixed_folder):
     by_id = {entry["id"]: entry for entry in data["recordings"]}
     assert set(by_id) == {"active", "corrupt", "link", "old", "valid"}
     assert set(by_id["valid"]) == {
-        "id", "path", "managed", "active", "state", "reason", "size_bytes", "modified_at",
-        "age_seconds", "calls", "events",
+        "id",
+        "path",
+        "managed",
+        "active",
+        "state",
+        "reason",
+        "size_bytes",
+        "modified_at",
+        "age_seconds",
+        "calls",
+        "events",
     }
     assert by_id["valid"]["state"] == "valid" and by_id["valid"]["calls"] == 3
     assert by_id["active"]["active"] is True and sum(e["active"] for e in data["recordings"]) == 1
@@ -395,7 +472,14 @@ def test_list_includes_an_active_replay_file_outside_the_folder(isolated_home, t
     write_config(isolated_home, {"record_replay": {"mode": "replay", "file": str(outside)}})
     entries = json.loads(recordings(isolated_home, "list", "--json").stdout)["recordings"]
     assert entries == [
-        {**entries[0], "id": None, "path": str(outside), "managed": False, "active": True, "state": "valid"}
+        {
+            **entries[0],
+            "id": None,
+            "path": str(outside),
+            "managed": False,
+            "active": True,
+            "state": "valid",
+        }
     ]
 
 
@@ -405,22 +489,67 @@ def test_show_describes_calls_without_content(isolated_home, mixed_folder):
     assert PROMPT_MARKER not in result.stdout and "second" not in result.stdout
     lines = result.stdout.splitlines()
     table_start = next(i for i, line in enumerate(lines) if line.startswith("CALL"))
-    assert lines[table_start].split() == ["CALL", "API", "PROVIDER", "MODEL", "EVENTS", "OUTCOME", "FIRST", "DURATION", "TOKENS", "COST", "ERROR"]
+    assert lines[table_start].split() == [
+        "CALL",
+        "API",
+        "PROVIDER",
+        "MODEL",
+        "EVENTS",
+        "OUTCOME",
+        "FIRST",
+        "DURATION",
+        "TOKENS",
+        "COST",
+        "ERROR",
+    ]
     calls = lines[table_start + 1 :]
     assert len(calls) == 3
     assert calls[0].split()[:4] == ["0", "faux", "faux", "echo"]
     assert re.search(r"complete\s+\d+ ms\s+\d+ ms\s+\d+ in / \d+ out\s+\$0\.000000", calls[0])
-    assert re.search(r"^usage      \d+ in / 0 cache read / \d+ out, \$0\.000000 \(what a replay does not pay\)$", result.stdout, re.M)
+    assert re.search(
+        r"^usage      \d+ in / 0 cache read / \d+ out, \$0\.000000 \(what a replay does not pay\)$",
+        result.stdout,
+        re.M,
+    )
     assert calls[2].endswith("boom: the vendor said no")
 
     data = json.loads(recordings(isolated_home, "show", "valid", "--json").stdout)
     assert data["call_count"] == 3 and data["id"] == "valid" and data["active"] is False
     assert data["event_count"] == sum(call["event_count"] for call in data["calls"])
     first = data["calls"][0]
-    assert set(first) == {"call_index", "api", "provider", "model", "event_count", "outcome", "usage", "error_message", "first_event_ms", "duration_ms", "session", "lane", "redactions", "response_id", "response_model", "replays_from", "cost", "answer_withheld"}
+    assert set(first) == {
+        "call_index",
+        "api",
+        "provider",
+        "model",
+        "event_count",
+        "outcome",
+        "usage",
+        "error_message",
+        "first_event_ms",
+        "duration_ms",
+        "session",
+        "lane",
+        "redactions",
+        "response_id",
+        "response_model",
+        "replays_from",
+        "cost",
+        "answer_withheld",
+    }
     assert type(first["first_event_ms"]) is int and first["duration_ms"] >= first["first_event_ms"]
-    assert set(first["usage"]) == {"input", "output", "reasoning", "cache_read", "cache_write", "total_tokens"}
-    assert (first["replays_from"], first["answer_withheld"]) == (None, None)  # not recorded through the proxy
+    assert set(first["usage"]) == {
+        "input",
+        "output",
+        "reasoning",
+        "cache_read",
+        "cache_write",
+        "total_tokens",
+    }
+    assert (first["replays_from"], first["answer_withheld"]) == (
+        None,
+        None,
+    )  # not recorded through the proxy
     assert data["calls"][2]["error_message"] == "boom: the vendor said no"
     assert first["error_message"] is None
     assert first["redactions"] == []  # nothing in the answers was a secret
@@ -555,12 +684,16 @@ def test_prune_dry_run_lists_and_deletes_nothing(isolated_home, aged_folder):
     result = recordings(isolated_home, "prune", "--older-than-days", "7", "--dry-run")
     assert result.returncode == 0, result.stderr
     assert "would delete 2 recording(s)" in result.stdout
-    assert re.search(r"^  corrupt\b", result.stdout, re.M) and re.search(r"^  old\b", result.stdout, re.M)
+    assert re.search(r"^  corrupt\b", result.stdout, re.M) and re.search(
+        r"^  old\b", result.stdout, re.M
+    )
     assert "is the active recording" in result.stderr and "symbolic link" in result.stderr
     assert sorted(p.name for p in aged_folder.iterdir()) == before
 
 
-def test_prune_needs_yes_and_then_deletes_only_old_deletable_recordings(isolated_home, aged_folder, tmp_path):
+def test_prune_needs_yes_and_then_deletes_only_old_deletable_recordings(
+    isolated_home, aged_folder, tmp_path
+):
     before = sorted(p.name for p in aged_folder.iterdir())
     refused = recordings(isolated_home, "prune", "--older-than-days", "7")
     assert refused.returncode == 2 and "add --yes" in refused.stderr
@@ -569,7 +702,12 @@ def test_prune_needs_yes_and_then_deletes_only_old_deletable_recordings(isolated
     done = recordings(isolated_home, "prune", "--older-than-days", "7", "--yes")
     assert done.returncode == 0, done.stderr
     assert "deleted 2 recording(s)" in done.stdout
-    assert sorted(p.name for p in aged_folder.iterdir()) == ["active.jsonl", "link.jsonl", "notes.txt", "valid.jsonl"]
+    assert sorted(p.name for p in aged_folder.iterdir()) == [
+        "active.jsonl",
+        "link.jsonl",
+        "notes.txt",
+        "valid.jsonl",
+    ]
     assert (tmp_path / "target.jsonl").exists()
 
 
@@ -616,7 +754,10 @@ def test_a_broken_config_file_is_named_without_a_traceback(isolated_home):
     for args in (["status"], ["off"], ["list"]):
         result = recordings(isolated_home, *args)
         assert result.returncode == 1
-        assert str(isolated_home / "config.json") in result.stderr and "not valid JSON" in result.stderr
+        assert (
+            str(isolated_home / "config.json") in result.stderr
+            and "not valid JSON" in result.stderr
+        )
 
 
 # ============================================================================ light start
@@ -643,7 +784,11 @@ def test_recordings_commands_import_no_vendor_sdk_and_never_initialise_the_runti
         """
     )
     result = subprocess.run(
-        [PYTHON, "-c", script], env=cli_env(isolated_home), capture_output=True, text=True, timeout=120
+        [PYTHON, "-c", script],
+        env=cli_env(isolated_home),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
@@ -661,7 +806,11 @@ def test_status_in_off_mode_does_not_even_import_pydantic(isolated_home):
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pydantic', 'openai', 'anthropic', 'httpx')))\n"
     )
     result = subprocess.run(
-        [PYTHON, "-c", script], env=cli_env(isolated_home), capture_output=True, text=True, timeout=120
+        [PYTHON, "-c", script],
+        env=cli_env(isolated_home),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"

@@ -30,11 +30,18 @@ def record(path, prompt: str, answers: list[FauxResponse]) -> None:
     api_registry.register_api_provider("diff-test", provider)
 
     async def session() -> None:
-        context = Context(system_prompt="be brief", messages=[UserMessage(content=prompt, timestamp=1)])
+        context = Context(
+            system_prompt="be brief", messages=[UserMessage(content=prompt, timestamp=1)]
+        )
         first = await complete(MODEL, context)
         context.messages.append(first)
         context.messages.append(
-            ToolResultMessage(tool_call_id=first.content[0].id, tool_name="calc", content=[TextContent(text="42")], timestamp=1)
+            ToolResultMessage(
+                tool_call_id=first.content[0].id,
+                tool_name="calc",
+                content=[TextContent(text="42")],
+                timestamp=1,
+            )
         )
         await complete(MODEL, context)
 
@@ -49,7 +56,11 @@ def recordings(tmp_path, fresh_registry):
     record(paths["a"], "what is 6*7?", base)
     record(paths["same"], "what is 6*7?", base)
     record(paths["prompt"], "what is 6*8?", base)
-    record(paths["output"], "what is 6*7?", [faux_tool_call("calc", {"e": "7*6"}), faux_text("forty-two")])
+    record(
+        paths["output"],
+        "what is 6*7?",
+        [faux_tool_call("calc", {"e": "7*6"}), faux_text("forty-two")],
+    )
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"type": "header", "format_version": 1}\n{"type": "event"')
     paths["bad"] = bad
@@ -76,7 +87,9 @@ def test_request_drift_names_the_first_field(recordings, capsys):
     assert report["identical"] is False
     first = report["calls"][0]
     assert first["request_difference"] == {
-        "field_path": "context.messages[0].content", "a": "what is 6*7?", "b": "what is 6*8?",
+        "field_path": "context.messages[0].content",
+        "a": "what is 6*7?",
+        "b": "what is 6*8?",
     }
     assert first["response_differences"] == []  # the scripted answers were the same
 
@@ -139,7 +152,9 @@ def test_final_message_reads_error_outcomes(tmp_path, fresh_registry):
     assert final_message(read_recording_file(path).calls[0])["error_message"] == "overloaded"
 
 
-def test_every_json_document_of_recordings_has_its_schema_version(recordings, capsys, isolated_home):
+def test_every_json_document_of_recordings_has_its_schema_version(
+    recordings, capsys, isolated_home
+):
     """docs/recordings-cli.md promises ``schema_version`` on every ``--json``: each verb that
     takes the flag is run with it."""
     import argparse
@@ -153,7 +168,10 @@ def test_every_json_document_of_recordings_has_its_schema_version(recordings, ca
         if any("--json" in action.option_strings for action in parser._actions):
             with_json.append(name)
     arguments = {
-        "status": [], "list": [], "show": [recordings["a"]], "diff": [recordings["a"], recordings["prompt"]],
+        "status": [],
+        "list": [],
+        "show": [recordings["a"]],
+        "diff": [recordings["a"], recordings["prompt"]],
         "doctor": [recordings["a"], recordings["prompt"]],
     }
     assert sorted(with_json) == sorted(arguments)  # a new --json verb is added here

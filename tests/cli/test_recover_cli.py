@@ -26,7 +26,11 @@ def cut_recording(path, *, torn: bool, record: bool = True):
     if record:
         make_recording(path, prompts=("first prompt", "second prompt"))
     lines = path.read_bytes().splitlines(keepends=True)
-    second_request = next(i for i, line in enumerate(lines) if b'"type":"request"' in line and b'"call_index":1' in line)
+    second_request = next(
+        i
+        for i, line in enumerate(lines)
+        if b'"type":"request"' in line and b'"call_index":1' in line
+    )
     kept = lines[: second_request + 3]  # the request and two events
     data = b"".join(kept) + (lines[second_request + 3][:20] if torn else b"")
     path.write_bytes(data)
@@ -69,12 +73,16 @@ def test_dry_run_and_a_missing_yes_change_nothing(isolated_home, crashed):
 OTHER_DEFECTS = [
     pytest.param(lambda lines: lines[:2] + [b"{not json\n"] + lines[2:], 3, id="bad-json-mid-file"),
     pytest.param(lambda lines: lines[:2] + lines[3:], 3, id="event-index-gap"),
-    pytest.param(lambda lines: lines[:1] + [b'{"type":"bogus"}\n'] + lines[1:], 2, id="unknown-line-type"),
+    pytest.param(
+        lambda lines: lines[:1] + [b'{"type":"bogus"}\n'] + lines[1:], 2, id="unknown-line-type"
+    ),
 ]
 
 
 @pytest.mark.parametrize(("damage", "line"), OTHER_DEFECTS)
-def test_any_other_defect_is_refused_naming_the_line_and_the_file_stays_byte_identical(isolated_home, damage, line):
+def test_any_other_defect_is_refused_naming_the_line_and_the_file_stays_byte_identical(
+    isolated_home, damage, line
+):
     path = cut_recording(folder_of(isolated_home) / "damaged.jsonl", torn=True)
     path.write_bytes(b"".join(damage(path.read_bytes().splitlines(keepends=True))))
     before = path.read_bytes()
@@ -89,7 +97,9 @@ def test_a_file_being_recorded_into_is_refused(isolated_home):
     path = folder_of(isolated_home) / "live.jsonl"
     with writer_holding(path):
         with open(path, "ab") as handle:  # a call in flight, as the live writer would leave it
-            handle.write(b'{"type":"request","call_index":0,"model":{},"context":{},"options":null}\n')
+            handle.write(
+                b'{"type":"request","call_index":0,"model":{},"context":{},"options":null}\n'
+            )
         before = path.read_bytes()
         result = recordings(isolated_home, "recover", "live", "--yes")
     assert result.returncode == 1
@@ -152,7 +162,9 @@ def test_a_dry_run_writes_nothing_beside_the_recording(isolated_home, crashed, m
     assert plan.describe()[0].startswith("drop the torn last line")
 
 
-def test_a_folder_that_cannot_be_written_is_one_line_and_the_file_is_unchanged(isolated_home, crashed, monkeypatch, capsys):
+def test_a_folder_that_cannot_be_written_is_one_line_and_the_file_is_unchanged(
+    isolated_home, crashed, monkeypatch, capsys
+):
     from openprogram.cli.main import main
     from openprogram.recordings.store import recovery
 

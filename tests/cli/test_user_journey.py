@@ -42,8 +42,12 @@ raise SystemExit(main(sys.argv[1:]))
 
 def offline(home, *args: str) -> subprocess.CompletedProcess:
     result = subprocess.run(
-        [PYTHON, "-c", OFFLINE, *args], env=cli_env(home), capture_output=True, text=True,
-        stdin=subprocess.DEVNULL, timeout=120,
+        [PYTHON, "-c", OFFLINE, *args],
+        env=cli_env(home),
+        capture_output=True,
+        text=True,
+        stdin=subprocess.DEVNULL,
+        timeout=120,
     )
     assert "Traceback" not in result.stderr, result.stderr
     return result
@@ -96,7 +100,9 @@ def test_record_run_replay_offline_mismatch_and_manage(isolated_home):
     [demo] = listing["recordings"]
     assert (demo["id"], demo["state"], demo["active"], demo["calls"]) == ("demo", "valid", True, 2)
     shown = json.loads(recordings(home, "show", "demo", "--json").stdout)
-    assert [(c["api"], c["model"], c["outcome"]) for c in shown["calls"]] == [("faux", "echo", "complete")] * 2
+    assert [(c["api"], c["model"], c["outcome"]) for c in shown["calls"]] == [
+        ("faux", "echo", "complete")
+    ] * 2
     assert PROMPT not in recordings(home, "show", "demo").stdout
 
     assert recordings(home, "record", "--name", "old-one").returncode == 0

@@ -68,7 +68,10 @@ def make_session(path: Path, prompt: str = "What is 6*7?") -> Path:
         system = "You are a careful calculator."
         answer = await answer_to(Context(system_prompt=system, messages=[first]))
         result = ToolResultMessage(
-            tool_call_id="call-1", tool_name="calculator", content=[TextContent(text="42")], timestamp=0
+            tool_call_id="call-1",
+            tool_name="calculator",
+            content=[TextContent(text="42")],
+            timestamp=0,
         )
         await answer_to(Context(system_prompt=system, messages=[first, answer, result]))
         with lane("helper"):
@@ -139,7 +142,11 @@ def test_the_content_security_policy_allows_only_the_pages_own_style_and_script(
 
     page = render_recording_page(read(make_session(tmp_path / "s.jsonl")))
     parsed = parse(page)
-    policy = next(a["content"] for t, a in parsed.tags if t == "meta" and a.get("http-equiv") == "Content-Security-Policy")
+    policy = next(
+        a["content"]
+        for t, a in parsed.tags
+        if t == "meta" and a.get("http-equiv") == "Content-Security-Policy"
+    )
     assert policy.startswith("default-src 'none';")
     for kind in ("style", "script"):
         start = page.index(f"<{kind}>") + len(kind) + 2
@@ -155,7 +162,9 @@ def test_a_secret_in_a_hand_edited_recording_is_redacted_on_the_page(tmp_path):
     path = make_session(tmp_path / "s.jsonl")
     lines = path.read_text().splitlines()
     request = json.loads(lines[1])
-    request["context"]["messages"][0]["content"] = "key sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcd"
+    request["context"]["messages"][0]["content"] = (
+        "key sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcd"
+    )
     lines[1] = json.dumps(request)
     path.write_text("\n".join(lines) + "\n")
     page = render_recording_page(read(path))
@@ -186,7 +195,9 @@ def test_the_comparison_marks_the_call_and_field_recordings_diff_reports(tmp_pat
     reported = next(c for c in diff_recordings(a, b).calls if c.status != "same")
     page = render_comparison_page(a, b)
     first = page[page.index('id="first-difference"') :]
-    assert first.startswith(f'id="first-difference" open><summary><span class="n">call {reported.call_index}</span>')
+    assert first.startswith(
+        f'id="first-difference" open><summary><span class="n">call {reported.call_index}</span>'
+    )
     field = reported.request_difference["field_path"]
     assert f'request differs first at <span class="field">{field}</span>' in first
     assert "/calculator 6*<mark>7</mark>" in first and "/calculator 6*<mark>8</mark>" in first
@@ -202,7 +213,11 @@ def test_view_writes_a_private_page_outside_the_recordings_and_prints_its_path(i
     result = recordings(isolated_home, "view", "calc")
     assert result.returncode == 0, result.stderr
     page = Path(result.stdout.strip())
-    assert page.parent == isolated_home / "reports" and page.name.startswith("calc-") and page.suffix == ".html"
+    assert (
+        page.parent == isolated_home / "reports"
+        and page.name.startswith("calc-")
+        and page.suffix == ".html"
+    )
     assert "prompts, model outputs" in result.stderr
     assert stat.S_IMODE(page.stat().st_mode) == 0o600
     assert stat.S_IMODE(page.parent.stat().st_mode) == 0o700
@@ -223,7 +238,9 @@ def test_view_against_and_output(isolated_home, tmp_path):
     # reader gets), not run together as "call 1faux/echocomplete".
     text = "".join(parse(target.read_text()).text)
     assert "call 1 · different" in text
-    assert re.search(r"call 1 · \S+/\S+ · complete · \d+ in / \d+ out tokens · \$\d+\.\d{6}", text), text
+    assert re.search(
+        r"call 1 · \S+/\S+ · complete · \d+ in / \d+ out tokens · \$\d+\.\d{6}", text
+    ), text
     assert not re.search(r"call \d+\S", text)
     default = Path(recordings(isolated_home, "view", "one", "--against", "two").stdout.strip())
     assert default.parent == isolated_home / "reports" and default.name.startswith("one-vs-two-")
@@ -232,7 +249,11 @@ def test_view_against_and_output(isolated_home, tmp_path):
 def test_view_failures_name_the_problem_and_write_nothing(isolated_home, tmp_path):
     folder = folder_of(isolated_home)
     missing = recordings(isolated_home, "view", "nope")
-    assert missing.returncode == 1 and "nope.jsonl" in missing.stderr and "recordings list" in missing.stderr
+    assert (
+        missing.returncode == 1
+        and "nope.jsonl" in missing.stderr
+        and "recordings list" in missing.stderr
+    )
     assert recordings(isolated_home, "view", "-bad-").returncode == 2
     (folder / "broken.jsonl").write_text('{"type": "header", "format_version": 3}\n')
     broken = recordings(isolated_home, "view", "broken")
@@ -241,17 +262,25 @@ def test_view_failures_name_the_problem_and_write_nothing(isolated_home, tmp_pat
     into_folder = recordings(isolated_home, "view", "ok", "--output", str(tmp_path))
     assert into_folder.returncode == 2 and "--output" in into_folder.stderr
     no_parent = recordings(isolated_home, "view", "ok", "--output", str(tmp_path / "no" / "p.html"))
-    assert no_parent.returncode == 1 and "does not exist" in no_parent.stderr and "nothing was written" in no_parent.stderr
+    assert (
+        no_parent.returncode == 1
+        and "does not exist" in no_parent.stderr
+        and "nothing was written" in no_parent.stderr
+    )
     assert sorted(p.name for p in folder.iterdir()) == ["broken.jsonl", "ok.jsonl"]
 
 
 def test_the_demo_ends_with_the_page_of_its_recording(isolated_home):
     result = cli(isolated_home, "demo")
     assert result.returncode == 0, result.stdout + result.stderr
-    last_page_line = next(line for line in reversed(result.stdout.splitlines()) if line.endswith(".html"))
+    last_page_line = next(
+        line for line in reversed(result.stdout.splitlines()) if line.endswith(".html")
+    )
     page = Path(last_page_line.rsplit(" ", 1)[1])
     try:
-        assert "/calculator 6*7" in page.read_text() and "calculator returned: 42" in page.read_text()
+        assert (
+            "/calculator 6*7" in page.read_text() and "calculator returned: 42" in page.read_text()
+        )
         assert [p.name for p in page.parent.iterdir()] == ["demo.html"]  # the recording is gone
     finally:
         shutil.rmtree(page.parent)
@@ -274,18 +303,28 @@ def test_a_drifted_replay_writes_the_drift_page_outside_the_recordings_and_a_pas
     assert 'first difference at <span class="field">context.messages[0].content</span>' in page
     assert "/calculator 6*<mark>7</mark>" in page and "/calculator 6*<mark>8</mark>" in page
     assert (reports / ".gitignore").read_text().splitlines()[-1] == "*"  # never committed
-    assert sorted(p.name for p in recording_file(inner).parent.iterdir()) == ["direct.jsonl", "test_agent.jsonl"]
+    assert sorted(p.name for p in recording_file(inner).parent.iterdir()) == [
+        "direct.jsonl",
+        "test_agent.jsonl",
+    ]
 
     legacy = recording_file(inner).with_name("test_agent.drift.html")  # where 0.2 wrote it
     legacy.write_text("<html>an old drift</html>")
-    run_inner(inner, "test_agent_suite.py::test_agent", INNER_PROMPT="/calculator 6*7").assert_outcomes(passed=1)
+    run_inner(
+        inner, "test_agent_suite.py::test_agent", INNER_PROMPT="/calculator 6*7"
+    ).assert_outcomes(passed=1)
     assert not drift_page.exists() and not legacy.exists()  # the test passes again: no stale page
 
 
 def test_the_report_folder_is_an_option(inner, tmp_path):  # noqa: F811
     run_inner(inner, "--llm-record-mode=record").assert_outcomes(passed=2)
     chosen = tmp_path / "ci-artifacts"
-    drifted = run_inner(inner, "test_agent_suite.py::test_agent", f"--llm-report-dir={chosen}", INNER_PROMPT="/calculator 6*8")
+    drifted = run_inner(
+        inner,
+        "test_agent_suite.py::test_agent",
+        f"--llm-report-dir={chosen}",
+        INNER_PROMPT="/calculator 6*8",
+    )
     drifted.assert_outcomes(failed=1)
     assert (chosen / "recordings" / "test_agent_suite" / "test_agent.drift.html").exists()
     assert not (inner.path / "llm-reports").exists()
@@ -298,10 +337,18 @@ def dump_dom(page: Path, profile: Path) -> str:
     """The DOM after load, as headless Chromium built it (scripts run)."""
     result = subprocess.run(
         [
-            CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
-            f"--user-data-dir={profile}", "--dump-dom", page.as_uri(),
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--no-first-run",
+            f"--user-data-dir={profile}",
+            "--dump-dom",
+            page.as_uri(),
         ],
-        capture_output=True, text=True, timeout=120,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stderr
     return result.stdout
@@ -379,7 +426,11 @@ def test_in_the_browser_the_policy_alone_stops_markup_that_escaped(tmp_path):
             f'<img src=x onerror="document.title=\'pwned\'"><link rel=stylesheet href="{url}/css">'
         )
         page = tmp_path / "page.html"
-        page.write_text(render_recording_page(read(make_session(tmp_path / "s.jsonl"))).replace("<main>", "<main>" + raw))
+        page.write_text(
+            render_recording_page(read(make_session(tmp_path / "s.jsonl"))).replace(
+                "<main>", "<main>" + raw
+            )
+        )
         dom = dump_dom(page, tmp_path / "profile")
         assert 'data-script="ran"' in dom and "<title>Recording</title>" in dom
         assert Requests.seen == []
@@ -403,7 +454,6 @@ def test_in_the_browser_the_drift_page_marks_the_field(tmp_path):
     assert 'class="msg user drift"' in dom  # the differing message is outlined in the call
 
 
-
 def test_the_page_shows_time_to_first_event_and_duration(tmp_path):
     from openprogram.recordings.file.reader import read_recording_file
     from openprogram.recordings.views.view import _timings
@@ -425,9 +475,23 @@ def test_server_tool_blocks_show_their_kind_and_text_escaped():
     their kind and readable text; a block without text shows the vendor's item."""
     from openprogram.recordings.views.view import render_message
 
-    cited = {"type": "serverTool", "vendor": "google", "kind": "grounding_metadata", "text": "[1] <b>Paris</b> - https://example.org", "payload": {}}
-    searched = {"type": "serverTool", "vendor": "openai", "kind": "tool_search_call", "text": None, "payload": {"query": "weather tools"}}
-    page = render_message({"role": "assistant", "content": [cited, searched], "stop_reason": "stop"})
+    cited = {
+        "type": "serverTool",
+        "vendor": "google",
+        "kind": "grounding_metadata",
+        "text": "[1] <b>Paris</b> - https://example.org",
+        "payload": {},
+    }
+    searched = {
+        "type": "serverTool",
+        "vendor": "openai",
+        "kind": "tool_search_call",
+        "text": None,
+        "payload": {"query": "weather tools"},
+    }
+    page = render_message(
+        {"role": "assistant", "content": [cited, searched], "stop_reason": "stop"}
+    )
     assert "server tool google grounding_metadata" in page
     assert "[1] &lt;b&gt;Paris&lt;/b&gt; - https://example.org" in page and "<b>" not in page
     assert "server tool openai tool_search_call" in page and "weather tools" in page

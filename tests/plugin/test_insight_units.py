@@ -17,17 +17,31 @@ from openprogram.recordings.insight.usage import (
 
 
 def test_a_call_s_usage_reads_a_message_or_its_dump_alike():
-    usage = Usage(input=10, output=30, reasoning=12, cache_read=5, total_tokens=45, cost=UsageCost(total=0.25))
+    usage = Usage(
+        input=10, output=30, reasoning=12, cache_read=5, total_tokens=45, cost=UsageCost(total=0.25)
+    )
     message = AssistantMessage(api="faux", provider="faux", model="m", usage=usage)
     from_object = call_usage(message, call=2, lane="a")
     from_dump = call_usage(message.model_dump(mode="json"), call=2, lane="a")
     assert from_object == from_dump
-    assert (from_object.input, from_object.output, from_object.reasoning, from_object.cache_read) == (10, 30, 12, 5)
+    assert (
+        from_object.input,
+        from_object.output,
+        from_object.reasoning,
+        from_object.cache_read,
+    ) == (10, 30, 12, 5)
     assert (from_object.total_tokens, from_object.cost, from_object.model) == (45, 0.25, "m")
     # No vendor total: the sum of what was counted (reasoning is inside output, not added).
-    assert call_usage({"usage": {"input": 3, "output": 4, "reasoning": 2, "cache_write": 1}}, call=0).total_tokens == 8
+    assert (
+        call_usage(
+            {"usage": {"input": 3, "output": 4, "reasoning": 2, "cache_write": 1}}, call=0
+        ).total_tokens
+        == 8
+    )
     assert call_usage(None, call=0) == CallUsage(call=0)
-    assert call_usage({"usage": {"input": -5, "output": "x"}}, call=0).input == 0  # hand-edited nonsense counts as 0
+    assert (
+        call_usage({"usage": {"input": -5, "output": "x"}}, call=0).input == 0
+    )  # hand-edited nonsense counts as 0
 
 
 def test_totals_count_what_a_replay_saved_and_the_document_round_trips():
@@ -47,7 +61,9 @@ def test_a_marker_budget_wins_key_by_key_and_none_lifts_a_project_limit():
     assert (merged.calls, merged.tokens, merged.cost) == (10, None, 0.1)
     assert (Budget.parse({"cost": None}, "marker").over(project).cost) is None
     assert not Budget() and Budget(calls=0)
-    with pytest.raises(ValueError, match=r"marker.calls must be a whole number, 0 or more; not True"):
+    with pytest.raises(
+        ValueError, match=r"marker.calls must be a whole number, 0 or more; not True"
+    ):
         Budget.parse({"calls": True}, "marker")
 
 
@@ -55,9 +71,14 @@ def test_an_overrun_names_the_call_that_crossed_the_limit():
     calls = [CallUsage(n, lane="sub", model="m", total_tokens=100, cost=0.01) for n in range(4)]
     (tokens,) = budget_overrun(Budget(tokens=250), calls)
     assert tokens.crossed_by.call == 2 and (tokens.before, tokens.figure) == (200, 400)
-    assert tokens.describe() == "tokens 400 > budget 250 (over by 150, 60%); call 2 in lane 'sub' (m) crossed it, from 200 to 300"
+    assert (
+        tokens.describe()
+        == "tokens 400 > budget 250 (over by 150, 60%); call 2 in lane 'sub' (m) crossed it, from 200 to 300"
+    )
     (cost,) = budget_overrun(Budget(cost=0.03), calls)
-    assert cost.describe().startswith("cost $0.040000 > budget $0.030000 (over by $0.010000, 33%); call 3")
+    assert cost.describe().startswith(
+        "cost $0.040000 > budget $0.030000 (over by $0.010000, 33%); call 3"
+    )
     assert budget_overrun(Budget(calls=4, cost=0.04), calls) == []  # at the limit is within it
 
 
@@ -66,8 +87,12 @@ def request(system="S", tools=("a", "b"), messages=("hi",), model="m"):
         "model": {"id": model, "provider": "p", "api": "x", "cost": {"input": 1}},
         "context": {
             "system_prompt": system,
-            "tools": [{"name": name, "description": f"tool {name}", "parameters": {}} for name in tools],
-            "messages": [{"role": "user", "content": text, "timestamp": n} for n, text in enumerate(messages)],
+            "tools": [
+                {"name": name, "description": f"tool {name}", "parameters": {}} for name in tools
+            ],
+            "messages": [
+                {"role": "user", "content": text, "timestamp": n} for n, text in enumerate(messages)
+            ],
         },
         "options": None,
     }
@@ -110,7 +135,11 @@ def test_steps_follow_each_lane_and_session_apart():
     ]
     steps = prefix_steps(calls)
     assert [(step.call_index, step.previous, step.breaks_at) for step in steps] == [
-        (0, None, None), (1, None, None), (2, 0, None), (3, 1, "context.system_prompt"), (4, None, None),
+        (0, None, None),
+        (1, None, None),
+        (2, 0, None),
+        (3, 1, "context.system_prompt"),
+        (4, None, None),
     ]
     assert steps[2].kept_share == 1.0 and steps[0].kept_share is None
     assert steps[3].broken and steps[3].cache_read == 7 and steps[3].values == ("sub", "sub2")

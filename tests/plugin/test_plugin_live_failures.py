@@ -37,7 +37,9 @@ async def ask(question):
     return events[-1].messages[-1]
 """
 
-TESTS = AGENT + """
+TESTS = (
+    AGENT
+    + """
 
 @pytest.mark.llm_recording
 async def test_answer():
@@ -51,6 +53,7 @@ async def test_error_is_handled():
     assert answer.stop_reason == "error"
     assert "HTTP 400" in answer.error_message
 """
+)
 
 
 def _closed_port_url() -> str:
@@ -61,31 +64,50 @@ def _closed_port_url() -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
-def _run(pytester: pytest.Pytester, url: str, *args: str, provider: str = "local", key: str = "local") -> pytest.RunResult:
+def _run(
+    pytester: pytest.Pytester, url: str, *args: str, provider: str = "local", key: str = "local"
+) -> pytest.RunResult:
     pytester._monkeypatch.setenv("ECHO_URL", url)
     pytester._monkeypatch.setenv("AGENT_PROVIDER", provider)
     pytester._monkeypatch.setenv("AGENT_KEY", key)
     return pytester.runpytest_subprocess(
-        "-p", "asyncio", "-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function", "-q", *args
+        "-p",
+        "asyncio",
+        "-o",
+        "asyncio_mode=auto",
+        "-o",
+        "asyncio_default_fixture_loop_scope=function",
+        "-q",
+        *args,
     )
 
 
 def _recordings(pytester: pytest.Pytester) -> list[str]:
     folder = pytester.path / "recordings"
-    return sorted(str(path.relative_to(folder)) for path in folder.rglob("*") if path.is_file()) if folder.exists() else []
+    return (
+        sorted(str(path.relative_to(folder)) for path in folder.rglob("*") if path.is_file())
+        if folder.exists()
+        else []
+    )
 
 
 @pytest.mark.parametrize("keep_failed", [False, True])
-def test_record_with_the_server_down_fails_naming_the_cause_and_keeps_nothing(pytester, keep_failed):
+def test_record_with_the_server_down_fails_naming_the_cause_and_keeps_nothing(
+    pytester, keep_failed
+):
     pytester.makepyfile(test_agent=TESTS)
     extra = ("--llm-keep-failed",) if keep_failed else ()
-    result = _run(pytester, _closed_port_url(), "-k", "test_answer", "--llm-record-mode=record", *extra)
+    result = _run(
+        pytester, _closed_port_url(), "-k", "test_answer", "--llm-record-mode=record", *extra
+    )
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "*test_agent.py::test_answer: a live call got no answer from the vendor, so no recording was kept*",
-        "*call 0 got no answer from the vendor: local: connection failed*",
-        "*pytest test_agent.py::test_answer --llm-record-mode=record*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_agent.py::test_answer: a live call got no answer from the vendor, so no recording was kept*",
+            "*call 0 got no answer from the vendor: local: connection failed*",
+            "*pytest test_agent.py::test_answer --llm-record-mode=record*",
+        ]
+    )
     # The test's own assertion (on the empty answer the agent made of the error) is not what
     # the user sees first: the cause is.
     assert "AssertionError" not in result.stdout.str()
@@ -97,7 +119,15 @@ def test_a_missing_key_fails_the_recording_naming_the_variable(pytester):
     pytester._monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     # A host that is not loopback needs a key; the call fails before anything is sent
     # (``.invalid`` never resolves, should it get that far).
-    result = _run(pytester, "http://api.openai.invalid/v1", "-k", "test_answer", "--llm-record-mode=rewrite", provider="openai", key="")
+    result = _run(
+        pytester,
+        "http://api.openai.invalid/v1",
+        "-k",
+        "test_answer",
+        "--llm-record-mode=rewrite",
+        provider="openai",
+        key="",
+    )
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*call 0 got no answer from the vendor:*OPENAI_API_KEY*"])
     assert _recordings(pytester) == []
@@ -105,17 +135,27 @@ def test_a_missing_key_fails_the_recording_naming_the_variable(pytester):
 
 def test_a_vendor_http_error_is_recorded_named_and_replayed(pytester):
     pytester.makepyfile(test_agent=TESTS)
-    error = json.dumps({"error": {"message": "max_tokens is too large", "type": "invalid_request_error"}}).encode()
+    error = json.dumps(
+        {"error": {"message": "max_tokens is too large", "type": "invalid_request_error"}}
+    ).encode()
     with VendorServer() as server:
-        server.queue(ScriptedResponse(status=400, headers={"content-type": "application/json"}, chunks=[error]))
-        recorded = _run(pytester, f"{server.url}/v1", "-k", "error_is_handled", "--llm-record-mode=record")
+        server.queue(
+            ScriptedResponse(
+                status=400, headers={"content-type": "application/json"}, chunks=[error]
+            )
+        )
+        recorded = _run(
+            pytester, f"{server.url}/v1", "-k", "error_is_handled", "--llm-record-mode=record"
+        )
         assert len(server.requests) == 1  # a 400 is not retried
     recorded.assert_outcomes(passed=1)
-    recorded.stdout.fnmatch_lines([
-        "*openprogram model calls*",
-        "*test_agent.py::test_error_is_handled: call 0 ended in an error the vendor sent (recorded: a replay "
-        "serves it): local: HTTP 400: *max_tokens is too large*",
-    ])
+    recorded.stdout.fnmatch_lines(
+        [
+            "*openprogram model calls*",
+            "*test_agent.py::test_error_is_handled: call 0 ended in an error the vendor sent (recorded: a replay "
+            "serves it): local: HTTP 400: *max_tokens is too large*",
+        ]
+    )
     assert _recordings(pytester) == ["test_agent/test_error_is_handled.jsonl"]
     replayed = _run(pytester, _closed_port_url(), "-k", "error_is_handled")
     replayed.assert_outcomes(passed=1)
@@ -124,17 +164,21 @@ def test_a_vendor_http_error_is_recorded_named_and_replayed(pytester):
 def test_update_with_the_server_down_fails_and_leaves_the_file(pytester):
     pytester.makepyfile(test_agent=TESTS)
     with EchoServer() as server:
-        _run(pytester, server.base_url, "-k", "test_answer", "--llm-record-mode=record").assert_outcomes(passed=1)
+        _run(
+            pytester, server.base_url, "-k", "test_answer", "--llm-record-mode=record"
+        ).assert_outcomes(passed=1)
     recording = pytester.path / "recordings" / "test_agent" / "test_answer.jsonl"
     before = recording.read_bytes()
     # The question changes: the first call drifts and goes live, to a server that is gone.
     pytester.makepyfile(test_agent=TESTS.replace('ask("hello")', 'ask("hello again")', 1))
     result = _run(pytester, _closed_port_url(), "-k", "test_answer", "--llm-record-mode=update")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        f"*a live call got no answer from the vendor, so {recording} is left as it was*",
-        "*connection failed*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            f"*a live call got no answer from the vendor, so {recording} is left as it was*",
+            "*connection failed*",
+        ]
+    )
     assert recording.read_bytes() == before
     assert _recordings(pytester) == ["test_agent/test_answer.jsonl"]
 
@@ -143,28 +187,35 @@ def test_off_mode_names_the_failure_in_the_report(pytester):
     pytester.makepyfile(test_agent=TESTS)
     result = _run(pytester, _closed_port_url(), "-k", "test_answer", "--llm-record-mode=off")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "*openprogram model calls*",
-        "*call 0 got no answer from the vendor: local: connection failed*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*openprogram model calls*",
+            "*call 0 got no answer from the vendor: local: connection failed*",
+        ]
+    )
 
 
 def test_a_failed_test_says_its_recording_was_discarded(pytester):
-    pytester.makepyfile(test_agent=AGENT + """
+    pytester.makepyfile(
+        test_agent=AGENT
+        + """
 
 @pytest.mark.llm_recording
 async def test_wrong_expectation():
     answer = await ask("hello")
     assert answer.content[0].text == "something else"
-""")
+"""
+    )
     with EchoServer() as server:
         result = _run(pytester, server.base_url, "--llm-record-mode=record")
         kept = _run(pytester, server.base_url, "--llm-record-mode=record", "--llm-keep-failed")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        "*The test failed, so its new recording was not kept*",
-        "*pytest test_agent.py::test_wrong_expectation --llm-record-mode=record --llm-keep-failed*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*The test failed, so its new recording was not kept*",
+            "*pytest test_agent.py::test_wrong_expectation --llm-record-mode=record --llm-keep-failed*",
+        ]
+    )
     kept.assert_outcomes(failed=1)
     assert "was not kept" not in kept.stdout.str()
     assert _recordings(pytester) == ["test_agent/test_wrong_expectation.jsonl"]
@@ -173,7 +224,9 @@ async def test_wrong_expectation():
 def test_one_closing_line_records_every_missing_recording(pytester):
     """Three tests without recordings (one id with an apostrophe and non-ASCII): the closing
     line, pasted into ``sh -c``, records all three."""
-    pytester.makepyfile(test_agent=AGENT + """
+    pytester.makepyfile(
+        test_agent=AGENT
+        + """
 
 @pytest.mark.llm_recording
 @pytest.mark.parametrize("country", ["Côte d'Ivoire", "Peru"])
@@ -186,11 +239,14 @@ async def test_capital(country):
 async def test_plain():
     answer = await ask("plain")
     assert answer.content[0].text == "echo: plain"
-""")
+"""
+    )
     missing = _run(pytester, _closed_port_url())
     missing.assert_outcomes(failed=3)
     lines = missing.stdout.lines
-    heading = next(index for index, line in enumerate(lines) if "openprogram: missing recordings" in line)
+    heading = next(
+        index for index, line in enumerate(lines) if "openprogram: missing recordings" in line
+    )
     assert lines[heading + 1] == "3 tests had no recording; record them all with:"
     command = lines[heading + 2].strip()
     assert command.startswith("pytest ") and command.endswith(" --llm-record-mode=record")
@@ -198,8 +254,19 @@ async def test_plain():
     with EchoServer() as server:
         pytester._monkeypatch.setenv("ECHO_URL", server.base_url)
         recorded = subprocess.run(
-            ["sh", "-c", command.replace("pytest ", f"{shlex.quote(sys.executable)} -m pytest -p asyncio -o asyncio_mode=auto -q ", 1)],
-            cwd=pytester.path, capture_output=True, text=True, timeout=300,
+            [
+                "sh",
+                "-c",
+                command.replace(
+                    "pytest ",
+                    f"{shlex.quote(sys.executable)} -m pytest -p asyncio -o asyncio_mode=auto -q ",
+                    1,
+                ),
+            ],
+            cwd=pytester.path,
+            capture_output=True,
+            text=True,
+            timeout=300,
         )
     assert recorded.returncode == 0, recorded.stdout + recorded.stderr
     assert "3 passed" in recorded.stdout

@@ -68,7 +68,14 @@ class CountingEchoServer(EchoServer):
 def _run(pytester: pytest.Pytester, url: str, *args: str) -> pytest.RunResult:
     pytester._monkeypatch.setenv("ECHO_URL", url)
     return pytester.runpytest_subprocess(
-        "-p", "asyncio", "-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function", "-q", *args
+        "-p",
+        "asyncio",
+        "-o",
+        "asyncio_mode=auto",
+        "-o",
+        "asyncio_default_fixture_loop_scope=function",
+        "-q",
+        *args,
     )
 
 
@@ -78,12 +85,14 @@ def test_an_unmarked_test_fails_in_replay_mode_and_makes_no_connection(pytester)
         result = _run(pytester, server.base_url, "-k", "unmarked or scripted")
         assert server.requests == 0
     result.assert_outcomes(passed=1, failed=1)
-    result.stdout.fnmatch_lines([
-        "*test_live.py::test_unmarked_calls_the_server called a model live (api openai-completions), and "
-        "--llm-record-mode=replay (the default) never calls a model*",
-        "*pytest test_live.py::test_unmarked_calls_the_server --llm-record-mode=record*",
-        "*--llm-record-mode=off or mark it @pytest.mark.llm_live*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            "*test_live.py::test_unmarked_calls_the_server called a model live (api openai-completions), and "
+            "--llm-record-mode=replay (the default) never calls a model*",
+            "*pytest test_live.py::test_unmarked_calls_the_server --llm-record-mode=record*",
+            "*--llm-record-mode=off or mark it @pytest.mark.llm_live*",
+        ]
+    )
 
 
 def test_off_mode_and_the_live_marker_call_the_server(pytester):
@@ -100,7 +109,8 @@ def test_off_mode_and_the_live_marker_call_the_server(pytester):
 def test_a_suggested_command_pastes_into_a_posix_shell(pytester):
     """A parametrised id with an apostrophe and non-ASCII: the suggested command, run through
     ``sh -c``, records that very test."""
-    pytester.makepyfile(test_ids="""
+    pytester.makepyfile(
+        test_ids="""
 import pytest
 from openprogram.providers.stream import complete
 from openprogram.providers.types import Context, Model, UserMessage
@@ -110,18 +120,39 @@ from openprogram.providers.types import Context, Model, UserMessage
 async def test_capital(country):
     message = await complete(Model(id="echo", api="faux", provider="faux"), Context(messages=[UserMessage(content=country)]))
     assert message.content[0].text == f"echo: {country}"
-""")
+"""
+    )
     missing = _run(pytester, "http://127.0.0.1:9/v1", "-k", "Ivoire")
     missing.assert_outcomes(failed=1)
-    line = next(line for line in missing.stdout.lines if line.strip().startswith("pytest ") and "--llm-record-mode=record" in line)
+    line = next(
+        line
+        for line in missing.stdout.lines
+        if line.strip().startswith("pytest ") and "--llm-record-mode=record" in line
+    )
     command = line.strip()
     # pytest's own id (non-ASCII escaped as \\xf4 unless told otherwise), apostrophe and all.
-    assert shlex.split(command)[1] in ("test_ids.py::test_capital[Côte d'Ivoire]", "test_ids.py::test_capital[C\\xf4te d'Ivoire]")
+    assert shlex.split(command)[1] in (
+        "test_ids.py::test_capital[Côte d'Ivoire]",
+        "test_ids.py::test_capital[C\\xf4te d'Ivoire]",
+    )
     recorded = subprocess.run(
-        ["sh", "-c", command.replace("pytest ", f"{shlex.quote(sys.executable)} -m pytest -p asyncio -o asyncio_mode=auto -q ", 1)],
-        cwd=pytester.path, capture_output=True, text=True, timeout=300,
+        [
+            "sh",
+            "-c",
+            command.replace(
+                "pytest ",
+                f"{shlex.quote(sys.executable)} -m pytest -p asyncio -o asyncio_mode=auto -q ",
+                1,
+            ),
+        ],
+        cwd=pytester.path,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert recorded.returncode == 0, recorded.stdout + recorded.stderr
     assert "1 passed" in recorded.stdout
-    recordings = sorted(path.name for path in (pytester.path / "recordings" / "test_ids").glob("*.jsonl"))
+    recordings = sorted(
+        path.name for path in (pytester.path / "recordings" / "test_ids").glob("*.jsonl")
+    )
     assert len(recordings) == 1 and recordings[0].startswith("test_capital_C")

@@ -32,7 +32,7 @@ async def ask_streaming(question):
     return "".join([chunk.choices[0].delta.content or "" async for chunk in stream if chunk.choices])
 '''
 
-TESTS = '''
+TESTS = """
 import os
 
 import pytest
@@ -52,7 +52,7 @@ def test_direct_sdk(llm_proxy):
 @pytest.mark.llm_recording(UPSTREAM)
 async def test_direct_async_stream(llm_proxy):
     assert await ask_streaming(QUESTION + " again") == "echo: " + QUESTION + " again"
-'''
+"""
 
 
 def _closed_port_url() -> str:
@@ -65,12 +65,22 @@ def _closed_port_url() -> str:
 def _project(pytester: pytest.Pytester, *, by_marker: bool) -> None:
     pytester.makepyfile(agent_code=CODE_UNDER_TEST)
     if by_marker:
-        pytester.makepyfile(test_app=TESTS.replace("UPSTREAM", 'upstream={"openai-completions": os.environ["UPSTREAM_URL"]}'))
+        pytester.makepyfile(
+            test_app=TESTS.replace(
+                "UPSTREAM", 'upstream={"openai-completions": os.environ["UPSTREAM_URL"]}'
+            )
+        )
     else:
         pytester.makepyfile(test_app=TESTS.replace("(UPSTREAM)", ""))
 
 
-def _run(pytester: pytest.Pytester, *args: str, upstream: str, question: str = "hello", key: str | None = "sk-local-test") -> pytest.RunResult:
+def _run(
+    pytester: pytest.Pytester,
+    *args: str,
+    upstream: str,
+    question: str = "hello",
+    key: str | None = "sk-local-test",
+) -> pytest.RunResult:
     pytester._monkeypatch.setenv("UPSTREAM_URL", upstream)
     pytester._monkeypatch.setenv("QUESTION", question)
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL"):
@@ -78,7 +88,14 @@ def _run(pytester: pytest.Pytester, *args: str, upstream: str, question: str = "
     if key is not None:
         pytester._monkeypatch.setenv("OPENAI_API_KEY", key)
     return pytester.runpytest_subprocess(
-        "-p", "asyncio", "-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function", "-q", *args
+        "-p",
+        "asyncio",
+        "-o",
+        "asyncio_mode=auto",
+        "-o",
+        "asyncio_default_fixture_loop_scope=function",
+        "-q",
+        *args,
     )
 
 
@@ -101,21 +118,27 @@ def test_record_replay_offline_drift_and_update_through_the_fixture(pytester):
     replayed.assert_outcomes(passed=2)
 
     # A changed prompt: the client gets a 400, the test's report is the plugin's mismatch.
-    drifted = _run(pytester, "-k", "test_direct_sdk", upstream=_closed_port_url(), question="goodbye")
+    drifted = _run(
+        pytester, "-k", "test_direct_sdk", upstream=_closed_port_url(), question="goodbye"
+    )
     drifted.assert_outcomes(failed=1)
-    drifted.stdout.fnmatch_lines([
-        "*replay mismatch at call 0 (lane 'conversation-*'), field context.messages?0?.content:*",
-        "*recorded 'hello', incoming 'goodbye'*",
-        "*the client got it from llm_proxy as an HTTP 400: BadRequestError*",
-        "*See the drift in a browser: *test_direct_sdk.drift.html*",
-        "*pytest test_app.py::test_direct_sdk --llm-record-mode=rewrite*",
-    ])
+    drifted.stdout.fnmatch_lines(
+        [
+            "*replay mismatch at call 0 (lane 'conversation-*'), field context.messages?0?.content:*",
+            "*recorded 'hello', incoming 'goodbye'*",
+            "*the client got it from llm_proxy as an HTTP 400: BadRequestError*",
+            "*See the drift in a browser: *test_direct_sdk.drift.html*",
+            "*pytest test_app.py::test_direct_sdk --llm-record-mode=rewrite*",
+        ]
+    )
     assert list(pytester.path.glob("llm-reports/**/test_direct_sdk.drift.html"))
 
     # Update: the drifted call goes live and the file is rewritten; the other test's stays.
     other = _recording(pytester, "test_direct_async_stream")
     with CountingEchoServer() as server:
-        updated = _run(pytester, "--llm-record-mode=update", upstream=server.base_url, question="goodbye")
+        updated = _run(
+            pytester, "--llm-record-mode=update", upstream=server.base_url, question="goodbye"
+        )
         assert server.requests == 2
     updated.assert_outcomes(passed=2)
     assert b"echo: goodbye" in _recording(pytester, "test_direct_sdk")
@@ -123,7 +146,9 @@ def test_record_replay_offline_drift_and_update_through_the_fixture(pytester):
     assert b"echo: goodbye again" in _recording(pytester, "test_direct_async_stream")
     assert other != _recording(pytester, "test_direct_async_stream")
     # ... and replays offline again.
-    _run(pytester, upstream=_closed_port_url(), question="goodbye", key=None).assert_outcomes(passed=2)
+    _run(pytester, upstream=_closed_port_url(), question="goodbye", key=None).assert_outcomes(
+        passed=2
+    )
 
 
 def test_the_project_table_names_the_upstream(pytester):
@@ -140,21 +165,32 @@ def test_the_project_table_names_the_upstream(pytester):
 
 def test_a_bad_upstream_in_the_project_is_named(pytester):
     _project(pytester, by_marker=False)
-    pytester.makepyprojecttoml('[tool.openprogram.proxy.upstream]\n"openai-chat" = "http://127.0.0.1:1/v1"\n')
+    pytester.makepyprojecttoml(
+        '[tool.openprogram.proxy.upstream]\n"openai-chat" = "http://127.0.0.1:1/v1"\n'
+    )
     result = _run(pytester, "-k", "test_direct_sdk", "--llm-record-mode=record", upstream="unused")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*pyproject.toml: tool.openprogram.proxy.upstream: unknown api 'openai-chat'*"])
+    result.stdout.fnmatch_lines(
+        ["*pyproject.toml: tool.openprogram.proxy.upstream: unknown api 'openai-chat'*"]
+    )
 
 
 def test_the_server_down_while_recording_fails_naming_it(pytester):
     _project(pytester, by_marker=True)
-    result = _run(pytester, "-k", "test_direct_sdk", "--llm-record-mode=record", upstream=_closed_port_url())
+    result = _run(
+        pytester, "-k", "test_direct_sdk", "--llm-record-mode=record", upstream=_closed_port_url()
+    )
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*a live call got no answer from the vendor, so no recording was kept*", "*connection failed*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*a live call got no answer from the vendor, so no recording was kept*",
+            "*connection failed*",
+        ]
+    )
     assert not (pytester.path / "recordings" / "test_app" / "test_direct_sdk.jsonl").exists()
 
 
-OTHER_SDKS = '''
+OTHER_SDKS = """
 import os
 
 import pytest
@@ -179,7 +215,7 @@ def test_gemini_client(llm_proxy):
     client = genai.Client()  # kept: google-genai closes its HTTP client when the Client goes
     response = client.models.generate_content(model="gemini-2.5-flash", contents="hello")
     assert response.text == "Hello, world!"
-'''
+"""
 
 
 @pytest.mark.parametrize(
@@ -190,7 +226,9 @@ def test_gemini_client(llm_proxy):
     ],
 )
 @pytest.mark.slow
-def test_the_anthropic_and_google_sdks_find_the_proxy_from_their_variables(pytester, test, chunks, key_variable):
+def test_the_anthropic_and_google_sdks_find_the_proxy_from_their_variables(
+    pytester, test, chunks, key_variable
+):
     """Each SDK's own client, built with no argument, reaches the proxy through the variable the
     fixture sets; in replay it starts with the placeholder key, as no key is set. The calls do
     not stream, so the vendor answers with a whole JSON body."""
@@ -204,7 +242,13 @@ def test_the_anthropic_and_google_sdks_find_the_proxy_from_their_variables(pytes
     }[chunks]
     body = whole_answer(api, stream)
     pytester.makepyfile(test_sdks=OTHER_SDKS)
-    for name in ("ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "ANTHROPIC_BASE_URL", "GOOGLE_GEMINI_BASE_URL"):
+    for name in (
+        "ANTHROPIC_API_KEY",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "GOOGLE_GEMINI_BASE_URL",
+    ):
         pytester._monkeypatch.delenv(name, raising=False)
     with VendorServer() as server:
         server.queue(ScriptedResponse(chunks=[body], headers={"content-type": "application/json"}))
@@ -213,7 +257,10 @@ def test_the_anthropic_and_google_sdks_find_the_proxy_from_their_variables(pytes
         recorded = pytester.runpytest_subprocess("-q", "-k", test, "--llm-record-mode=record")
         assert len(server.requests) == 1
     recorded.assert_outcomes(passed=1)
-    assert b"live-key-for-the-test" not in (pytester.path / "recordings" / "test_sdks" / f"{test}.jsonl").read_bytes()
+    assert (
+        b"live-key-for-the-test"
+        not in (pytester.path / "recordings" / "test_sdks" / f"{test}.jsonl").read_bytes()
+    )
     pytester._monkeypatch.delenv(key_variable)
     pytester._monkeypatch.setenv("UPSTREAM_URL", _closed_port_url())
     pytester.runpytest_subprocess("-q", "-k", test).assert_outcomes(passed=1)
@@ -224,25 +271,38 @@ def test_a_project_upstream_on_an_untrusted_host_gets_no_key(pytester):
     not forwarded there (refused before anything is sent, naming the host and the fix), and
     nothing is recorded."""
     _project(pytester, by_marker=False)
-    pytester.makepyprojecttoml('[tool.openprogram.proxy.upstream]\n"openai-completions" = "http://collector.invalid/v1"\n')
+    pytester.makepyprojecttoml(
+        '[tool.openprogram.proxy.upstream]\n"openai-completions" = "http://collector.invalid/v1"\n'
+    )
     refused = _run(pytester, "--llm-record-mode=record", "-k", "test_direct_sdk", upstream="unused")
     refused.assert_outcomes(failed=1)
-    refused.stdout.fnmatch_lines(["*key not sent to collector.invalid (the upstream of openai-completions that *pyproject.toml sets)*"])
+    refused.stdout.fnmatch_lines(
+        [
+            "*key not sent to collector.invalid (the upstream of openai-completions that *pyproject.toml sets)*"
+        ]
+    )
     assert "sk-local-test" not in refused.stdout.str()
     assert not (pytester.path / "recordings" / "test_app" / "test_direct_sdk.jsonl").exists()
 
 
 def test_llm_proxy_without_the_proxy_extra_says_how_to_install_it(pytester):
     """One line naming the command, no traceback (the server's packages are an extra)."""
-    pytester.makeconftest('import sys\nsys.modules["uvicorn"] = None  # as if it were not installed\n')
-    pytester.makepyfile(test_missing='def test_it(llm_proxy):\n    pass\n')
+    pytester.makeconftest(
+        'import sys\nsys.modules["uvicorn"] = None  # as if it were not installed\n'
+    )
+    pytester.makepyfile(test_missing="def test_it(llm_proxy):\n    pass\n")
     result = pytester.runpytest_subprocess("-q", "--llm-record-mode=record")
     result.assert_outcomes(errors=1)
-    assert "llm_proxy needs uvicorn, which come with the proxy extra: pip install 'starlette>=0.40' 'uvicorn>=0.29'" in result.stdout.str()
-    assert "Traceback" not in result.stdout.str() and "ModuleNotFoundError" not in result.stdout.str()
+    assert (
+        "llm_proxy needs uvicorn, which come with the proxy extra: pip install 'starlette>=0.40' 'uvicorn>=0.29'"
+        in result.stdout.str()
+    )
+    assert (
+        "Traceback" not in result.stdout.str() and "ModuleNotFoundError" not in result.stdout.str()
+    )
 
 
-EARLY_STOP = '''
+EARLY_STOP = """
 import os
 
 import openai
@@ -257,7 +317,7 @@ def test_reads_the_first_chunk_only(llm_proxy):
     first = next(iter(stream))
     stream.close()  # stops reading while the answer is still streaming
     assert first.choices[0].delta.role == "assistant"
-'''
+"""
 
 
 def test_a_client_that_stops_reading_early_is_recorded_as_what_it_was_sent(pytester):
@@ -272,7 +332,10 @@ def test_a_client_that_stops_reading_early_is_recorded_as_what_it_was_sent(pytes
     recorded.assert_outcomes(passed=1)  # and no error at the proxy's tear-down
     path = pytester.path / "recordings" / "test_early" / "test_reads_the_first_chunk_only.jsonl"
     (call,) = read_recording_file(path).calls  # the strict reader accepts it: no recover needed
-    assert call.outcome == "cancelled" and [event.type for event in call.events()][:2] == ["start", "text_start"]
+    assert call.outcome == "cancelled" and [event.type for event in call.events()][:2] == [
+        "start",
+        "text_start",
+    ]
 
     replayed = _run(pytester, upstream=_closed_port_url(), key=None)
     replayed.assert_outcomes(passed=1)

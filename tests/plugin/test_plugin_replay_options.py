@@ -46,15 +46,19 @@ def suite(pytester: pytest.Pytester) -> pytest.Pytester:
 
 def test_marker_and_run_faults_are_served_and_the_retry_gets_the_recording(suite):
     recordings = {path: path.read_bytes() for path in (suite.path / "recordings").rglob("*.jsonl")}
-    run_inner(suite, "--llm-fault", "server_error@0", "--llm-fault", "cut@1:2").assert_outcomes(passed=2)
+    run_inner(suite, "--llm-fault", "server_error@0", "--llm-fault", "cut@1:2").assert_outcomes(
+        passed=2
+    )
     failed = run_inner(suite, "--llm-fault=network@0", RETRIES="0")
     failed.assert_outcomes(failed=2)
-    failed.stdout.fnmatch_lines([
-        "*RuntimeError: faux: connection failed (ConnectionError): All connection attempts failed*",
-        "*openprogram replay options*",
-        "The test failed under replay with faults network@0; run it so again with:",
-        "  pytest test_suite.py::test_plain --llm-fault=network@0",
-    ])
+    failed.stdout.fnmatch_lines(
+        [
+            "*RuntimeError: faux: connection failed (ConnectionError): All connection attempts failed*",
+            "*openprogram replay options*",
+            "The test failed under replay with faults network@0; run it so again with:",
+            "  pytest test_suite.py::test_plain --llm-fault=network@0",
+        ]
+    )
     assert "replay mismatch" not in failed.stdout.str()
     marked = run_inner(suite, "test_suite.py::test_marked", RETRIES="0")
     marked.assert_outcomes(failed=1)
@@ -70,17 +74,21 @@ def test_run_options_are_said_in_the_header_and_bad_ones_are_usage_errors(suite)
     bad.stderr.fnmatch_lines(["*--llm-fault: fault 'overload': Fault kind must be one of*"])
     seed = run_inner(suite, "--llm-rechunk=soon")
     assert seed.ret == pytest.ExitCode.USAGE_ERROR
-    seed.stderr.fnmatch_lines(["*--llm-rechunk: rechunk takes a seed (an int >= 0) or 'random', not 'soon'*"])
+    seed.stderr.fnmatch_lines(
+        ["*--llm-rechunk: rechunk takes a seed (an int >= 0) or 'random', not 'soon'*"]
+    )
 
 
 def test_a_bad_marker_option_fails_its_test_naming_it(pytester):
-    pytester.makepyfile(test_suite="""
+    pytester.makepyfile(
+        test_suite="""
 import pytest
 
 @pytest.mark.llm_recording(faults=["soon"])
 def test_agent():
     pass
-""")
+"""
+    )
     result = run_inner(pytester)
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*@pytest.mark.llm_recording: fault 'soon'*"])
@@ -116,7 +124,9 @@ def test_llm_proxy_serves_the_markers_faults_and_the_sdk_retries(pytester):
     pytester._monkeypatch.setenv("OPENAI_API_KEY", "sk-local-test")
     with CountingEchoServer() as server:
         pytester._monkeypatch.setenv("UPSTREAM_URL", server.base_url)
-        run_inner(pytester, "--llm-record-mode=record").assert_outcomes(passed=1)  # no fault recording
+        run_inner(pytester, "--llm-record-mode=record").assert_outcomes(
+            passed=1
+        )  # no fault recording
         assert server.requests == 1
     pytester._monkeypatch.setenv("UPSTREAM_URL", "http://127.0.0.1:9/v1")
     run_inner(pytester).assert_outcomes(passed=1)  # the SDK retried the 429 itself

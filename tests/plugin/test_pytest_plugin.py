@@ -64,7 +64,14 @@ def run_inner(pytester: pytest.Pytester, *args: str, **env: str) -> pytest.RunRe
     for name, value in env.items():
         pytester._monkeypatch.setenv(name, value)
     return pytester.runpytest_subprocess(
-        "-p", "asyncio", "-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function", "-q", *args
+        "-p",
+        "asyncio",
+        "-o",
+        "asyncio_mode=auto",
+        "-o",
+        "asyncio_default_fixture_loop_scope=function",
+        "-q",
+        *args,
     )
 
 
@@ -83,7 +90,9 @@ def test_missing_recording_fails_with_the_command_that_records_it(inner):
     result = run_inner(inner)
     result.assert_outcomes(failed=2)
     result.stdout.fnmatch_lines(["*no LLM recording for test_agent_suite.py::test_agent*"])
-    result.stdout.fnmatch_lines(["*pytest test_agent_suite.py::test_agent --llm-record-mode=record*"])
+    result.stdout.fnmatch_lines(
+        ["*pytest test_agent_suite.py::test_agent --llm-record-mode=record*"]
+    )
     assert not recording_file(inner).exists()
 
 
@@ -108,23 +117,33 @@ def test_drifted_prompt_fails_with_the_mismatch_report_and_rewrite_fixes_it(inne
     run_inner(inner, "--llm-record-mode=record").assert_outcomes(passed=2)
     drifted = run_inner(inner, "test_agent_suite.py::test_agent", INNER_PROMPT="/calculator 42")
     drifted.assert_outcomes(failed=1)
-    drifted.stdout.fnmatch_lines([
-        "replay mismatch at call 0, field context.messages[[]0[]].content:",
-        "recorded '/calculator 6*7', incoming '/calculator 42'",
-        "If the change is intended, update the recording (the calls before call 0 are replayed, *",
-        "  pytest test_agent_suite.py::test_agent --llm-record-mode=update",
-        "or re-record the whole test (every call live):",
-        "  pytest test_agent_suite.py::test_agent --llm-record-mode=rewrite",
-    ])
+    drifted.stdout.fnmatch_lines(
+        [
+            "replay mismatch at call 0, field context.messages[[]0[]].content:",
+            "recorded '/calculator 6*7', incoming '/calculator 42'",
+            "If the change is intended, update the recording (the calls before call 0 are replayed, *",
+            "  pytest test_agent_suite.py::test_agent --llm-record-mode=update",
+            "or re-record the whole test (every call live):",
+            "  pytest test_agent_suite.py::test_agent --llm-record-mode=rewrite",
+        ]
+    )
     assert "Traceback" not in drifted.stdout.str() and "loop.py" not in drifted.stdout.str()
-    rewritten = run_inner(inner, "--llm-record-mode=rewrite", "test_agent_suite.py::test_agent", INNER_PROMPT="/calculator 42")
+    rewritten = run_inner(
+        inner,
+        "--llm-record-mode=rewrite",
+        "test_agent_suite.py::test_agent",
+        INNER_PROMPT="/calculator 42",
+    )
     rewritten.assert_outcomes(passed=1)
     assert "/calculator 42" in recording_file(inner).read_text()
-    run_inner(inner, "test_agent_suite.py::test_agent", INNER_PROMPT="/calculator 42", EXPECT_OFFLINE="1").assert_outcomes(passed=1)
+    run_inner(
+        inner, "test_agent_suite.py::test_agent", INNER_PROMPT="/calculator 42", EXPECT_OFFLINE="1"
+    ).assert_outcomes(passed=1)
 
 
 def test_unconsumed_recorded_calls_fail_a_passing_test(pytester):
-    pytester.makepyfile(test_agent_suite="""
+    pytester.makepyfile(
+        test_agent_suite="""
 import os, asyncio, pytest
 from openprogram.providers.stream import complete
 from openprogram.providers.types import Context, Model, UserMessage
@@ -134,21 +153,27 @@ ECHO = Model(id="echo", api="faux", provider="faux")
 def test_agent():
     for text in ["one", "two"][: int(os.environ.get("CALLS", "2"))]:
         asyncio.run(complete(ECHO, Context(messages=[UserMessage(content=text, timestamp=0)])))
-""")
+"""
+    )
     run_inner(pytester, "--llm-record-mode=record").assert_outcomes(passed=1)
     short = run_inner(pytester, CALLS="1")
     short.assert_outcomes(failed=1)
-    short.stdout.fnmatch_lines([
-        "*replay mismatch at call 1, field remaining_calls:",
-        "made 1 of its 2 recorded calls (1 left unused)",
-        "If the test now makes fewer calls on purpose, re-record it *",
-        "  pytest test_agent_suite.py::test_agent --llm-record-mode=rewrite",
-    ])
-    assert "--llm-record-mode=update" not in short.stdout.str()  # an update keeps a file that did not drift
+    short.stdout.fnmatch_lines(
+        [
+            "*replay mismatch at call 1, field remaining_calls:",
+            "made 1 of its 2 recorded calls (1 left unused)",
+            "If the test now makes fewer calls on purpose, re-record it *",
+            "  pytest test_agent_suite.py::test_agent --llm-record-mode=rewrite",
+        ]
+    )
+    assert (
+        "--llm-record-mode=update" not in short.stdout.str()
+    )  # an update keeps a file that did not drift
 
 
 def test_failing_test_keeps_no_recording_unless_asked(pytester):
-    pytester.makepyfile(test_agent_suite="""
+    pytester.makepyfile(
+        test_agent_suite="""
 import asyncio, pytest
 from openprogram.providers.stream import complete
 from openprogram.providers.types import Context, Model, UserMessage
@@ -157,7 +182,8 @@ from openprogram.providers.types import Context, Model, UserMessage
 def test_agent():
     asyncio.run(complete(Model(id="echo", api="faux", provider="faux"), Context(messages=[UserMessage(content="x")])))
     assert False, "the agent did the wrong thing"
-""")
+"""
+    )
     run_inner(pytester, "--llm-record-mode=record").assert_outcomes(failed=1)
     assert not recording_file(pytester).exists()
     assert not list((pytester.path / "recordings").rglob("*.recording"))
@@ -172,7 +198,8 @@ def test_off_mode_calls_the_provider_and_records_nothing(inner):
 
 @pytest.mark.slow
 def test_xdist_records_and_replays_twenty_tests(pytester):
-    pytester.makepyfile(test_agent_suite="""
+    pytester.makepyfile(
+        test_agent_suite="""
 import asyncio, pytest
 from openprogram.providers.stream import complete
 from openprogram.providers.types import Context, Model, UserMessage
@@ -183,17 +210,24 @@ def test_agent(n):
     message = asyncio.run(complete(Model(id="echo", api="faux", provider="faux"),
                                    Context(messages=[UserMessage(content=f"number {n}", timestamp=0)])))
     assert message.content[0].text == f"echo: number {n}"
-""")
+"""
+    )
     run_inner(pytester, "-n", "2", "--llm-record-mode=record").assert_outcomes(passed=20)
     files = sorted((pytester.path / "recordings" / "test_agent_suite").glob("*.jsonl"))
     assert len(files) == 20
     for n in (0, 7, 19):
-        assert f"number {n}" in (pytester.path / "recordings" / "test_agent_suite" / f"test_agent_{n}.jsonl").read_text()
+        assert (
+            f"number {n}"
+            in (
+                pytester.path / "recordings" / "test_agent_suite" / f"test_agent_{n}.jsonl"
+            ).read_text()
+        )
     run_inner(pytester, "-n", "2", EXPECT_OFFLINE="1").assert_outcomes(passed=20)
 
 
 def test_parametrised_ids_that_differ_only_in_punctuation_get_a_recording_each(pytester):
-    pytester.makepyfile(test_agent_suite="""
+    pytester.makepyfile(
+        test_agent_suite="""
 import asyncio, pytest
 from openprogram.providers.stream import complete
 from openprogram.providers.types import Context, Model, UserMessage
@@ -204,7 +238,8 @@ def test_agent(prompt):
     message = asyncio.run(complete(Model(id="echo", api="faux", provider="faux"),
                                    Context(messages=[UserMessage(content=prompt, timestamp=0)])))
     assert message.content[0].text == f"echo: {prompt}"
-""")
+"""
+    )
     run_inner(pytester, "--llm-record-mode=record").assert_outcomes(passed=5)
     folder = pytester.path / "recordings" / "test_agent_suite"
     files = sorted(folder.glob("*.jsonl"))
@@ -223,10 +258,12 @@ def test_a_corrupt_recording_fails_the_test_with_the_reason_and_the_rerecord_com
     path.write_text("\n".join(lines[:2] + ["{not json"] + lines[2:]) + "\n")
     result = run_inner(inner, "test_agent_suite.py::test_agent")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        f"*recording file {path} at line 3: *",
-        "*pytest test_agent_suite.py::test_agent --llm-record-mode=rewrite*",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            f"*recording file {path} at line 3: *",
+            "*pytest test_agent_suite.py::test_agent --llm-record-mode=rewrite*",
+        ]
+    )
     assert "Traceback" not in result.stdout.str() and "reader.py" not in result.stdout.str()
 
 
@@ -236,7 +273,8 @@ def test_a_volatile_system_prompt_replays_with_a_marker_normalize_rule_and_fails
 llm_recording_ignore =
     options.metadata.*
 """)
-    pytester.makepyfile(test_agent_suite="""
+    pytester.makepyfile(
+        test_agent_suite="""
 import asyncio, os, pytest
 from openprogram.providers.stream import complete
 from openprogram.providers.types import Context, Model, UserMessage
@@ -254,7 +292,8 @@ def test_normalized():
 @pytest.mark.llm_recording
 def test_plain():
     assert ask() == "echo: hi"
-""")
+"""
+    )
     run_inner(pytester, "--llm-record-mode=record", NOW="02:30:58").assert_outcomes(passed=2)
     later = run_inner(pytester, NOW="09:15:00", EXPECT_OFFLINE="1")
     later.assert_outcomes(passed=1, failed=1)
@@ -262,7 +301,8 @@ def test_plain():
 
 
 def test_update_mode_records_only_the_drifted_call_and_keeps_an_unchanged_file(pytester):
-    pytester.makepyfile(test_agent_suite="""
+    pytester.makepyfile(
+        test_agent_suite="""
 import asyncio, os, pytest
 from openprogram.providers.faux import DEFAULT_FAUX_PROVIDER
 from openprogram.providers.stream import complete
@@ -276,13 +316,18 @@ def test_agent():
         message = asyncio.run(complete(ECHO, Context(messages=[UserMessage(content=prompt, timestamp=0)])))
         assert message.content[0].text == f"echo: {prompt}"
     print(f"LIVE CALLS: {len(DEFAULT_FAUX_PROVIDER.calls)}")
-""")
+"""
+    )
     run_inner(pytester, "--llm-record-mode=record").assert_outcomes(passed=1)
     path = recording_file(pytester)
     updated = run_inner(pytester, "--llm-record-mode=update", "-s", THIRD="THREE")
     updated.assert_outcomes(passed=1)
     updated.stdout.fnmatch_lines(["*LIVE CALLS: 1*"])
-    contents = [json.loads(line)["context"]["messages"][0]["content"] for line in path.read_text().splitlines() if '"request"' in line]
+    contents = [
+        json.loads(line)["context"]["messages"][0]["content"]
+        for line in path.read_text().splitlines()
+        if '"request"' in line
+    ]
     assert contents == ["one", "two", "THREE"]
     before = path.read_bytes()
     again = run_inner(pytester, "--llm-record-mode=update", "-s", THIRD="THREE")
@@ -293,7 +338,8 @@ def test_agent():
 
 
 def test_a_prompt_naming_tmp_path_records_once_and_replays_in_later_runs(pytester):
-    pytester.makepyfile(test_agent_suite="""
+    pytester.makepyfile(
+        test_agent_suite="""
 import pytest
 from openprogram.agent import AgentContext, AgentLoopConfig, AgentTool, AgentToolResult, agent_loop
 from openprogram.providers.models import get_model
@@ -315,13 +361,15 @@ async def test_reads_a_file_in_its_folder(tmp_path):
                                           AgentLoopConfig(model=get_model("faux/echo")))]
     assert events[-1].messages[-1].content[0].text == "read returned: remember the milk"
     assert seen == [f"{tmp_path}/notes.txt"]
-""")
+"""
+    )
     run_inner(pytester, "--llm-record-mode=record").assert_outcomes(passed=1)
     path = recording_file(pytester, "test_reads_a_file_in_its_folder")
     text = path.read_text()
     assert "pytest-of-" not in text and "{{tmp_path}}/notes.txt" in text
     for _ in range(2):  # later runs get other tmp_path folders
         run_inner(pytester, EXPECT_OFFLINE="1").assert_outcomes(passed=1)
+
 
 def test_a_crashed_recording_fails_naming_the_recover_command(inner):
     from tests.cli.test_recover_cli import cut_recording
@@ -333,7 +381,6 @@ def test_a_crashed_recording_fails_naming_the_recover_command(inner):
     result.assert_outcomes(failed=1, passed=1)  # the other test's recording is whole
     result.stdout.fnmatch_lines([f"*openprogram recordings recover {path}*"])
     result.stdout.fnmatch_lines(["*--llm-record-mode=rewrite*"])
-
 
 
 SHARING = """
@@ -372,15 +419,21 @@ def test_two_tests_whose_names_map_to_one_file_fail_saying_how_to_part_them(pyte
     pytester.makepyfile(test_shared=SHARING)
     result = run_inner(pytester, "--llm-record-mode=record")
     result.assert_outcomes(passed=1, errors=2)  # at set-up: neither body runs
-    result.stdout.fnmatch_lines([
-        "*test_shared.py::test_load?user_admin? and test_shared.py::test_load_user?admin? would share the "
-        "recording *test_load_user_admin.jsonl; give each a name of its own: @pytest.mark.llm_recording(name=\"...\")*",
-    ])
-    assert not (pytester.path / "recordings" / "test_shared" / "test_load_user_admin.jsonl").exists()
-    pytester.makepyfile(test_shared=SHARING.replace(
-        '@pytest.mark.llm_recording\n@pytest.mark.parametrize("who", ["admin"])',
-        '@pytest.mark.llm_recording(name="load_user_admin")\n@pytest.mark.parametrize("who", ["admin"])',
-    ))
+    result.stdout.fnmatch_lines(
+        [
+            "*test_shared.py::test_load?user_admin? and test_shared.py::test_load_user?admin? would share the "
+            'recording *test_load_user_admin.jsonl; give each a name of its own: @pytest.mark.llm_recording(name="...")*',
+        ]
+    )
+    assert not (
+        pytester.path / "recordings" / "test_shared" / "test_load_user_admin.jsonl"
+    ).exists()
+    pytester.makepyfile(
+        test_shared=SHARING.replace(
+            '@pytest.mark.llm_recording\n@pytest.mark.parametrize("who", ["admin"])',
+            '@pytest.mark.llm_recording(name="load_user_admin")\n@pytest.mark.parametrize("who", ["admin"])',
+        )
+    )
     run_inner(pytester, "--llm-record-mode=record").assert_outcomes(passed=3)
     run_inner(pytester).assert_outcomes(passed=3)
 
@@ -406,14 +459,26 @@ def test_every_folder_the_plugin_creates_is_owner_only(inner, usual_umask):
 
     before = mode(inner.path)
     run_inner(inner, "--llm-record-mode=record").assert_outcomes(passed=2)
-    run_inner(inner, "test_agent_suite.py::test_agent", INNER_PROMPT="/calculator 6*8").assert_outcomes(failed=1)
+    run_inner(
+        inner, "test_agent_suite.py::test_agent", INNER_PROMPT="/calculator 6*8"
+    ).assert_outcomes(failed=1)
     reports = inner.path / "llm-reports"
     deeper = inner.path / "ci" / "pages"
-    run_inner(inner, "test_agent_suite.py::test_agent", f"--llm-report-dir={deeper}", INNER_PROMPT="/calculator 6*8")
+    run_inner(
+        inner,
+        "test_agent_suite.py::test_agent",
+        f"--llm-report-dir={deeper}",
+        INNER_PROMPT="/calculator 6*8",
+    )
     created = [
-        inner.path / "recordings", recording_file(inner).parent,
-        reports, reports / "recordings", reports / "recordings" / "test_agent_suite",
-        inner.path / "ci", deeper, deeper / "recordings" / "test_agent_suite",
+        inner.path / "recordings",
+        recording_file(inner).parent,
+        reports,
+        reports / "recordings",
+        reports / "recordings" / "test_agent_suite",
+        inner.path / "ci",
+        deeper,
+        deeper / "recordings" / "test_agent_suite",
     ]
     assert {str(path.relative_to(inner.path)): mode(path) for path in created} == {
         str(path.relative_to(inner.path)): 0o700 for path in created

@@ -29,7 +29,11 @@ def test_agent():
 
 
 def sessions(path) -> list[str]:
-    return [json.loads(line).get("session") for line in path.read_text().splitlines() if '"request"' in line]
+    return [
+        json.loads(line).get("session")
+        for line in path.read_text().splitlines()
+        if '"request"' in line
+    ]
 
 
 @pytest.mark.slow
@@ -39,10 +43,12 @@ def test_an_updated_test_is_one_session_and_its_unused_calls_still_fail(pytester
     path = recording_file(pytester)
     updated = run_inner(pytester, "--llm-record-mode=update", PROMPTS="one,two,THREE")
     updated.assert_outcomes(passed=1)
-    updated.stdout.fnmatch_lines([
-        "*openprogram update*",
-        "test_agent_suite.py::test_agent: * updated: kept 2 calls, recorded 1, dropped 1",
-    ])
+    updated.stdout.fnmatch_lines(
+        [
+            "*openprogram update*",
+            "test_agent_suite.py::test_agent: * updated: kept 2 calls, recorded 1, dropped 1",
+        ]
+    )
     assert len(sessions(path)) == 3 and len(set(sessions(path))) == 1
 
     shorter = run_inner(pytester, PROMPTS="one,two")  # replay: the recorded third call is unused
@@ -52,7 +58,9 @@ def test_an_updated_test_is_one_session_and_its_unused_calls_still_fail(pytester
     before = path.read_bytes()
     short_update = run_inner(pytester, "--llm-record-mode=update", PROMPTS="one,two")
     short_update.assert_outcomes(failed=1)  # nothing drifted: the file stays, and the check says so
-    short_update.stdout.fnmatch_lines(["*field remaining_calls*", "*left unchanged: nothing drifted (2 calls replayed)"])
+    short_update.stdout.fnmatch_lines(
+        ["*field remaining_calls*", "*left unchanged: nothing drifted (2 calls replayed)"]
+    )
     assert path.read_bytes() == before
 
 
@@ -63,9 +71,11 @@ def test_a_failing_test_keeps_its_recording_and_says_why(pytester):
     before = path.read_bytes()
     failed = run_inner(pytester, "--llm-record-mode=update", PROMPTS="one,TWO", FAIL="1")
     failed.assert_outcomes(failed=1)
-    failed.stdout.fnmatch_lines([
-        "*left unchanged: the run ended with an exception (AssertionError); its 1 new call was not kept"
-    ])
+    failed.stdout.fnmatch_lines(
+        [
+            "*left unchanged: the run ended with an exception (AssertionError); its 1 new call was not kept"
+        ]
+    )
     assert path.read_bytes() == before
     assert sorted(p.name for p in path.parent.iterdir()) == ["test_agent.jsonl"]
 
@@ -101,9 +111,11 @@ updating.tempfile = type("Refusing", (), {"mkstemp": staticmethod(refused)})
     before = path.read_bytes()
     result = run_inner(pytester, "--llm-record-mode=update", PROMPTS="one,TWO")
     result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines([
-        f"*recording file {path}: cannot record the drifted call: the folder {path.parent} cannot be written (Permission denied)*",
-        f"The recording {path} is left as it was.",
-    ])
+    result.stdout.fnmatch_lines(
+        [
+            f"*recording file {path}: cannot record the drifted call: the folder {path.parent} cannot be written (Permission denied)*",
+            f"The recording {path} is left as it was.",
+        ]
+    )
     assert "Traceback" not in result.stdout.str() and "loop.py" not in result.stdout.str()
     assert path.read_bytes() == before

@@ -95,6 +95,9 @@ def test_symlinked_config_file_is_refused(isolated_home, tmp_path):
     target = tmp_path / "elsewhere.json"
     target.write_text("{}")
     (isolated_home / "config.json").symlink_to(target)
-    with pytest.raises(config.ConfigError, match="symbolic link"), config.config_transaction() as current:
+    with (
+        pytest.raises(config.ConfigError, match="symbolic link"),
+        config.config_transaction() as current,
+    ):
         config.set_value(current, "default_model", "faux/echo")
     assert target.read_text() == "{}"

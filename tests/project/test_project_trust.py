@@ -39,22 +39,29 @@ def shared_tmp(tmp_path):
     return shared, victim
 
 
-needs_root = pytest.mark.skipif(os.getuid() != 0, reason="making a file owned by another user needs root")
+needs_root = pytest.mark.skipif(
+    os.getuid() != 0, reason="making a file owned by another user needs root"
+)
 
 
 @needs_root
-def test_another_users_file_in_a_shared_parent_changes_nothing_and_says_so_once(shared_tmp, monkeypatch, isolated_home, capsys):
+def test_another_users_file_in_a_shared_parent_changes_nothing_and_says_so_once(
+    shared_tmp, monkeypatch, isolated_home, capsys
+):
     shared, victim = shared_tmp
     planted = shared / "openprogram.toml"
     planted.write_text(
-        moved_model_table("http://127.0.0.1:9") + '[record_replay]\nignore = ["context.messages"]\nnormalize = [[".+", "x"]]\n'
+        moved_model_table("http://127.0.0.1:9")
+        + '[record_replay]\nignore = ["context.messages"]\nnormalize = [[".+", "x"]]\n'
     )
     os.chown(planted, NOBODY, NOBODY)
     monkeypatch.chdir(victim)
     assert find_project_file() is None
     config = project_config()
     assert config.path is None and config.record_replay == {}
-    assert config.passed_by == (f"{planted}: not read, it belongs to user id {NOBODY}, not to you (user id 0); a project file must be yours",)
+    assert config.passed_by == (
+        f"{planted}: not read, it belongs to user id {NOBODY}, not to you (user id 0); a project file must be yours",
+    )
     assert get_model("openai/gpt-4o-mini").base_url == "https://api.openai.com/v1"
     project_config()
     err = capsys.readouterr().err
@@ -120,11 +127,15 @@ def test_the_search_stops_at_the_home(tmp_path, monkeypatch):
 
 
 def test_a_project_file_cannot_set_trusted_hosts(tmp_path, monkeypatch):
-    (tmp_path / "pyproject.toml").write_text('[tool.openprogram]\ntrusted_hosts = ["evil.example"]\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.openprogram]\ntrusted_hosts = ["evil.example"]\n'
+    )
     monkeypatch.chdir(tmp_path)
     with pytest.raises(ConfigError) as caught:
         project_config()
-    assert str(caught.value).startswith(f"{tmp_path / 'pyproject.toml'}: tool.openprogram.trusted_hosts: not a project setting")
+    assert str(caught.value).startswith(
+        f"{tmp_path / 'pyproject.toml'}: tool.openprogram.trusted_hosts: not a project setting"
+    )
     assert "openprogram config set trusted_hosts" in str(caught.value)
 
 
@@ -132,7 +143,9 @@ def _ask(model: Model):
     return complete(model, Context(messages=[UserMessage(content="hi", timestamp=1)]))
 
 
-async def test_a_repository_cannot_move_a_builtin_model_with_the_users_key(tmp_path, monkeypatch, isolated_home):
+async def test_a_repository_cannot_move_a_builtin_model_with_the_users_key(
+    tmp_path, monkeypatch, isolated_home
+):
     """The repository's own pyproject.toml moves openai/gpt-4o-mini to a local server: the call
     is not sent with the key (the error names the host and the command that trusts it); once the
     user trusts the host, the key goes there."""
@@ -140,13 +153,18 @@ async def test_a_repository_cannot_move_a_builtin_model_with_the_users_key(tmp_p
     (tmp_path / ".git").mkdir()
     monkeypatch.chdir(tmp_path)
     with VendorServer() as server:
-        (tmp_path / "pyproject.toml").write_text(moved_model_table(server.url, table="[[tool.openprogram.models]]"))
+        (tmp_path / "pyproject.toml").write_text(
+            moved_model_table(server.url, table="[[tool.openprogram.models]]")
+        )
         model = get_model("openai/gpt-4o-mini")
         assert model.base_url == f"{server.url}/v1"
         refused = await _ask(model)
         assert server.requests == []
         assert refused.stop_reason == "error"
-        assert "key not sent to the built-in model openai/gpt-4o-mini moved to 127.0.0.1" in refused.error_message
+        assert (
+            "key not sent to the built-in model openai/gpt-4o-mini moved to 127.0.0.1"
+            in refused.error_message
+        )
         assert "openprogram config set trusted_hosts '[\"127.0.0.1\"]'" in refused.error_message
         assert KEY[:8] not in refused.error_message
         config_path().parent.mkdir(parents=True, exist_ok=True)
@@ -154,10 +172,14 @@ async def test_a_repository_cannot_move_a_builtin_model_with_the_users_key(tmp_p
         server.queue(ScriptedResponse(chunks=ANSWER_TURN))
         answered = await _ask(get_model("openai/gpt-4o-mini"))
         assert answered.stop_reason == "stop", answered.error_message
-        assert [request.headers["authorization"] for request in server.requests] == [f"Bearer {KEY}"]
+        assert [request.headers["authorization"] for request in server.requests] == [
+            f"Bearer {KEY}"
+        ]
 
 
-async def test_a_local_server_of_the_project_works_with_no_step(tmp_path, monkeypatch, isolated_home):
+async def test_a_local_server_of_the_project_works_with_no_step(
+    tmp_path, monkeypatch, isolated_home
+):
     """A project's own model on loopback (not a built-in moved there) gets the key as before."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.chdir(tmp_path)
@@ -171,10 +193,17 @@ async def test_a_local_server_of_the_project_works_with_no_step(tmp_path, monkey
         assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
 
 
-async def test_an_environment_key_never_goes_to_an_untrusted_remote_host(monkeypatch, isolated_home):
+async def test_an_environment_key_never_goes_to_an_untrusted_remote_host(
+    monkeypatch, isolated_home
+):
     """Refused before anything is sent (no connection is attempted: the host does not exist)."""
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
-    model = Model(id="gpt-x", api="openai-completions", provider="openai", base_url="https://collector.invalid/v1")
+    model = Model(
+        id="gpt-x",
+        api="openai-completions",
+        provider="openai",
+        base_url="https://collector.invalid/v1",
+    )
     refused = await _ask(model)
     assert refused.stop_reason == "error"
     assert refused.error_message.startswith("openai: key not sent to collector.invalid:")
@@ -186,7 +215,12 @@ async def test_the_users_own_configured_model_host_is_trusted(tmp_path, monkeypa
     monkeypatch.chdir(tmp_path)
     with VendorServer() as server:
         server.queue(ScriptedResponse(chunks=ANSWER_TURN))
-        mine = {"id": "gpt-4o-mini", "api": "openai-completions", "provider": "openai", "base_url": f"{server.url}/v1"}
+        mine = {
+            "id": "gpt-4o-mini",
+            "api": "openai-completions",
+            "provider": "openai",
+            "base_url": f"{server.url}/v1",
+        }
         config_path().parent.mkdir(parents=True, exist_ok=True)
         config_path().write_text(json.dumps({"models": [mine]}))
         answered = await _ask(get_model("openai/gpt-4o-mini"))
@@ -197,15 +231,39 @@ async def test_the_users_own_configured_model_host_is_trusted(tmp_path, monkeypa
 def test_trusted_hosts_is_checked_when_set(isolated_home):
     env = cli_env(isolated_home)
     bad = subprocess.run(
-        [PYTHON, "-m", "openprogram", "config", "set", "trusted_hosts", '["https://gw.example/v1"]'],
-        env=env, capture_output=True, text=True, timeout=60,
+        [
+            PYTHON,
+            "-m",
+            "openprogram",
+            "config",
+            "set",
+            "trusted_hosts",
+            '["https://gw.example/v1"]',
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert bad.returncode == 2
-    assert "'https://gw.example/v1' is not a host name" in bad.stderr and "Traceback" not in bad.stderr
+    assert (
+        "'https://gw.example/v1' is not a host name" in bad.stderr and "Traceback" not in bad.stderr
+    )
     assert not config_path().exists()
     good = subprocess.run(
-        [PYTHON, "-m", "openprogram", "config", "set", "trusted_hosts", '["gw.example", "10.0.0.5"]'],
-        env=env, capture_output=True, text=True, timeout=60,
+        [
+            PYTHON,
+            "-m",
+            "openprogram",
+            "config",
+            "set",
+            "trusted_hosts",
+            '["gw.example", "10.0.0.5"]',
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert good.returncode == 0, good.stderr
     assert json.loads(config_path().read_text())["trusted_hosts"] == ["gw.example", "10.0.0.5"]
@@ -213,15 +271,27 @@ def test_trusted_hosts_is_checked_when_set(isolated_home):
 
 def test_status_names_the_project_file_and_fails_on_an_invalid_one(tmp_path, isolated_home):
     env = cli_env(isolated_home)
-    (tmp_path / "pyproject.toml").write_text('[tool.openprogram.record_replay]\nignore = ["options.metadata.*"]\n')
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.openprogram.record_replay]\nignore = ["options.metadata.*"]\n'
+    )
     shown = subprocess.run(
-        [PYTHON, "-m", "openprogram", "recordings", "status"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+        [PYTHON, "-m", "openprogram", "recordings", "status"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert shown.returncode == 0, shown.stderr
     assert f"project   {tmp_path / 'pyproject.toml'}" in shown.stdout.splitlines()
     (tmp_path / "pyproject.toml").write_text("[tool.openprogram]\nbogus = 1\n")
     broken = subprocess.run(
-        [PYTHON, "-m", "openprogram", "recordings", "status", "--json"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=60
+        [PYTHON, "-m", "openprogram", "recordings", "status", "--json"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert broken.returncode == 1
     assert json.loads(broken.stdout)["project"] == {
@@ -233,7 +303,9 @@ def test_status_names_the_project_file_and_fails_on_an_invalid_one(tmp_path, iso
 
 def test_pytest_names_the_project_file_and_reports_an_invalid_one_once(pytester):
     pytester.makepyfile("def test_a():\n    pass\n\ndef test_b():\n    pass\n")
-    pytester.makepyprojecttoml('[tool.openprogram.record_replay]\nignore = ["options.metadata.*"]\n')
+    pytester.makepyprojecttoml(
+        '[tool.openprogram.record_replay]\nignore = ["options.metadata.*"]\n'
+    )
     result = pytester.runpytest_subprocess()
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([f"openprogram: project file {pytester.path / 'pyproject.toml'}"])

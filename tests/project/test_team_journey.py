@@ -35,7 +35,7 @@ cost = {{ input = 0.0, output = 0.0 }}
 """
 
 TESTS = textwrap.dedent(
-    '''
+    """
     import pytest
 
     from openprogram.agent import AgentContext, AgentLoopConfig, agent_loop
@@ -59,7 +59,7 @@ TESTS = textwrap.dedent(
     async def test_echoes():
         events = await run("hello team")
         assert "hello team" in events[-1].messages[-1].content[0].text
-    '''
+    """
 )
 
 
@@ -68,7 +68,11 @@ def _pytest(project: Path, home: Path, *args: str) -> subprocess.CompletedProces
     env.pop("PYTHONPATH", None)  # the project imports the installed package, as a user's does
     return subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=", *args],
-        cwd=project, env=env, capture_output=True, text=True, timeout=300,
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
 
 
@@ -98,7 +102,14 @@ def test_recorded_tests_replay_on_a_clone_with_a_fresh_state_folder(tmp_path):
     assert "2 passed" in replayed.stdout
 
     # Bob's own server listens on another port: his configuration overrides the project's entry.
-    mine = [{"id": "smollm2", "api": "openai-completions", "provider": "llamacpp", "base_url": "http://127.0.0.1:9/v1"}]
+    mine = [
+        {
+            "id": "smollm2",
+            "api": "openai-completions",
+            "provider": "llamacpp",
+            "base_url": "http://127.0.0.1:9/v1",
+        }
+    ]
     configured = cli(bob, "config", "set", "models", json.dumps(mine))
     assert configured.returncode == 0, configured.stderr
     moved = _pytest(clone, bob)
@@ -106,9 +117,11 @@ def test_recorded_tests_replay_on_a_clone_with_a_fresh_state_folder(tmp_path):
 
     # A release with new prices and a larger context window in the catalog replays the same.
     pyproject = clone / "pyproject.toml"
-    pyproject.write_text(pyproject.read_text().replace("context_window = 8192", "context_window = 32768").replace(
-        "input = 0.0, output = 0.0", "input = 0.5, output = 1.5"
-    ))
+    pyproject.write_text(
+        pyproject.read_text()
+        .replace("context_window = 8192", "context_window = 32768")
+        .replace("input = 0.0, output = 0.0", "input = 0.5, output = 1.5")
+    )
     priced = _pytest(clone, bob)
     assert priced.returncode == 0, priced.stdout + priced.stderr
 

@@ -38,7 +38,9 @@ def feed_all(text: str, size: int) -> tuple[StreamingJsonObject, list[dict]]:
     return parser, [parser.feed(piece) for piece in chunk_fixed(text, size)]
 
 
-def assert_every_prefix_parsed_fully(text: str, size: int) -> tuple[StreamingJsonObject, list[dict]]:
+def assert_every_prefix_parsed_fully(
+    text: str, size: int
+) -> tuple[StreamingJsonObject, list[dict]]:
     """Feed ``text`` in ``size``-character pieces: each value equals the full parse of its prefix."""
     parser, values = feed_all(text, size)
     prefixes = [text[:end] for end in range(size, len(text), size)] + [text]
@@ -108,7 +110,10 @@ def test_every_prefix_matches_a_full_parse(size):
 
 @pytest.mark.parametrize(
     "text",
-    [file_arguments(300), orjson.dumps({"rows": [[i, "s", {"k": [i]}] for i in range(40)]}).decode()],
+    [
+        file_arguments(300),
+        orjson.dumps({"rows": [[i, "s", {"k": [i]}] for i in range(40)]}).decode(),
+    ],
 )
 def test_earlier_values_never_change(text):
     """Each value is its own: what was returned for one fragment is not changed by the next."""
@@ -121,16 +126,26 @@ def test_earlier_values_never_change(text):
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(),
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=5), children, max_size=4)
+    ),
     max_leaves=12,
 )
 
 
 @settings(max_examples=150, deadline=None)
-@given(st.dictionaries(st.text(max_size=6), json_values, max_size=5), st.integers(1, 9), st.booleans())
+@given(
+    st.dictionaries(st.text(max_size=6), json_values, max_size=5), st.integers(1, 9), st.booleans()
+)
 def test_any_object_in_any_pieces_matches_a_full_parse(document, size, escape_non_ascii):
-    text = json.dumps(document, ensure_ascii=escape_non_ascii)  # escaped: surrogate pairs split mid-escape
+    text = json.dumps(
+        document, ensure_ascii=escape_non_ascii
+    )  # escaped: surrogate pairs split mid-escape
     assert_every_prefix_parsed_fully(text, size)
 
 
@@ -189,7 +204,9 @@ def test_parsing_work_grows_linearly_with_the_arguments(size):
     for kb in (10, 20, 40, 80):
         text = file_arguments(kb * 1024)
         parser = StreamingJsonObject()
-        for piece in chunk_fixed(text, size):  # values not kept: 80 KB in 1-char pieces would hold GBs
+        for piece in chunk_fixed(
+            text, size
+        ):  # values not kept: 80 KB in 1-char pieces would hold GBs
             parser.feed(piece)
         work[kb] = parser.parsed_chars
         assert parser.parsed_chars <= 8 * len(text), (kb, parser.parsed_chars, len(text))
@@ -227,7 +244,9 @@ async def test_the_faux_provider_streams_large_arguments_with_linear_parsing(mon
     assert deltas[len(deltas) // 2].partial.content[0].arguments == parse_streaming_json(
         "".join(event.delta for event in deltas[: len(deltas) // 2 + 1])
     )
-    assert [event.tool_call.arguments for event in events if event.type == "toolcall_end"] == [arguments]
+    assert [event.tool_call.arguments for event in events if event.type == "toolcall_end"] == [
+        arguments
+    ]
     assert len(parsers) == 1 and parsers[0].parsed_chars <= 8 * text_length
 
 
@@ -243,7 +262,10 @@ async def test_text_deltas_add_only_their_own_length_to_the_text():
     """Text assembles by appending: each snapshot's text is the previous one plus the delta
     (one new string per event, which the immutable snapshots need, and nothing re-built)."""
     text = " ".join(f"w{i}x" for i in range(5000))
-    events = [event async for event in FauxProvider([faux_text(text)], words_per_chunk=1).stream(MODEL, CONTEXT)]
+    events = [
+        event
+        async for event in FauxProvider([faux_text(text)], words_per_chunk=1).stream(MODEL, CONTEXT)
+    ]
     previous = ""
     for event in events:
         if event.type == "text_delta":

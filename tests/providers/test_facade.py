@@ -70,8 +70,14 @@ async def test_environment_keys_can_be_withheld_for_a_block(monkeypatch):
         await complete(model("keyed-test-3"), CONTEXT, StreamOptions(api_key="client-key-1"))
         message = credentials.missing_key_message(model("keyed-test-3"))
     await complete(model("keyed-test-3"), CONTEXT)
-    assert [call[2].api_key if call[2] else None for call in provider.calls] == [None, "client-key-1", "env-key-123456"]
-    assert "the request carried none" in message and message.endswith("start the proxy with --env-keys")
+    assert [call[2].api_key if call[2] else None for call in provider.calls] == [
+        None,
+        "client-key-1",
+        "env-key-123456",
+    ]
+    assert "the request carried none" in message and message.endswith(
+        "start the proxy with --env-keys"
+    )
     assert not credentials.environment_keys_withheld()
 
 
@@ -106,6 +112,21 @@ def test_resolve_provider_key_reads_well_known_variables(monkeypatch):
 
 
 def test_local_servers_need_no_key():
-    assert not credentials.key_required(Model(id="q", api="openai-completions", provider="custom", base_url="http://127.0.0.1:8080/v1"))
-    assert not credentials.key_required(Model(id="q", api="openai-completions", provider="ollama", base_url="http://gpu-box:11434/v1"))
-    assert credentials.key_required(Model(id="q", api="openai-completions", provider="openai", base_url="https://api.openai.com/v1"))
+    assert not credentials.key_required(
+        Model(
+            id="q", api="openai-completions", provider="custom", base_url="http://127.0.0.1:8080/v1"
+        )
+    )
+    assert not credentials.key_required(
+        Model(
+            id="q", api="openai-completions", provider="ollama", base_url="http://gpu-box:11434/v1"
+        )
+    )
+    assert credentials.key_required(
+        Model(
+            id="q",
+            api="openai-completions",
+            provider="openai",
+            base_url="https://api.openai.com/v1",
+        )
+    )

@@ -31,8 +31,12 @@ assert sys.modules["openprogram.providers.stream"] is facade
 """
 
 
-@pytest.mark.parametrize("order", list(itertools.permutations(FIRST_IMPORTS)), ids=lambda o: " / ".join(o))
+@pytest.mark.parametrize(
+    "order", list(itertools.permutations(FIRST_IMPORTS)), ids=lambda o: " / ".join(o)
+)
 def test_the_package_attribute_is_the_function_in_every_import_order(order):
     script = "\n".join(order) + "\n" + CHECK
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60
+    )
     assert done.returncode == 0, done.stderr

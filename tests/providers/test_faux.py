@@ -42,7 +42,13 @@ async def test_text_response_is_well_formed_and_chunked_by_words():
     events = await collect(FauxProvider([faux_text("one two three")]))
     assert_well_formed(events)
     assert [e.type for e in events] == [
-        "start", "text_start", "text_delta", "text_delta", "text_delta", "text_end", "done",
+        "start",
+        "text_start",
+        "text_delta",
+        "text_delta",
+        "text_delta",
+        "text_end",
+        "done",
     ]
     assert [e.delta for e in events if e.type == "text_delta"] == ["one ", "two ", "three"]
     assert final_message(events).content == [TextContent(text="one two three")]
@@ -61,7 +67,9 @@ async def test_thinking_then_text_keeps_the_signature():
 
 async def test_tool_calls_stream_arguments_and_parse_them_at_the_end():
     arguments = {"path": "a/b.txt", "nested": {"n": [1, 2, 3]}, "flag": True}
-    provider = FauxProvider([faux_tool_calls(("read", arguments), ("calc", {"e": "1+1"}), text="calling")])
+    provider = FauxProvider(
+        [faux_tool_calls(("read", arguments), ("calc", {"e": "1+1"}), text="calling")]
+    )
     events = await collect(provider)
     assert_well_formed(events)
     deltas = [e.delta for e in events if e.type == "toolcall_delta" and e.content_index == 1]
@@ -71,7 +79,11 @@ async def test_tool_calls_stream_arguments_and_parse_them_at_the_end():
     assert ends[0].tool_call.id != ends[1].tool_call.id
     assert events[-1].reason == "toolUse"
     # partial arguments grow monotonically while streaming
-    partial_args = [e.partial.content[1].arguments for e in events if e.type == "toolcall_delta" and e.content_index == 1]
+    partial_args = [
+        e.partial.content[1].arguments
+        for e in events
+        if e.type == "toolcall_delta" and e.content_index == 1
+    ]
     assert partial_args[-1] == arguments
 
 
@@ -147,7 +159,9 @@ async def test_consumer_task_cancellation_still_propagates():
             parked.set()
             await asyncio.Event().wait()
 
-    task = asyncio.ensure_future(collect(Parking([faux_text("x")]), options=SimpleStreamOptions(signal=asyncio.Event())))
+    task = asyncio.ensure_future(
+        collect(Parking([faux_text("x")]), options=SimpleStreamOptions(signal=asyncio.Event()))
+    )
     await parked.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
@@ -166,14 +180,35 @@ def test_chunk_text_concatenates_back():
 
 
 def test_echo_model_echoes_calls_tools_and_reports_results():
-    tools = [Tool(name="calculator", parameters={"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"]})]
-    assert echo_response(Context(messages=[UserMessage(content="hello")])).blocks == (FauxText("echo: hello"),)
-    call = echo_response(Context(messages=[UserMessage(content="/calculator 6*7\n/other {\"k\": 2}")], tools=tools))
-    assert [(b.name, b.arguments) for b in call.blocks] == [("calculator", {"expression": "6*7"}), ("other", {"k": 2})]
-    after = Context(messages=[
-        UserMessage(content="/calculator 6*7"),
-        ToolResultMessage(tool_call_id="c", tool_name="calculator", content=[TextContent(text="42")]),
-    ], tools=tools)
+    tools = [
+        Tool(
+            name="calculator",
+            parameters={
+                "type": "object",
+                "properties": {"expression": {"type": "string"}},
+                "required": ["expression"],
+            },
+        )
+    ]
+    assert echo_response(Context(messages=[UserMessage(content="hello")])).blocks == (
+        FauxText("echo: hello"),
+    )
+    call = echo_response(
+        Context(messages=[UserMessage(content='/calculator 6*7\n/other {"k": 2}')], tools=tools)
+    )
+    assert [(b.name, b.arguments) for b in call.blocks] == [
+        ("calculator", {"expression": "6*7"}),
+        ("other", {"k": 2}),
+    ]
+    after = Context(
+        messages=[
+            UserMessage(content="/calculator 6*7"),
+            ToolResultMessage(
+                tool_call_id="c", tool_name="calculator", content=[TextContent(text="42")]
+            ),
+        ],
+        tools=tools,
+    )
     assert echo_response(after) == FauxResponse(blocks=(FauxText("calculator returned: 42"),))
 
 

@@ -36,7 +36,11 @@ print(json.dumps({
 def test_importing_providers_has_no_side_effects(isolated_home):
     (isolated_home / "config.json").write_text('{"record_replay": {"mode": "replay", "file": "x"}}')
     completed = subprocess.run(
-        [PYTHON, "-c", PROBE], env=cli_env(isolated_home), capture_output=True, text=True, check=True
+        [PYTHON, "-c", PROBE],
+        env=cli_env(isolated_home),
+        capture_output=True,
+        text=True,
+        check=True,
     )
     report = json.loads(completed.stdout)
     assert report == {

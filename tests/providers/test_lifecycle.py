@@ -68,7 +68,13 @@ def test_off_mode_registers_builtins_and_serves_vendors_directly(isolated_home):
     )
     assert result["mode"] == "off" and result["state"] == "READY"
     assert result["apis"] == sorted(
-        ["anthropic-messages", "faux", "google-generative-ai", "openai-completions", "openai-responses"]
+        [
+            "anthropic-messages",
+            "faux",
+            "google-generative-ai",
+            "openai-completions",
+            "openai-responses",
+        ]
     )
     assert result["served"] == "OpenAICompletionsProvider"
     assert result["result"] == "done"
@@ -186,30 +192,49 @@ report(mode=snapshot.mode, diagnosis=snapshot.diagnosis, state=initialization.ru
         ({"record_replay": {"mode": "rewind", "file": "x"}}, "unknown record_replay.mode 'rewind'"),
         ({"record_replay": {"mode": "replay", "file": ""}}, "record_replay.file is empty"),
         ({"record_replay": {"mode": "record"}}, "record_replay.file is empty"),
-        ({"record_replay": {"mode": "record", "file": "/tmp/x.jsonl"}}, "record mode needs a managed recording ID"),
+        (
+            {"record_replay": {"mode": "record", "file": "/tmp/x.jsonl"}},
+            "record mode needs a managed recording ID",
+        ),
         ({"record_replay": {"mode": "replay", "file": "missing-one"}}, "missing-one.jsonl"),
     ],
-    ids=["unknown-mode", "empty-replay-selector", "no-record-selector", "record-path", "missing-file"],
+    ids=[
+        "unknown-mode",
+        "empty-replay-selector",
+        "no-record-selector",
+        "record-path",
+        "missing-file",
+    ],
 )
-def test_activation_failure_blocks_every_call_without_credentials_or_network(isolated_home, config, cause):
+def test_activation_failure_blocks_every_call_without_credentials_or_network(
+    isolated_home, config, cause
+):
     result = run_probe(isolated_home, BLOCKED_PROBE, config)
     assert result["mode"] == "blocked" and result["state"] == "READY"
     assert cause in result["diagnosis"]
     for outcome in (result["faux"], result["vendor"], result["late"]):
         assert outcome.startswith("ProviderBlockedError: record/replay could not be activated")
         assert cause in outcome
-        assert "openprogram recordings status" in outcome and "openprogram recordings off" in outcome
+        assert (
+            "openprogram recordings status" in outcome and "openprogram recordings off" in outcome
+        )
     assert result["touched"] == []
 
 
 def test_corrupt_and_wrong_version_replay_files_block(isolated_home):
     folder = isolated_home / "recordings"
     folder.mkdir(mode=0o700)
-    (folder / "corrupt.jsonl").write_text('{"type": "header", "format_version": 1}\n{"type": "request", "call_')
+    (folder / "corrupt.jsonl").write_text(
+        '{"type": "header", "format_version": 1}\n{"type": "request", "call_'
+    )
     (folder / "future.jsonl").write_text('{"type": "header", "format_version": 3}\n')
-    corrupt = run_probe(isolated_home, BLOCKED_PROBE, {"record_replay": {"mode": "replay", "file": "corrupt"}})
+    corrupt = run_probe(
+        isolated_home, BLOCKED_PROBE, {"record_replay": {"mode": "replay", "file": "corrupt"}}
+    )
     assert corrupt["mode"] == "blocked" and "corrupt.jsonl at line 2" in corrupt["diagnosis"]
-    future = run_probe(isolated_home, BLOCKED_PROBE, {"record_replay": {"mode": "replay", "file": "future"}})
+    future = run_probe(
+        isolated_home, BLOCKED_PROBE, {"record_replay": {"mode": "replay", "file": "future"}}
+    )
     assert future["mode"] == "blocked" and "future.jsonl" in future["diagnosis"]
     assert corrupt["touched"] == [] and future["touched"] == []
 
@@ -227,4 +252,10 @@ def test_configuration_is_read_once_per_process(isolated_home):
         """,
         {"record_replay": {"mode": "off"}},
     )
-    assert result == {"first": "off", "second": "off", "same": True, "result": "done", "touched": []}
+    assert result == {
+        "first": "off",
+        "second": "off",
+        "same": True,
+        "result": "done",
+        "touched": [],
+    }

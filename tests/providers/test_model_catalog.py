@@ -29,9 +29,13 @@ def test_the_catalog_is_built_once_for_many_lookups():
 
 
 def test_a_changed_configuration_is_seen_at_the_next_lookup():
-    write_config([{"id": "local", "api": "openai-completions", "provider": "lab", "max_tokens": 100}])
+    write_config(
+        [{"id": "local", "api": "openai-completions", "provider": "lab", "max_tokens": 100}]
+    )
     assert models.get_model("lab/local").max_tokens == 100
-    write_config([{"id": "local", "api": "openai-completions", "provider": "lab", "max_tokens": 2000}])
+    write_config(
+        [{"id": "local", "api": "openai-completions", "provider": "lab", "max_tokens": 2000}]
+    )
     # Same inode, maybe the same mtime tick: the size differs, so the stamp does.
     assert models.get_model("lab/local").max_tokens == 2000
     os.remove(config_path())

@@ -69,10 +69,18 @@ EVENTS = [
 
 MESSAGES = [
     UserMessage(content="plain", timestamp=1),
-    UserMessage(content=[TextContent(text="look"), ImageContent(data="aGk=", mime_type="image/png")], timestamp=2),
+    UserMessage(
+        content=[TextContent(text="look"), ImageContent(data="aGk=", mime_type="image/png")],
+        timestamp=2,
+    ),
     PARTIAL,
     ToolResultMessage(
-        tool_call_id="c1", tool_name="echo", content=[TextContent(text="x")], details={"k": 1}, is_error=True, timestamp=3
+        tool_call_id="c1",
+        tool_name="echo",
+        content=[TextContent(text="x")],
+        details={"k": 1},
+        is_error=True,
+        timestamp=3,
     ),
 ]
 
@@ -88,8 +96,18 @@ def test_every_event_class_round_trips_through_json(event):
 
 def test_all_twelve_event_types_are_covered():
     assert {e.type for e in EVENTS} == {
-        "start", "text_start", "text_delta", "text_end", "thinking_start", "thinking_delta",
-        "thinking_end", "toolcall_start", "toolcall_delta", "toolcall_end", "done", "error",
+        "start",
+        "text_start",
+        "text_delta",
+        "text_end",
+        "thinking_start",
+        "thinking_delta",
+        "thinking_end",
+        "toolcall_start",
+        "toolcall_delta",
+        "toolcall_end",
+        "done",
+        "error",
     }
 
 
@@ -102,7 +120,9 @@ def test_every_message_class_round_trips(message):
 
 def test_request_payloads_round_trip():
     model = Model(id="m", api="faux", provider="faux", headers={"X-A": "1"})
-    context = Context(system_prompt="s", messages=MESSAGES, tools=[Tool(name="t", parameters={"type": "object"})])
+    context = Context(
+        system_prompt="s", messages=MESSAGES, tools=[Tool(name="t", parameters={"type": "object"})]
+    )
     options = SimpleStreamOptions(temperature=0.2, reasoning="high", tool_choice={"type": "auto"})
     assert Model.model_validate(model.model_dump(mode="json")) == model
     assert Context.model_validate(context.model_dump(mode="json")) == context

@@ -22,20 +22,37 @@ def recording(tmp_path):
     path = tmp_path / "one.jsonl"
     with VendorServer() as server:
         server.queue(ScriptedResponse(chunks=c.PLAIN_TEXT))
-        settings = ProxySettings(upstreams={"openai-completions": server.url + "/v1"}, recording=path, mode="record")
+        settings = ProxySettings(
+            upstreams={"openai-completions": server.url + "/v1"}, recording=path, mode="record"
+        )
         with start_proxy(settings) as proxy:
-            stream = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-x").chat.completions.create(
+            stream = openai.OpenAI(
+                base_url=proxy.url + "/v1", api_key="sk-x"
+            ).chat.completions.create(
                 model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True
             )
             list(stream)
     return path
 
 
-def test_the_command_says_where_it_listens_the_mode_the_file_and_what_to_set(recording, isolated_home):
+def test_the_command_says_where_it_listens_the_mode_the_file_and_what_to_set(
+    recording, isolated_home
+):
     import openai
 
     process = subprocess.Popen(
-        [PYTHON, "-m", "openprogram", "proxy", "--port", "0", "--mode", "replay", "--recording", str(recording)],
+        [
+            PYTHON,
+            "-m",
+            "openprogram",
+            "proxy",
+            "--port",
+            "0",
+            "--mode",
+            "replay",
+            "--recording",
+            str(recording),
+        ],
         env=cli_env(isolated_home),
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -53,9 +70,9 @@ def test_the_command_says_where_it_listens_the_mode_the_file_and_what_to_set(rec
             f"export GOOGLE_GEMINI_BASE_URL={url}",
         ]
         assert "never recorded" in lines[4]
-        answer = openai.OpenAI(base_url=url + "/v1", api_key="unused", max_retries=0).chat.completions.create(
-            model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}]
-        )
+        answer = openai.OpenAI(
+            base_url=url + "/v1", api_key="unused", max_retries=0
+        ).chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}])
         assert answer.choices[0].message.content == "Hello world!"
     finally:
         process.terminate()
@@ -121,20 +138,43 @@ def test_the_command_reads_the_project_s_upstream_table(tmp_path, isolated_home)
 
     with VendorServer() as server:
         server.queue(ScriptedResponse(chunks=c.PLAIN_TEXT))
-        project = _project(tmp_path, f'[tool.openprogram.proxy.upstream]\n"openai-completions" = "{server.url}/v1"\n')
+        project = _project(
+            tmp_path,
+            f'[tool.openprogram.proxy.upstream]\n"openai-completions" = "{server.url}/v1"\n',
+        )
         process = subprocess.Popen(
-            [PYTHON, "-m", "openprogram", "proxy", "--port", "0", "--mode", "record", "--recording", str(tmp_path / "r.jsonl")],
-            env=cli_env(isolated_home), cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                PYTHON,
+                "-m",
+                "openprogram",
+                "proxy",
+                "--port",
+                "0",
+                "--mode",
+                "record",
+                "--recording",
+                str(tmp_path / "r.jsonl"),
+            ],
+            env=cli_env(isolated_home),
+            cwd=project,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         try:
             first = process.stdout.readline()
             url = first.split("listening on ", 1)[1].split(" ", 1)[0]
             lines = [process.stdout.readline().strip() for _ in range(5)]
             assert f"openai-completions {server.url}/v1" in lines[4]
-            stream = openai.OpenAI(base_url=url + "/v1", api_key="sk-test-cli-0123456789", max_retries=0).chat.completions.create(
+            stream = openai.OpenAI(
+                base_url=url + "/v1", api_key="sk-test-cli-0123456789", max_retries=0
+            ).chat.completions.create(
                 model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True
             )
-            assert "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices) == "Hello world!"
+            assert (
+                "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
+                == "Hello world!"
+            )
         finally:
             process.terminate()
             process.wait(timeout=30)
@@ -142,13 +182,23 @@ def test_the_command_reads_the_project_s_upstream_table(tmp_path, isolated_home)
 
 
 def test_a_bad_upstream_table_is_a_usage_error_naming_the_file(tmp_path, isolated_home):
-    project = _project(tmp_path, '[tool.openprogram.proxy.upstream]\n"openai-completions" = "ftp://host"\n')
+    project = _project(
+        tmp_path, '[tool.openprogram.proxy.upstream]\n"openai-completions" = "ftp://host"\n'
+    )
     result = subprocess.run(
         [PYTHON, "-m", "openprogram", "proxy", "--port", "0"],
-        env=cli_env(isolated_home), cwd=project, capture_output=True, text=True, timeout=60,
+        env=cli_env(isolated_home),
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert result.returncode == 2
-    assert "pyproject.toml" in result.stderr and "proxy.upstream" in result.stderr and "Traceback" not in result.stderr
+    assert (
+        "pyproject.toml" in result.stderr
+        and "proxy.upstream" in result.stderr
+        and "Traceback" not in result.stderr
+    )
 
 
 def test_without_its_extra_the_proxy_names_the_packages_to_install(monkeypatch):
@@ -161,10 +211,19 @@ def test_without_its_extra_the_proxy_names_the_packages_to_install(monkeypatch):
     from openprogram.cli.proxy_cmd import _check_installed
     from tests.conftest import REPO_ROOT
 
-    declared = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["proxy"]
+    declared = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]["proxy"]
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *rest: None if name == "starlette" else real(name, *rest))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *rest: None if name == "starlette" else real(name, *rest),
+    )
     with pytest.raises(CliError) as caught:
         _check_installed()
     wanted = " ".join(f"'{requirement}'" for requirement in declared)
-    assert str(caught.value) == f"openprogram proxy needs starlette (its proxy extra): pip install {wanted}"
+    assert (
+        str(caught.value)
+        == f"openprogram proxy needs starlette (its proxy extra): pip install {wanted}"
+    )

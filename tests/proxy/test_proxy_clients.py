@@ -29,14 +29,18 @@ GEMINI_KEY = "AIzaSy-test-clients-0123456789abcdef"
 UK_PROMPT = "What is the capital of the UK? Use the tool, then answer."
 
 
-def three_ways(api: str, name: str, converse: Callable[[str], Any], path: Path) -> tuple[Any, Any, Any]:
+def three_ways(
+    api: str, name: str, converse: Callable[[str], Any], path: Path
+) -> tuple[Any, Any, Any]:
     """``converse(server_url)`` straight to the traffic, through a recording proxy, and through a
     replaying one (the server stopped)."""
     with VendorServer() as server:
         server.queue(*answers(name))
         direct = converse(server.url)
         server.queue(*answers(name))
-        with start_proxy(ProxySettings(upstreams={api: server.url + _suffix(api)}, recording=path, mode="record")) as proxy:
+        with start_proxy(
+            ProxySettings(upstreams={api: server.url + _suffix(api)}, recording=path, mode="record")
+        ) as proxy:
             live = converse(proxy.url)
     with start_proxy(ProxySettings(recording=path, mode="replay")) as proxy:
         replayed = converse(proxy.url)
@@ -60,12 +64,21 @@ def _without(value: Any, names: set[str]) -> Any:
 
 @pytest.fixture(autouse=True)
 def _no_keys(monkeypatch):
-    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY", "OPENAI_BASE_URL"):
+    for variable in (
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "GEMINI_API_KEY",
+        "GOOGLE_API_KEY",
+        "OPENAI_BASE_URL",
+    ):
         monkeypatch.delenv(variable, raising=False)
 
 
 def test_langchain_openai_tool_loop(tmp_path):
-    pytest.importorskip("langchain_openai", reason="langchain-openai is not installed (pip install 'openprogram[clients]')")
+    pytest.importorskip(
+        "langchain_openai",
+        reason="langchain-openai is not installed (pip install 'openprogram[clients]')",
+    )
     from langchain_core.messages import HumanMessage, ToolMessage
     from langchain_core.tools import tool
     from langchain_openai import ChatOpenAI
@@ -76,7 +89,9 @@ def test_langchain_openai_tool_loop(tmp_path):
         return "London"
 
     def converse(url: str) -> Any:
-        llm = ChatOpenAI(model="gpt-4o-mini", base_url=url + "/v1", api_key=KEY, max_retries=0, stream_usage=True)
+        llm = ChatOpenAI(
+            model="gpt-4o-mini", base_url=url + "/v1", api_key=KEY, max_retries=0, stream_usage=True
+        )
         llm = llm.bind_tools([get_capital])
         messages: list[Any] = [HumanMessage(UK_PROMPT)]
         chunks = list(llm.stream(messages))
@@ -85,39 +100,66 @@ def test_langchain_openai_tool_loop(tmp_path):
             first = first + chunk
         messages += [first, ToolMessage("London", tool_call_id=first.tool_calls[0]["id"])]
         second = list(llm.stream(messages))
-        return _without([c.model_dump() for c in chunks + second], {"id"})  # langchain's own run ids
+        return _without(
+            [c.model_dump() for c in chunks + second], {"id"}
+        )  # langchain's own run ids
 
-    direct, live, replayed = three_ways("openai-completions", "completions_tool_loop_stream", converse, tmp_path / "lc.jsonl")
+    direct, live, replayed = three_ways(
+        "openai-completions", "completions_tool_loop_stream", converse, tmp_path / "lc.jsonl"
+    )
     assert live == direct and replayed == live
     assert any(chunk["tool_call_chunks"] for chunk in live)
-    assert [chunk["usage_metadata"]["input_tokens"] for chunk in live if chunk["usage_metadata"]] == [53, 78]
+    assert [
+        chunk["usage_metadata"]["input_tokens"] for chunk in live if chunk["usage_metadata"]
+    ] == [53, 78]
 
 
 def test_langchain_anthropic_thinking(tmp_path):
-    pytest.importorskip("langchain_anthropic", reason="langchain-anthropic is not installed (pip install 'openprogram[clients]')")
+    pytest.importorskip(
+        "langchain_anthropic",
+        reason="langchain-anthropic is not installed (pip install 'openprogram[clients]')",
+    )
     from langchain_anthropic import ChatAnthropic
 
     def converse(url: str) -> Any:
         llm = ChatAnthropic(
-            model="claude-sonnet-4-0", base_url=url, api_key=KEY, max_retries=0, max_tokens=4096,
+            model="claude-sonnet-4-0",
+            base_url=url,
+            api_key=KEY,
+            max_retries=0,
+            max_tokens=4096,
             thinking={"type": "enabled", "budget_tokens": 1024},
         )
-        return _without([chunk.model_dump() for chunk in llm.stream("How do I cross the street?")], {"id"})
+        return _without(
+            [chunk.model_dump() for chunk in llm.stream("How do I cross the street?")], {"id"}
+        )
 
-    direct, live, replayed = three_ways("anthropic-messages", "anthropic_thinking_stream", converse, tmp_path / "lca.jsonl")
+    direct, live, replayed = three_ways(
+        "anthropic-messages", "anthropic_thinking_stream", converse, tmp_path / "lca.jsonl"
+    )
     assert live == direct and replayed == live
-    thinking = [block for chunk in live if isinstance(chunk["content"], list) for block in chunk["content"] if block.get("type") == "thinking"]
+    thinking = [
+        block
+        for chunk in live
+        if isinstance(chunk["content"], list)
+        for block in chunk["content"]
+        if block.get("type") == "thinking"
+    ]
     assert len(thinking) > 1  # the thinking arrives in the vendor's deltas
 
 
 def test_pydantic_ai_agent_tool_loop(tmp_path):
-    pytest.importorskip("pydantic_ai", reason="pydantic-ai is not installed (pip install 'openprogram[clients]')")
+    pytest.importorskip(
+        "pydantic_ai", reason="pydantic-ai is not installed (pip install 'openprogram[clients]')"
+    )
     from pydantic_ai import Agent
     from pydantic_ai.models.openai import OpenAIChatModel
     from pydantic_ai.providers.openai import OpenAIProvider
 
     def converse(url: str) -> Any:
-        model = OpenAIChatModel("gpt-4o-mini", provider=OpenAIProvider(base_url=url + "/v1", api_key=KEY))
+        model = OpenAIChatModel(
+            "gpt-4o-mini", provider=OpenAIProvider(base_url=url + "/v1", api_key=KEY)
+        )
         agent = Agent(model)
 
         @agent.tool_plain
@@ -137,19 +179,29 @@ def test_pydantic_ai_agent_tool_loop(tmp_path):
 
         dumped = ModelMessagesTypeAdapter.dump_python(messages, mode="json")
         # pydantic-ai stamps its clock, run and conversation ids and the server address on each message
-        return text, (usage.input_tokens, usage.output_tokens, usage.requests), _without(dumped, {"timestamp", "run_id", "conversation_id", "provider_url"})
+        return (
+            text,
+            (usage.input_tokens, usage.output_tokens, usage.requests),
+            _without(dumped, {"timestamp", "run_id", "conversation_id", "provider_url"}),
+        )
 
-    direct, live, replayed = three_ways("openai-completions", "completions_tool_loop_stream", converse, tmp_path / "pai.jsonl")
+    direct, live, replayed = three_ways(
+        "openai-completions", "completions_tool_loop_stream", converse, tmp_path / "pai.jsonl"
+    )
     assert live == direct and replayed == live
     text, usage, messages = live
     assert "".join(text) and usage[2] == 2
     responses = [m for m in messages if m["kind"] == "response"]
-    assert [r["provider_response_id"] for r in responses] == [r["provider_response_id"] for r in direct[2] if r["kind"] == "response"]
+    assert [r["provider_response_id"] for r in responses] == [
+        r["provider_response_id"] for r in direct[2] if r["kind"] == "response"
+    ]
     assert all(r["model_name"] == "gpt-4o-mini-2024-07-18" for r in responses)
 
 
 def test_openai_agents_sdk_tool_loop(tmp_path):
-    pytest.importorskip("agents", reason="openai-agents is not installed (pip install 'openprogram[clients]')")
+    pytest.importorskip(
+        "agents", reason="openai-agents is not installed (pip install 'openprogram[clients]')"
+    )
     from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_tracing_disabled
     from openai import AsyncOpenAI
 
@@ -162,17 +214,27 @@ def test_openai_agents_sdk_tool_loop(tmp_path):
 
     def converse(url: str) -> Any:
         client = AsyncOpenAI(base_url=url + "/v1", api_key=KEY, max_retries=0)
-        agent = Agent(name="helper", instructions="", tools=[get_capital], model=OpenAIResponsesModel("gpt-4o", client))
+        agent = Agent(
+            name="helper",
+            instructions="",
+            tools=[get_capital],
+            model=OpenAIResponsesModel("gpt-4o", client),
+        )
 
         async def run() -> Any:
             result = Runner.run_streamed(agent, "What is the capital of France?")
             kinds = [event.type async for event in result.stream_events()]
-            responses = [(r.response_id, r.usage.input_tokens, r.usage.output_tokens, r.usage.total_tokens) for r in result.raw_responses]
+            responses = [
+                (r.response_id, r.usage.input_tokens, r.usage.output_tokens, r.usage.total_tokens)
+                for r in result.raw_responses
+            ]
             return result.final_output, responses, kinds
 
         return asyncio.run(run())
 
-    direct, live, replayed = three_ways("openai-responses", "responses_tool_loop_stream", converse, tmp_path / "agents.jsonl")
+    direct, live, replayed = three_ways(
+        "openai-responses", "responses_tool_loop_stream", converse, tmp_path / "agents.jsonl"
+    )
     assert live == direct and replayed == live
     assert "Paris" in live[0] and len(live[1]) == 2
 
@@ -182,32 +244,76 @@ def test_litellm_gemini_tool_loop_with_thought_signatures(tmp_path, monkeypatch)
     spellings Gemini accepts): the proxy reads either, so the loop records and replays
     (before, the proxy refused the second request with a 400)."""
     monkeypatch.setenv("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # no download of a price list
-    litellm = pytest.importorskip("litellm", reason="litellm is not installed (pip install 'openprogram[clients]')")
-    tools = [{"type": "function", "function": {"name": "get_country", "description": "", "parameters": {"type": "object", "properties": {}}}}]
+    litellm = pytest.importorskip(
+        "litellm", reason="litellm is not installed (pip install 'openprogram[clients]')"
+    )
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "get_country",
+                "description": "",
+                "parameters": {"type": "object", "properties": {}},
+            },
+        }
+    ]
 
     def converse(url: str) -> Any:
-        messages: list[Any] = [{"role": "user", "content": "What is the capital of the user country? Call the tool"}]
+        messages: list[Any] = [
+            {"role": "user", "content": "What is the capital of the user country? Call the tool"}
+        ]
         first = litellm.completion(
-            model="gemini/gemini-3-pro-preview", api_base=url + "/v1beta", api_key=GEMINI_KEY, messages=messages, tools=tools, stream=True,
+            model="gemini/gemini-3-pro-preview",
+            api_base=url + "/v1beta",
+            api_key=GEMINI_KEY,
+            messages=messages,
+            tools=tools,
+            stream=True,
         )
         chunks = list(first)
         assembled = litellm.stream_chunk_builder(chunks, messages=messages)
         call = assembled.choices[0].message.tool_calls[0]
-        messages += [assembled.choices[0].message.model_dump(), {"role": "tool", "tool_call_id": call.id, "content": "Mexico"}]
-        second = list(litellm.completion(
-            model="gemini/gemini-3-pro-preview", api_base=url + "/v1beta", api_key=GEMINI_KEY, messages=messages, tools=tools, stream=True,
-        ))
+        messages += [
+            assembled.choices[0].message.model_dump(),
+            {"role": "tool", "tool_call_id": call.id, "content": "Mexico"},
+        ]
+        second = list(
+            litellm.completion(
+                model="gemini/gemini-3-pro-preview",
+                api_base=url + "/v1beta",
+                api_key=GEMINI_KEY,
+                messages=messages,
+                tools=tools,
+                stream=True,
+            )
+        )
         texts = [chunk.choices[0].delta.content for chunk in second if chunk.choices]
         return (call.function.name, call.function.arguments, texts, assembled.usage.model_dump())
 
-    direct, live, replayed = three_ways("google-generative-ai", "gemini_tool_loop_signatures_stream", converse, tmp_path / "litellm.jsonl")
+    direct, live, replayed = three_ways(
+        "google-generative-ai",
+        "gemini_tool_loop_signatures_stream",
+        converse,
+        tmp_path / "litellm.jsonl",
+    )
     assert live == direct and replayed == live
     assert live[0] == "get_country" and "".join(t for t in live[2] if t)
 
 
 if os.environ.get("OPENPROGRAM_CLIENTS_REQUIRED"):  # CI of the clients extra: none may skip
+
     def test_every_client_library_is_installed():
         import importlib.util
 
-        missing = [name for name in ("langchain_openai", "langchain_anthropic", "pydantic_ai", "agents", "litellm") if importlib.util.find_spec(name) is None]
+        missing = [
+            name
+            for name in (
+                "langchain_openai",
+                "langchain_anthropic",
+                "pydantic_ai",
+                "agents",
+                "litellm",
+            )
+            if importlib.util.find_spec(name) is None
+        ]
         assert missing == []

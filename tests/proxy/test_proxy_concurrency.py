@@ -51,13 +51,17 @@ async def ask(client, name: str, turn: int, streaming: bool) -> str:
         completion = await client.chat.completions.create(**request)
         return completion.choices[0].message.content
     stream = await client.chat.completions.create(**request, stream=True)
-    return "".join([chunk.choices[0].delta.content or "" async for chunk in stream if chunk.choices])
+    return "".join(
+        [chunk.choices[0].delta.content or "" async for chunk in stream if chunk.choices]
+    )
 
 
 def client_for(url: str):
     import openai
 
-    return openai.AsyncOpenAI(base_url=url + "/v1", api_key="sk-test-lanes-0123456789", max_retries=0)
+    return openai.AsyncOpenAI(
+        base_url=url + "/v1", api_key="sk-test-lanes-0123456789", max_retries=0
+    )
 
 
 @pytest.fixture(scope="module")
@@ -66,7 +70,9 @@ def recording(tmp_path_factory) -> Path:
     order = [(name, turn) for turn in range(TURNS) for name in CONVERSATIONS]
     with VendorServer() as server:
         server.queue(*(ScriptedResponse(chunks=turn_chunks(name, turn)) for name, turn in order))
-        settings = ProxySettings(upstreams={"openai-completions": server.url + "/v1"}, recording=path, mode="record")
+        settings = ProxySettings(
+            upstreams={"openai-completions": server.url + "/v1"}, recording=path, mode="record"
+        )
         with start_proxy(settings) as proxy:
 
             async def record() -> list[str]:
@@ -91,7 +97,11 @@ def random_order(rng: random.Random) -> list[tuple[str, int]]:
 
 
 def test_the_recording_has_one_lane_per_conversation(recording):
-    lanes = [json.loads(line)["lane"] for line in recording.read_text().splitlines() if line.startswith('{"type":"request"')]
+    lanes = [
+        json.loads(line)["lane"]
+        for line in recording.read_text().splitlines()
+        if line.startswith('{"type":"request"')
+    ]
     assert len(lanes) == len(CONVERSATIONS) * TURNS
     assert len(set(lanes)) == len(CONVERSATIONS)
     assert lanes[: len(CONVERSATIONS)] == lanes[len(CONVERSATIONS) : 2 * len(CONVERSATIONS)]
@@ -108,7 +118,9 @@ def test_interleavings_in_any_order_replay_with_no_failure(recording):
         for number, order in enumerate(orders):
             with start_proxy(ProxySettings(recording=recording, mode="replay")) as proxy:
                 client = base.with_options(base_url=proxy.url + "/v1")
-                got = [await ask(client, name, turn, streaming=number % 2 == 0) for name, turn in order]
+                got = [
+                    await ask(client, name, turn, streaming=number % 2 == 0) for name, turn in order
+                ]
                 assert proxy.scope is not None
                 proxy.scope.assert_consumed()
             if got != [answer_text(name, turn) for name, turn in order]:
@@ -133,7 +145,9 @@ def test_conversations_sent_concurrently_replay_with_no_failure(recording):
             streaming = {name: rng.random() < 0.5 for name in names}
             with start_proxy(ProxySettings(recording=recording, mode="replay")) as proxy:
                 client = base.with_options(base_url=proxy.url + "/v1")
-                got = await asyncio.gather(*(conversation(client, name, streaming[name]) for name in names))
+                got = await asyncio.gather(
+                    *(conversation(client, name, streaming[name]) for name in names)
+                )
                 assert proxy.scope is not None
                 proxy.scope.assert_consumed()
             if got != [[answer_text(name, turn) for turn in range(TURNS)] for name in names]:

@@ -22,17 +22,25 @@ DATE_RULE = (r"\d{4}-\d{2}-\d{2}", "DATE")
 
 def _ask(url: str, question: str, model: str = "gpt-4o-mini") -> str:
     body = {"model": model, "messages": [{"role": "user", "content": question}], "stream": True}
-    answer = httpx.post(url + "/v1/chat/completions", json=body, headers={"authorization": "Bearer sk-test-lanes-0123456789"}, timeout=30)
+    answer = httpx.post(
+        url + "/v1/chat/completions",
+        json=body,
+        headers={"authorization": "Bearer sk-test-lanes-0123456789"},
+        timeout=30,
+    )
     assert answer.status_code == 200, answer.text
     return "".join(
         choice["delta"].get("content") or ""
-        for line in answer.text.splitlines() if line.startswith("data: {")
+        for line in answer.text.splitlines()
+        if line.startswith("data: {")
         for choice in json.loads(line[6:])["choices"]
     )
 
 
 def _said(text: str) -> list[bytes]:
-    return c.sse_frames(c.ROLE, c.chunk(json.dumps({"content": text})), c.STOP, c.usage_chunk(1000, 2000), done=True)
+    return c.sse_frames(
+        c.ROLE, c.chunk(json.dumps({"content": text})), c.STOP, c.usage_chunk(1000, 2000), done=True
+    )
 
 
 def test_a_derived_lane_names_the_api_and_the_model():
@@ -40,7 +48,11 @@ def test_a_derived_lane_names_the_api_and_the_model():
     context = openai_completions.parse_request_body(body)[1]
     lanes = {
         conversation_lane(context, api=api, model_id=model)
-        for api, model in [("openai-completions", "a"), ("openai-completions", "b"), ("anthropic-messages", "a")]
+        for api, model in [
+            ("openai-completions", "a"),
+            ("openai-completions", "b"),
+            ("anthropic-messages", "a"),
+        ]
     }
     assert len(lanes) == 3
 
@@ -51,8 +63,15 @@ def test_conversations_that_open_with_a_normalized_value_replay_in_any_order(tmp
     recorded lane and drifted)."""
     path = tmp_path / "dated.jsonl"
     with VendorServer() as server:
-        server.queue(ScriptedResponse(chunks=_said("about X")), ScriptedResponse(chunks=_said("about Y")))
-        settings = ProxySettings(upstreams={API: server.url + "/v1"}, recording=path, mode="record", normalize=(DATE_RULE,))
+        server.queue(
+            ScriptedResponse(chunks=_said("about X")), ScriptedResponse(chunks=_said("about Y"))
+        )
+        settings = ProxySettings(
+            upstreams={API: server.url + "/v1"},
+            recording=path,
+            mode="record",
+            normalize=(DATE_RULE,),
+        )
         with start_proxy(settings) as proxy:
             assert _ask(proxy.url, "Today is 2026-01-05. Tell me about X.") == "about X"
             assert _ask(proxy.url, "Today is 2026-01-05. Tell me about Y.") == "about Y"
@@ -67,7 +86,9 @@ def test_a_known_model_s_call_has_its_cost(tmp_path):
     path = tmp_path / "cost.jsonl"
     with VendorServer() as server:
         server.queue(ScriptedResponse(chunks=_said("hi")))
-        with start_proxy(ProxySettings(upstreams={API: server.url + "/v1"}, recording=path, mode="record")) as proxy:
+        with start_proxy(
+            ProxySettings(upstreams={API: server.url + "/v1"}, recording=path, mode="record")
+        ) as proxy:
             _ask(proxy.url, "Hello")
     (call,) = read_recording_file(path).calls
     usage = call.last_event_dump()["message"]["usage"]
@@ -111,7 +132,16 @@ def test_a_project_model_on_an_untrusted_host_gets_no_key(tmp_path, monkeypatch,
     key = "sk-test-lanes-0123456789"
     with start_proxy(ProxySettings(recording=path, mode="record")) as proxy:
         body = {"model": "collector-model", "messages": [{"role": "user", "content": "Hello"}]}
-        answer = httpx.post(proxy.url + "/v1/chat/completions", json=body, headers={"authorization": f"Bearer {key}"}, timeout=30)
+        answer = httpx.post(
+            proxy.url + "/v1/chat/completions",
+            json=body,
+            headers={"authorization": f"Bearer {key}"},
+            timeout=30,
+        )
     assert answer.status_code == 403
     message = answer.json()["error"]["message"]
-    assert "key not sent to collector.invalid" in message and "trusted_hosts" in message and key not in message
+    assert (
+        "key not sent to collector.invalid" in message
+        and "trusted_hosts" in message
+        and key not in message
+    )

@@ -18,7 +18,9 @@ COMPLETIONS = VENDORS["openai-completions"]
 
 
 def _answer(text: str) -> list[bytes]:
-    return c.sse_frames(c.ROLE, c.chunk(json.dumps({"content": text})), c.STOP, c.usage_chunk(5, 2), done=True)
+    return c.sse_frames(
+        c.ROLE, c.chunk(json.dumps({"content": text})), c.STOP, c.usage_chunk(5, 2), done=True
+    )
 
 
 def test_update_replays_what_matches_and_records_what_drifted(tmp_path):
@@ -26,15 +28,26 @@ def test_update_replays_what_matches_and_records_what_drifted(tmp_path):
     with VendorServer() as server:
         server.queue(ScriptedResponse(chunks=_answer("first")))
         upstreams = {COMPLETIONS.api: server.url + "/v1"}
-        with start_proxy(ProxySettings(upstreams=upstreams, recording=path, mode="record")) as proxy:
+        with start_proxy(
+            ProxySettings(upstreams=upstreams, recording=path, mode="record")
+        ) as proxy:
             assert call(COMPLETIONS, proxy.url, streaming=True, prompt="one")[1]["text"] == "first"
         server.queue(ScriptedResponse(chunks=_answer("changed")))
-        with start_proxy(ProxySettings(upstreams=upstreams, recording=path, mode="update")) as proxy:
-            assert call(COMPLETIONS, proxy.url, streaming=True, prompt="one")[1]["text"] == "first"  # replayed
-            assert call(COMPLETIONS, proxy.url, streaming=True, prompt="two")[1]["text"] == "changed"  # live
+        with start_proxy(
+            ProxySettings(upstreams=upstreams, recording=path, mode="update")
+        ) as proxy:
+            assert (
+                call(COMPLETIONS, proxy.url, streaming=True, prompt="one")[1]["text"] == "first"
+            )  # replayed
+            assert (
+                call(COMPLETIONS, proxy.url, streaming=True, prompt="two")[1]["text"] == "changed"
+            )  # live
         assert len(server.requests) == 2  # the update made one live call
     with start_proxy(ProxySettings(recording=path, mode="replay")) as proxy:
-        assert [call(COMPLETIONS, proxy.url, streaming=False, prompt=p)[1]["text"] for p in ("one", "two")] == ["first", "changed"]
+        assert [
+            call(COMPLETIONS, proxy.url, streaming=False, prompt=p)[1]["text"]
+            for p in ("one", "two")
+        ] == ["first", "changed"]
         assert proxy.scope is not None
         proxy.scope.assert_consumed()
 
@@ -49,10 +62,14 @@ def test_without_a_session_of_its_own_the_configured_mode_applies(tmp_path, isol
     with VendorServer() as server:
         server.queue(ScriptedResponse(chunks=c.PLAIN_TEXT))
         upstream = f"{COMPLETIONS.api}={server.url}/v1"
-        settings = ProxySettings(upstreams={COMPLETIONS.api: server.url + "/v1"}, recording=path, mode="record")
+        settings = ProxySettings(
+            upstreams={COMPLETIONS.api: server.url + "/v1"}, recording=path, mode="record"
+        )
         with start_proxy(settings) as proxy:
             live = call(COMPLETIONS, proxy.url, streaming=True)
-    (isolated_home / "config.json").write_text(json.dumps({"record_replay": {"mode": "replay", "file": str(path)}}))
+    (isolated_home / "config.json").write_text(
+        json.dumps({"record_replay": {"mode": "replay", "file": str(path)}})
+    )
     process = subprocess.Popen(
         [PYTHON, "-m", "openprogram", "proxy", "--port", "0", "--upstream", upstream],
         env=cli_env(isolated_home),
@@ -79,13 +96,28 @@ def test_mode_off_calls_live_whatever_the_configuration_says(tmp_path, isolated_
     from tests.conftest import PYTHON, cli_env
 
     configured = tmp_path / "configured.jsonl"
-    (isolated_home / "config.json").write_text(json.dumps({"record_replay": {"mode": "replay", "file": str(configured)}}))
+    (isolated_home / "config.json").write_text(
+        json.dumps({"record_replay": {"mode": "replay", "file": str(configured)}})
+    )
     with VendorServer() as server:
         server.queue(ScriptedResponse(chunks=_answer("live answer")))
         process = subprocess.Popen(
-            [PYTHON, "-m", "openprogram", "proxy", "--port", "0", "--mode", "off",
-             "--upstream", f"{COMPLETIONS.api}={server.url}/v1"],
-            env=cli_env(isolated_home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            [
+                PYTHON,
+                "-m",
+                "openprogram",
+                "proxy",
+                "--port",
+                "0",
+                "--mode",
+                "off",
+                "--upstream",
+                f"{COMPLETIONS.api}={server.url}/v1",
+            ],
+            env=cli_env(isolated_home),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         try:
             first = process.stdout.readline()
@@ -118,7 +150,9 @@ def test_a_stream_broken_part_way_breaks_off_for_the_client_live_and_replayed(tm
         client = anthropic.Anthropic(base_url=url, api_key=vendor.key, max_retries=0)
         text = ""
         with pytest.raises(Exception) as raised:  # noqa: B017 - whichever the SDK's HTTP library raises
-            with client.messages.stream(model=a.MODEL_ID, max_tokens=100, messages=[{"role": "user", "content": "hi"}]) as stream:
+            with client.messages.stream(
+                model=a.MODEL_ID, max_tokens=100, messages=[{"role": "user", "content": "hi"}]
+            ) as stream:
                 for piece in stream.text_stream:
                     text += piece
         return text, type(raised.value).__name__

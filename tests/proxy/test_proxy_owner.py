@@ -29,7 +29,9 @@ JSON_HEADERS = {"content-type": "application/json"}
 
 def whole_answer() -> ScriptedResponse:
     """The vendor's answer to ``BODY``, a call that does not stream (it goes upstream as sent)."""
-    return ScriptedResponse(chunks=[c.PLAIN_TEXT_WHOLE], headers={"content-type": "application/json"})
+    return ScriptedResponse(
+        chunks=[c.PLAIN_TEXT_WHOLE], headers={"content-type": "application/json"}
+    )
 
 
 # --------------------------------------------------------------------------- the checks, alone
@@ -37,8 +39,18 @@ def whole_answer() -> ScriptedResponse:
 
 @pytest.mark.parametrize(
     "host",
-    ["127.0.0.1:8765", "127.0.0.1", "127.8.9.10:1", "localhost", "LocalHost:8765", "localhost.", "localhost.:8765",
-     "[::1]:8765", "[::1]", "[::ffff:127.0.0.1]:8765"],
+    [
+        "127.0.0.1:8765",
+        "127.0.0.1",
+        "127.8.9.10:1",
+        "localhost",
+        "LocalHost:8765",
+        "localhost.",
+        "localhost.:8765",
+        "[::1]:8765",
+        "[::1]",
+        "[::ffff:127.0.0.1]:8765",
+    ],
 )
 def test_loopback_and_localhost_are_answered(host):
     assert host_allowed(host)
@@ -46,10 +58,30 @@ def test_loopback_and_localhost_are_answered(host):
 
 @pytest.mark.parametrize(
     "host",
-    ["attacker.example", "attacker.example:8765", "evil.example@127.0.0.1", "evil.example@127.0.0.1:8765",
-     "127.0.0.1@evil.example", "127.0.0.1.evil.example", "localhost.evil.example", "localhost..", "", ":8765",
-     "127.0.0.1:port", "[::1", "[::1]x", "127.0.0.1/evil", "127.0.0.1?x", "127.0.0.1#x", "127.0.0.1\\x",
-     "127.0.0.1 evil.example", "127.0.0.1, evil.example", "0.0.0.0:8765", "[::]:8765", "192.168.1.5:8765"],
+    [
+        "attacker.example",
+        "attacker.example:8765",
+        "evil.example@127.0.0.1",
+        "evil.example@127.0.0.1:8765",
+        "127.0.0.1@evil.example",
+        "127.0.0.1.evil.example",
+        "localhost.evil.example",
+        "localhost..",
+        "",
+        ":8765",
+        "127.0.0.1:port",
+        "[::1",
+        "[::1]x",
+        "127.0.0.1/evil",
+        "127.0.0.1?x",
+        "127.0.0.1#x",
+        "127.0.0.1\\x",
+        "127.0.0.1 evil.example",
+        "127.0.0.1, evil.example",
+        "0.0.0.0:8765",
+        "[::]:8765",
+        "192.168.1.5:8765",
+    ],
 )
 def test_other_hosts_and_tricks_are_refused(host):
     assert not host_allowed(host)
@@ -119,42 +151,69 @@ def test_a_cross_site_page_and_dns_rebinding_are_refused_and_reach_nothing(tmp_p
     with VendorServer() as server:
         server.queue(whole_answer())
         settings = ProxySettings(
-            upstreams={"openai-completions": server.url + "/v1"}, recording=path, mode="record", env_keys=True
+            upstreams={"openai-completions": server.url + "/v1"},
+            recording=path,
+            mode="record",
+            env_keys=True,
         )
         with start_proxy(settings) as proxy:
             url = proxy.url + "/v1/chat/completions"
             port = proxy.url.rsplit(":", 1)[1]
             text = json.dumps(BODY)
             # a page's cross-site "simple" request: text/plain, its Origin named
-            cross_site = httpx.post(url, content=text, headers={"content-type": "text/plain", "origin": "http://evil.example"})
+            cross_site = httpx.post(
+                url,
+                content=text,
+                headers={"content-type": "text/plain", "origin": "http://evil.example"},
+            )
             # the same as a form, and with no content type, from a page that sends no Origin
-            form = httpx.post(url, content=text, headers={"content-type": "application/x-www-form-urlencoded"})
+            form = httpx.post(
+                url, content=text, headers={"content-type": "application/x-www-form-urlencoded"}
+            )
             bare = httpx.post(url, content=text.encode())
             # DNS rebinding: the page's own name, pointed at 127.0.0.1 (same origin: JSON, no Origin)
-            rebound = httpx.post(url, content=text, headers={**JSON_HEADERS, "host": f"attacker.example:{port}"})
+            rebound = httpx.post(
+                url, content=text, headers={**JSON_HEADERS, "host": f"attacker.example:{port}"}
+            )
             listing = httpx.get(proxy.url + "/v1/models", headers={"host": "attacker.example"})
             page_listing = httpx.get(proxy.url + "/v1/models", headers={"origin": "null"})
             assert server.requests == []
             # a program on this machine: JSON, its own key
-            curl = httpx.post(url, content=text, headers={**JSON_HEADERS, "authorization": f"Bearer {CLIENT_KEY}"})
+            curl = httpx.post(
+                url, content=text, headers={**JSON_HEADERS, "authorization": f"Bearer {CLIENT_KEY}"}
+            )
     assert cross_site.status_code == 403 and "Origin header" in _error(cross_site)
     assert "evil.example" in _error(cross_site)
     for refused in (form, bare):
         assert refused.status_code == 415
-        assert "Content-Type: application/json" in _error(refused) and "-H 'content-type: application/json'" in _error(refused)
+        assert "Content-Type: application/json" in _error(
+            refused
+        ) and "-H 'content-type: application/json'" in _error(refused)
     assert rebound.status_code == 403 and "Host header names 'attacker.example'" in _error(rebound)
     assert f"http://127.0.0.1:{port}" in _error(rebound)
     assert (listing.status_code, page_listing.status_code) == (403, 403)
     assert all(r.headers["x-should-retry"] == "false" for r in (cross_site, form, bare, rebound))
-    assert curl.status_code == 200 and curl.json()["choices"][0]["message"]["content"] == "Hello world!"
-    assert len(server.requests) == 1 and server.requests[0].headers["authorization"] == f"Bearer {CLIENT_KEY}"
+    assert (
+        curl.status_code == 200
+        and curl.json()["choices"][0]["message"]["content"] == "Hello world!"
+    )
+    assert (
+        len(server.requests) == 1
+        and server.requests[0].headers["authorization"] == f"Bearer {CLIENT_KEY}"
+    )
     recorded = path.read_text()
-    assert recorded.count('"request"') == 1 and "attacker" not in recorded and OWNER_KEY not in recorded
+    assert (
+        recorded.count('"request"') == 1
+        and "attacker" not in recorded
+        and OWNER_KEY not in recorded
+    )
 
 
 def test_an_anthropic_client_is_refused_in_anthropic_s_shape():
     with start_proxy() as proxy:
-        refused = httpx.post(proxy.url + "/v1/messages", json={}, headers={"host": "attacker.example"})
+        refused = httpx.post(
+            proxy.url + "/v1/messages", json={}, headers={"host": "attacker.example"}
+        )
     assert refused.status_code == 403
     assert refused.json()["type"] == "error" and "Host header" in refused.json()["error"]["message"]
 
@@ -163,11 +222,15 @@ def test_a_request_without_a_key_gets_none_of_the_proxy_s_own(tmp_path, monkeypa
     """Without ``--env-keys`` the owner's key stays home: a key-less call to a vendor fails
     naming the flag, one to a local server goes without it; with the flag it is added."""
     monkeypatch.setenv("OPENAI_API_KEY", OWNER_KEY)
-    vendor = ProxySettings(upstreams={"openai-completions": "https://api.openai.invalid/v1"}, mode="off")
+    vendor = ProxySettings(
+        upstreams={"openai-completions": "https://api.openai.invalid/v1"}, mode="off"
+    )
     with start_proxy(vendor) as proxy:
         refused = httpx.post(proxy.url + "/v1/chat/completions", json=BODY)
     assert refused.status_code >= 400
-    assert "start the proxy with --env-keys" in _error(refused) and "OPENAI_API_KEY" in _error(refused)
+    assert "start the proxy with --env-keys" in _error(refused) and "OPENAI_API_KEY" in _error(
+        refused
+    )
     assert OWNER_KEY not in refused.text
     with VendorServer() as server:
         server.queue(whole_answer(), whole_answer())
@@ -193,16 +256,22 @@ def test_error_bodies_hold_no_credential_the_client_sent_or_the_proxy_knows(tmp_
     path = tmp_path / "one.jsonl"
     with VendorServer() as server:
         server.queue(whole_answer())
-        settings = ProxySettings(upstreams={"openai-completions": server.url + "/v1"}, recording=path, mode="record")
+        settings = ProxySettings(
+            upstreams={"openai-completions": server.url + "/v1"}, recording=path, mode="record"
+        )
         with start_proxy(settings) as proxy:
             assert httpx.post(proxy.url + "/v1/chat/completions", json=BODY).status_code == 200
     client = {"authorization": f"Bearer {client_key}"}
     with start_proxy(ProxySettings(recording=path, mode="replay")) as proxy:
         url = proxy.url + "/v1/chat/completions"
-        answers = [httpx.post(url, json=BODY, headers={**client, "host": key}) for key in (client_key, owner_key)]
+        answers = [
+            httpx.post(url, json=BODY, headers={**client, "host": key})
+            for key in (client_key, owner_key)
+        ]
         answers.append(httpx.post(f"{proxy.url}/v1/{client_key}", json=BODY, headers=client))
         answers += [
-            httpx.post(url, json=BODY, headers={**client, "x-openprogram-lane": f"mine-{key}"}) for key in (client_key, owner_key)
+            httpx.post(url, json=BODY, headers={**client, "x-openprogram-lane": f"mine-{key}"})
+            for key in (client_key, owner_key)
         ]
     assert [answer.status_code for answer in answers] == [403, 403, 404, 400, 400]
     for answer in answers:
@@ -215,16 +284,23 @@ def test_start_up_lines_and_usage_errors_show_no_credential_of_an_upstream_url()
         "https://gateway-user:pa55w0rd-s3cret@gw.example/v1"
         "?key=AIzaSyA1b2C3d4E5f6G7h8I9j0KlMnOpQrStUvW&api-version=2024-06-01&sig=9f8e7d6c5b4a3928&region=eu"
     )
-    lines = startup_lines("http://127.0.0.1:8765", ProxySettings(upstreams={"openai-completions": upstream}))
+    lines = startup_lines(
+        "http://127.0.0.1:8765", ProxySettings(upstreams={"openai-completions": upstream})
+    )
     shown = "\n".join(lines)
     for secret in ("gateway-user", "pa55w0rd", "AIzaSyA1b2C3", "9f8e7d6c5b4a"):
         assert secret not in shown
-    assert "https://[secret removed]@gw.example/v1?key=[secret removed]&api-version=2024-06-01" in shown
+    assert (
+        "https://[secret removed]@gw.example/v1?key=[secret removed]&api-version=2024-06-01"
+        in shown
+    )
     assert "&sig=[secret removed]&region=eu" in shown
     assert shown_url("http://127.0.0.1:11434/v1") == "http://127.0.0.1:11434/v1"
     with pytest.raises(ValueError) as raised:
         parse_upstream("openai-completions=ftp://user:pa55w0rd-s3cret@host/v1")
-    assert "pa55w0rd" not in str(raised.value) and "ftp://[secret removed]@host/v1" in str(raised.value)
+    assert "pa55w0rd" not in str(raised.value) and "ftp://[secret removed]@host/v1" in str(
+        raised.value
+    )
 
 
 def test_the_start_up_lines_say_when_the_proxy_adds_its_own_keys():
@@ -238,14 +314,18 @@ def test_the_command_takes_env_keys(isolated_home):
     from tests.conftest import PYTHON, cli_env
 
     result = subprocess.run(
-        [PYTHON, "-m", "openprogram", "proxy", "--help"], env=cli_env(isolated_home), capture_output=True, text=True, timeout=60
+        [PYTHON, "-m", "openprogram", "proxy", "--help"],
+        env=cli_env(isolated_home),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert "--env-keys" in result.stdout
 
 
 # --------------------------------------------------------------------------- llm_proxy's token
 
-CODE_UNDER_TEST = '''
+CODE_UNDER_TEST = """
 import openai
 
 
@@ -253,7 +333,7 @@ def ask(question):
     client = openai.OpenAI()
     reply = client.chat.completions.create(model="echo", messages=[{"role": "user", "content": question}])
     return reply.choices[0].message.content
-'''
+"""
 
 TOKEN_TEST = '''
 import os
@@ -321,9 +401,15 @@ def test_the_token_is_never_sent_on(tmp_path):
     token = "openprogram-replay-0123456789abcdefghijklmnop"
     with VendorServer() as server:
         server.queue(whole_answer())
-        settings = ProxySettings(upstreams={"openai-completions": server.url + "/v1"}, mode="off", client_token=token)
+        settings = ProxySettings(
+            upstreams={"openai-completions": server.url + "/v1"}, mode="off", client_token=token
+        )
         with start_proxy(settings) as proxy:
-            answer = httpx.post(proxy.url + "/v1/chat/completions", json=BODY, headers={"authorization": f"Bearer {token}"})
+            answer = httpx.post(
+                proxy.url + "/v1/chat/completions",
+                json=BODY,
+                headers={"authorization": f"Bearer {token}"},
+            )
     assert answer.status_code == 200
     assert token not in json.dumps(server.requests[0].headers) and token not in repr(settings)
 

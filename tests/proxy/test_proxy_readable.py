@@ -33,7 +33,10 @@ class Client:
 
 def _completions_then(body: dict[str, Any], answer: dict[str, Any], result: str) -> dict[str, Any]:
     message = answer["choices"][0]["message"]
-    results = [{"role": "tool", "tool_call_id": call["id"], "content": result} for call in message.get("tool_calls") or []]
+    results = [
+        {"role": "tool", "tool_call_id": call["id"], "content": result}
+        for call in message.get("tool_calls") or []
+    ]
     return {**body, "messages": [*body["messages"], message, *results]}
 
 
@@ -71,19 +74,28 @@ CLIENTS = {
         "/v1/chat/completions",
         lambda prompt: {
             "model": "gpt-4o-mini",
-            "messages": [{"role": "system", "content": "be brief"}, {"role": "user", "content": prompt}],
+            "messages": [
+                {"role": "system", "content": "be brief"},
+                {"role": "user", "content": prompt},
+            ],
         },
         _completions_then,
     ),
     "openai-responses": Client(
         "/v1/responses",
-        lambda prompt: {"model": "gpt-4o-mini", "instructions": "be brief", "input": [{"role": "user", "content": prompt}]},
+        lambda prompt: {
+            "model": "gpt-4o-mini",
+            "instructions": "be brief",
+            "input": [{"role": "user", "content": prompt}],
+        },
         _responses_then,
     ),
     "anthropic-messages": Client(
         "/v1/messages",
         lambda prompt: {
-            "model": "claude-haiku-4-5", "max_tokens": 256, "system": "be brief",
+            "model": "claude-haiku-4-5",
+            "max_tokens": 256,
+            "system": "be brief",
             "messages": [{"role": "user", "content": prompt}],
         },
         _anthropic_then,
@@ -101,7 +113,12 @@ CLIENTS = {
 
 def _post(url: str, api: str, body: dict[str, Any]) -> httpx.Response:
     key = VENDORS[api].key
-    headers = {"authorization": f"Bearer {key}", "x-api-key": key, "x-goog-api-key": key, "anthropic-version": "2023-06-01"}
+    headers = {
+        "authorization": f"Bearer {key}",
+        "x-api-key": key,
+        "x-goog-api-key": key,
+        "anthropic-version": "2023-06-01",
+    }
     return httpx.post(url + CLIENTS[api].path, json=body, headers=headers, timeout=30)
 
 
@@ -113,7 +130,9 @@ def record_two_turns(api: str, path: Path) -> list[dict[str, Any]]:
     with VendorServer() as server:
         # the client does not stream, so the vendor answers each call with one JSON body
         server.queue(*(_whole(api, name) for name in ("one_tool_call", "plain")))
-        settings = ProxySettings(upstreams={api: server.url + VENDORS[api].suffix}, recording=path, mode="record")
+        settings = ProxySettings(
+            upstreams={api: server.url + VENDORS[api].suffix}, recording=path, mode="record"
+        )
         with start_proxy(settings) as proxy:
             answer = _post(proxy.url, api, bodies[0])
             assert answer.status_code == 200, answer.text
@@ -157,7 +176,9 @@ RESULT_IN_THE_BODY = {
 def test_a_proxy_mismatch_names_the_message_by_the_clients_index_too(api, tmp_path):
     path = tmp_path / "session.jsonl"
     bodies = record_two_turns(api, path)
-    drifted = CLIENTS[api].then(bodies[0], _first_answer(api, path), "23 degrees")  # the tool said otherwise
+    drifted = CLIENTS[api].then(
+        bodies[0], _first_answer(api, path), "23 degrees"
+    )  # the tool said otherwise
     with start_proxy(ProxySettings(recording=path, mode="replay")) as proxy:
         assert _post(proxy.url, api, bodies[0]).status_code == 200
         refused = _post(proxy.url, api, drifted)

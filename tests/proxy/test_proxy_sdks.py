@@ -53,9 +53,15 @@ def _completion_facts(completion: dict[str, Any]) -> dict[str, Any]:
             (call["id"], call["function"]["name"], json.loads(call["function"]["arguments"]))
             for call in message.get("tool_calls") or []
         ],
-        "usage": completion["usage"] and {
-            key: completion["usage"][key] for key in ("prompt_tokens", "completion_tokens", "total_tokens")
-        } | {"cached": (completion["usage"].get("prompt_tokens_details") or {}).get("cached_tokens") or 0},
+        "usage": completion["usage"]
+        and {
+            key: completion["usage"][key]
+            for key in ("prompt_tokens", "completion_tokens", "total_tokens")
+        }
+        | {
+            "cached": (completion["usage"].get("prompt_tokens_details") or {}).get("cached_tokens")
+            or 0
+        },
         "stop": choice["finish_reason"],
     }
 
@@ -73,13 +79,21 @@ def _chunks_as_completion(chunks: list[dict[str, Any]]) -> dict[str, Any]:
             if isinstance(content, list):  # Mistral's typed parts: text, and thinking holding text
                 for part in content:
                     inner = part.get("thinking") if part.get("type") == "thinking" else None
-                    message["reasoning_content"] += "".join(p.get("text") or "" for p in inner or [])
-                    message["content"] += part.get("text") or "" if part.get("type") == "text" else ""
+                    message["reasoning_content"] += "".join(
+                        p.get("text") or "" for p in inner or []
+                    )
+                    message["content"] += (
+                        part.get("text") or "" if part.get("type") == "text" else ""
+                    )
             else:
                 message["content"] += content
-            message["reasoning_content"] += delta.get("reasoning_content") or delta.get("reasoning") or ""
+            message["reasoning_content"] += (
+                delta.get("reasoning_content") or delta.get("reasoning") or ""
+            )
             for call in delta.get("tool_calls") or []:
-                kept = calls.setdefault(call["index"], {"id": None, "function": {"name": "", "arguments": ""}})
+                kept = calls.setdefault(
+                    call["index"], {"id": None, "function": {"name": "", "arguments": ""}}
+                )
                 kept["id"] = call.get("id") or kept["id"]
                 function = call.get("function") or {}
                 kept["function"]["name"] += function.get("name") or ""
@@ -89,9 +103,15 @@ def _chunks_as_completion(chunks: list[dict[str, Any]]) -> dict[str, Any]:
     return {"choices": [{"message": message, "finish_reason": finish}], "usage": usage}
 
 
-async def _completions(url: str, key: str, streaming: bool, asynchronous: bool, prompt: str) -> tuple[Any, Any]:
+async def _completions(
+    url: str, key: str, streaming: bool, asynchronous: bool, prompt: str
+) -> tuple[Any, Any]:
     client = _openai_client(url, key, asynchronous)
-    request: dict[str, Any] = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": prompt}], "max_tokens": 50}
+    request: dict[str, Any] = {
+        "model": "gpt-4o-mini",
+        "messages": [{"role": "user", "content": prompt}],
+        "max_tokens": 50,
+    }
     if streaming:
         request |= {"stream": True, "stream_options": {"include_usage": True}}
     answer = client.chat.completions.create(**request)
@@ -99,7 +119,11 @@ async def _completions(url: str, key: str, streaming: bool, asynchronous: bool, 
     if not streaming:
         dumped = answer.model_dump()
         return dumped, _completion_facts(dumped)
-    chunks = [chunk.model_dump() async for chunk in answer] if asynchronous else [chunk.model_dump() for chunk in answer]
+    chunks = (
+        [chunk.model_dump() async for chunk in answer]
+        if asynchronous
+        else [chunk.model_dump() for chunk in answer]
+    )
     return chunks, _completion_facts(_chunks_as_completion(chunks))
 
 
@@ -111,17 +135,30 @@ def _response_facts(response: dict[str, Any]) -> dict[str, Any]:
             facts["message_id"] = item["id"]
         elif item["type"] == "reasoning":
             facts["reasoning"].append(
-                (item["id"], item.get("encrypted_content"), [s["text"] for s in item.get("summary") or []])
+                (
+                    item["id"],
+                    item.get("encrypted_content"),
+                    [s["text"] for s in item.get("summary") or []],
+                )
             )
         elif item["type"] == "function_call":
-            facts["tool_calls"].append((item["call_id"], item["id"], item["name"], json.loads(item["arguments"])))
+            facts["tool_calls"].append(
+                (item["call_id"], item["id"], item["name"], json.loads(item["arguments"]))
+            )
     usage = response["usage"]
-    facts["usage"] = (usage["input_tokens"], usage["output_tokens"], usage["total_tokens"], usage["input_tokens_details"]["cached_tokens"])
+    facts["usage"] = (
+        usage["input_tokens"],
+        usage["output_tokens"],
+        usage["total_tokens"],
+        usage["input_tokens_details"]["cached_tokens"],
+    )
     facts["status"] = response["status"]
     return facts
 
 
-async def _responses(url: str, key: str, streaming: bool, asynchronous: bool, prompt: str) -> tuple[Any, Any]:
+async def _responses(
+    url: str, key: str, streaming: bool, asynchronous: bool, prompt: str
+) -> tuple[Any, Any]:
     client = _openai_client(url, key, asynchronous)
     request = {"model": "gpt-5-mini", "input": prompt}
     if not streaming:
@@ -135,30 +172,60 @@ async def _responses(url: str, key: str, streaming: bool, asynchronous: bool, pr
     else:
         with client.responses.stream(**request) as stream:
             events = [event.model_dump() for event in stream]
-    final = next(e["response"] for e in reversed(events) if e["type"] in ("response.completed", "response.incomplete"))
+    final = next(
+        e["response"]
+        for e in reversed(events)
+        if e["type"] in ("response.completed", "response.incomplete")
+    )
     # the items as each output_item.done gave them (a transcript's completed response may
     # list none), with the usage and status of the completed response
-    done = {event["output_index"]: event["item"] for event in events if event["type"] == "response.output_item.done"}
-    return {"events": events, "final": final}, _response_facts({**final, "output": [done[i] for i in sorted(done)]})
+    done = {
+        event["output_index"]: event["item"]
+        for event in events
+        if event["type"] == "response.output_item.done"
+    }
+    return {"events": events, "final": final}, _response_facts(
+        {**final, "output": [done[i] for i in sorted(done)]}
+    )
 
 
 def _message_facts(message: dict[str, Any]) -> dict[str, Any]:
     usage = message["usage"]
     return {
         "content": [
-            {key: value for key, value in block.items() if key in ("type", "text", "thinking", "signature", "data", "id", "name", "input")}
+            {
+                key: value
+                for key, value in block.items()
+                if key in ("type", "text", "thinking", "signature", "data", "id", "name", "input")
+            }
             for block in message["content"]
         ],
-        "usage": {key: usage.get(key) or 0 for key in ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")},
+        "usage": {
+            key: usage.get(key) or 0
+            for key in (
+                "input_tokens",
+                "output_tokens",
+                "cache_read_input_tokens",
+                "cache_creation_input_tokens",
+            )
+        },
         "stop": message["stop_reason"],
     }
 
 
-async def _anthropic(url: str, key: str, streaming: bool, asynchronous: bool, prompt: str) -> tuple[Any, Any]:
+async def _anthropic(
+    url: str, key: str, streaming: bool, asynchronous: bool, prompt: str
+) -> tuple[Any, Any]:
     import anthropic
 
-    client = (anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic)(base_url=url, api_key=key, max_retries=0)
-    request = {"model": a.MODEL_ID, "max_tokens": 1024, "messages": [{"role": "user", "content": prompt}]}
+    client = (anthropic.AsyncAnthropic if asynchronous else anthropic.Anthropic)(
+        base_url=url, api_key=key, max_retries=0
+    )
+    request = {
+        "model": a.MODEL_ID,
+        "max_tokens": 1024,
+        "messages": [{"role": "user", "content": prompt}],
+    }
     if not streaming:
         answer = client.messages.create(**request)
         dumped = (await answer if asynchronous else answer).model_dump()
@@ -175,14 +242,23 @@ async def _anthropic(url: str, key: str, streaming: bool, asynchronous: bool, pr
 
 
 def _gemini_facts(responses: list[dict[str, Any]]) -> dict[str, Any]:
-    facts: dict[str, Any] = {"text": "", "thought": "", "signatures": [], "calls": [], "usage": None, "finish": None}
+    facts: dict[str, Any] = {
+        "text": "",
+        "thought": "",
+        "signatures": [],
+        "calls": [],
+        "usage": None,
+        "finish": None,
+    }
     for response in responses:
         for candidate in response.get("candidates") or []:
             for part in (candidate.get("content") or {}).get("parts") or []:
                 if part.get("thought_signature"):
                     facts["signatures"].append(part["thought_signature"])
                 if part.get("function_call"):
-                    facts["calls"].append((part["function_call"]["name"], part["function_call"]["args"]))
+                    facts["calls"].append(
+                        (part["function_call"]["name"], part["function_call"]["args"])
+                    )
                 elif part.get("thought"):
                     facts["thought"] += part.get("text") or ""
                 else:
@@ -190,14 +266,22 @@ def _gemini_facts(responses: list[dict[str, Any]]) -> dict[str, Any]:
             facts["finish"] = candidate.get("finish_reason") or facts["finish"]
         usage = response.get("usage_metadata")
         if usage:
-            facts["usage"] = (usage.get("prompt_token_count"), usage.get("cached_content_token_count"), usage.get("total_token_count"))
+            facts["usage"] = (
+                usage.get("prompt_token_count"),
+                usage.get("cached_content_token_count"),
+                usage.get("total_token_count"),
+            )
     return facts
 
 
-async def _google(url: str, key: str, streaming: bool, asynchronous: bool, prompt: str) -> tuple[Any, Any]:
+async def _google(
+    url: str, key: str, streaming: bool, asynchronous: bool, prompt: str
+) -> tuple[Any, Any]:
     from google import genai
 
-    client = genai.Client(api_key=key, http_options={"base_url": url, "retry_options": {"attempts": 1}})
+    client = genai.Client(
+        api_key=key, http_options={"base_url": url, "retry_options": {"attempts": 1}}
+    )
     models = client.aio.models if asynchronous else client.models
 
     def dump(response: Any) -> dict[str, Any]:
@@ -208,9 +292,17 @@ async def _google(url: str, key: str, streaming: bool, asynchronous: bool, promp
         dumped = [dump(await answer if asynchronous else answer)]
         return dumped, _gemini_facts(dumped)
     if asynchronous:
-        chunks = [dump(chunk) async for chunk in await models.generate_content_stream(model=g.MODEL_ID, contents=prompt)]
+        chunks = [
+            dump(chunk)
+            async for chunk in await models.generate_content_stream(
+                model=g.MODEL_ID, contents=prompt
+            )
+        ]
     else:
-        chunks = [dump(chunk) for chunk in models.generate_content_stream(model=g.MODEL_ID, contents=prompt)]
+        chunks = [
+            dump(chunk)
+            for chunk in models.generate_content_stream(model=g.MODEL_ID, contents=prompt)
+        ]
     # the thought token count of the vendor's usage is in the output; totals compare below
     return chunks, _gemini_facts(chunks)
 
@@ -276,8 +368,18 @@ VENDORS = {
 }
 
 
-def call(vendor: Vendor, url: str, *, streaming: bool, asynchronous: bool = False, prompt: str = PROMPT, key: str | None = None) -> tuple[Any, Any]:
-    return asyncio.run(vendor.call(url + vendor.suffix, key or vendor.key, streaming, asynchronous, prompt))
+def call(
+    vendor: Vendor,
+    url: str,
+    *,
+    streaming: bool,
+    asynchronous: bool = False,
+    prompt: str = PROMPT,
+    key: str | None = None,
+) -> tuple[Any, Any]:
+    return asyncio.run(
+        vendor.call(url + vendor.suffix, key or vendor.key, streaming, asynchronous, prompt)
+    )
 
 
 def whole_answer(api: str, chunks: list[bytes]) -> bytes | None:
@@ -308,7 +410,11 @@ def whole_answer(api: str, chunks: list[bytes]) -> bytes | None:
     done = [event for event in events if event.type == "done"]
     if not done:
         return None
-    request = {"model": {"openai-completions": "gpt-4o-mini", "openai-responses": "gpt-5-mini"}.get(api, a.MODEL_ID)}
+    request = {
+        "model": {"openai-completions": "gpt-4o-mini", "openai-responses": "gpt-5-mini"}.get(
+            api, a.MODEL_ID
+        )
+    }
     return json.dumps(module.response_body(done[0].message, request)).encode()
 
 
@@ -326,8 +432,12 @@ def record_and_replay(
         answer = ScriptedResponse(chunks=[body], headers={"content-type": "application/json"})
     with VendorServer() as server:
         server.queue(answer, answer)
-        direct = call(vendor, server.url, streaming=streaming, asynchronous=options.get("asynchronous", False))
-        settings = ProxySettings(upstreams={vendor.api: server.url + vendor.suffix}, recording=path, mode="record")
+        direct = call(
+            vendor, server.url, streaming=streaming, asynchronous=options.get("asynchronous", False)
+        )
+        settings = ProxySettings(
+            upstreams={vendor.api: server.url + vendor.suffix}, recording=path, mode="record"
+        )
         with start_proxy(settings) as proxy:
             live = call(vendor, proxy.url, **options)
     with start_proxy(ProxySettings(recording=path, mode="replay")) as proxy:
@@ -363,7 +473,9 @@ def test_every_vendor_of_the_list_has_its_sdk_here():
     assert list(VENDORS) == list(VENDOR_APIS)
 
 
-def test_the_sdk_gets_through_the_proxy_what_it_gets_from_the_vendor_recorded_and_replayed(api, name, streaming, tmp_path):
+def test_the_sdk_gets_through_the_proxy_what_it_gets_from_the_vendor_recorded_and_replayed(
+    api, name, streaming, tmp_path
+):
     """The proxy hands the client the vendor's own answer, in record and in replay: every SDK
     object equals the one the vendor gave it directly, field for field (before, the proxy
     re-encoded the answer from its events, and a transcript's signature split over two deltas,
@@ -371,12 +483,17 @@ def test_the_sdk_gets_through_the_proxy_what_it_gets_from_the_vendor_recorded_an
     changed)."""
     vendor = VENDORS[api]
     path = tmp_path / "proxy.jsonl"
-    direct, live, replayed, server = record_and_replay(vendor, TRANSCRIPTS[api, name], path, streaming=streaming)
+    direct, live, replayed, server = record_and_replay(
+        vendor, TRANSCRIPTS[api, name], path, streaming=streaming
+    )
     assert live[0] == direct[0]  # every SDK object, field for field
     assert replayed[0] == live[0]
     assert live[1] == direct[1]
     # the client's key reached the vendor and never the file
-    assert vendor.key in json.dumps(server.requests[-1].headers) or f"key={vendor.key}" in server.requests[-1].path
+    assert (
+        vendor.key in json.dumps(server.requests[-1].headers)
+        or f"key={vendor.key}" in server.requests[-1].path
+    )
     assert vendor.key not in path.read_text(encoding="utf-8")
 
 
@@ -385,14 +502,22 @@ def test_the_sdk_gets_through_the_proxy_what_it_gets_from_the_vendor_recorded_an
 def test_async_clients_replay_too(api, streaming, tmp_path):
     vendor = VENDORS[api]
     direct, live, replayed, _ = record_and_replay(
-        vendor, vendor.scenarios["one_tool_call"], tmp_path / "async.jsonl", streaming=streaming, asynchronous=True
+        vendor,
+        vendor.scenarios["one_tool_call"],
+        tmp_path / "async.jsonl",
+        streaming=streaming,
+        asynchronous=True,
     )
     assert replayed[0] == live[0] == direct[0]
     assert live[1] == direct[1]
 
 
 def _error_text(error: BaseException) -> str:
-    return str(error) + " " + json.dumps(getattr(error, "body", None) or getattr(error, "details", None), default=str)
+    return (
+        str(error)
+        + " "
+        + json.dumps(getattr(error, "body", None) or getattr(error, "details", None), default=str)
+    )
 
 
 @pytest.mark.parametrize("api", list(VENDORS))
@@ -418,8 +543,14 @@ def test_a_vendor_error_reaches_the_client_with_its_status_and_the_proxy_keeps_s
 
     vendor = VENDORS["openai-completions"]
     with VendorServer() as server:
-        server.queue(error_response(401, "Incorrect API key provided"), ScriptedResponse(chunks=c.PLAIN_TEXT))
-        settings = ProxySettings(upstreams={vendor.api: server.url + "/v1"}, recording=tmp_path / "e.jsonl", mode="record")
+        server.queue(
+            error_response(401, "Incorrect API key provided"), ScriptedResponse(chunks=c.PLAIN_TEXT)
+        )
+        settings = ProxySettings(
+            upstreams={vendor.api: server.url + "/v1"},
+            recording=tmp_path / "e.jsonl",
+            mode="record",
+        )
         with start_proxy(settings) as proxy:
             with pytest.raises(openai.AuthenticationError) as raised:
                 call(vendor, proxy.url, streaming=True)
@@ -437,15 +568,25 @@ def test_requests_the_proxy_cannot_read_are_answered_in_the_vendor_shape(tmp_pat
     with start_proxy(ProxySettings(recording=tmp_path / "none.jsonl", mode="record")) as proxy:
         client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-x", max_retries=0)
         # a body that is not JSON, and a path the proxy does not serve
-        broken = httpx.post(proxy.url + "/v1/chat/completions", content=b"{not json", headers={"content-type": "application/json"})
+        broken = httpx.post(
+            proxy.url + "/v1/chat/completions",
+            content=b"{not json",
+            headers={"content-type": "application/json"},
+        )
         assert broken.status_code == 400 and "not JSON" in broken.json()["error"]["message"]
         unknown = httpx.post(proxy.url + "/v1/embeddings", json={})
-        assert unknown.status_code == 404 and "no route for POST /v1/embeddings" in unknown.json()["error"]["message"]
+        assert (
+            unknown.status_code == 404
+            and "no route for POST /v1/embeddings" in unknown.json()["error"]["message"]
+        )
         gemini = httpx.post(proxy.url + "/v1beta/models/gemini-2.5-flash:countTokens", json={})
         assert gemini.status_code == 404 and gemini.json()["error"]["status"] == "NOT_FOUND"
         # and it goes on serving
         assert [m.id for m in client.models.list()]
-    assert not (tmp_path / "none.jsonl").exists() or "request" not in (tmp_path / "none.jsonl").read_text()
+    assert (
+        not (tmp_path / "none.jsonl").exists()
+        or "request" not in (tmp_path / "none.jsonl").read_text()
+    )
 
 
 def test_models_are_listed_in_the_shape_of_the_sdk_that_asks():
@@ -453,8 +594,12 @@ def test_models_are_listed_in_the_shape_of_the_sdk_that_asks():
     import openai
 
     with start_proxy() as proxy:
-        openai_ids = [m.id for m in openai.OpenAI(base_url=proxy.url + "/v1", api_key="x").models.list()]
-        anthropic_ids = [m.id for m in anthropic.Anthropic(base_url=proxy.url, api_key="x").models.list()]
+        openai_ids = [
+            m.id for m in openai.OpenAI(base_url=proxy.url + "/v1", api_key="x").models.list()
+        ]
+        anthropic_ids = [
+            m.id for m in anthropic.Anthropic(base_url=proxy.url, api_key="x").models.list()
+        ]
     assert openai_ids and anthropic_ids
     assert set(anthropic_ids) < set(openai_ids)
     assert all("claude" in model_id for model_id in anthropic_ids)
@@ -466,13 +611,21 @@ def test_a_lane_named_by_the_client_is_the_recorded_lane(tmp_path):
     path = tmp_path / "lane.jsonl"
     with VendorServer() as server:
         server.queue(ScriptedResponse(chunks=c.PLAIN_TEXT), ScriptedResponse(chunks=c.PLAIN_TEXT))
-        settings = ProxySettings(upstreams={"openai-completions": server.url + "/v1"}, recording=path, mode="record")
+        settings = ProxySettings(
+            upstreams={"openai-completions": server.url + "/v1"}, recording=path, mode="record"
+        )
         with start_proxy(settings) as proxy:
             client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="sk-x", max_retries=0)
             for headers in ({"X-OpenProgram-Lane": "planner/step-1"}, {}):
                 client.chat.completions.create(
-                    model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], extra_headers=headers
+                    model="gpt-4o-mini",
+                    messages=[{"role": "user", "content": "hi"}],
+                    extra_headers=headers,
                 )
-    lanes = [json.loads(line).get("lane") for line in path.read_text().splitlines() if '"request"' in line[:20]]
+    lanes = [
+        json.loads(line).get("lane")
+        for line in path.read_text().splitlines()
+        if '"request"' in line[:20]
+    ]
     assert lanes[0] == "planner/step-1"
     assert lanes[1].startswith("conversation-") and len(lanes[1]) == len("conversation-") + 16

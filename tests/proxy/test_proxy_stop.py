@@ -27,14 +27,18 @@ def whole(hold_after: int | None = None) -> ScriptedResponse:
     in three pieces so that a test can hold it part-way."""
     body = c.PLAIN_TEXT_WHOLE
     pieces = [body[:40], body[40:80], body[80:]]
-    return ScriptedResponse(chunks=pieces, headers={"content-type": "application/json"}, hold_after=hold_after)
+    return ScriptedResponse(
+        chunks=pieces, headers={"content-type": "application/json"}, hold_after=hold_after
+    )
 
 
 def ask(url: str, prompt: str) -> str:
     import openai
 
     client = openai.OpenAI(base_url=url + "/v1", api_key="sk-proxy-stop-test", max_retries=0)
-    answer = client.chat.completions.create(model="gpt-4o-mini", messages=[{"role": "user", "content": prompt}])
+    answer = client.chat.completions.create(
+        model="gpt-4o-mini", messages=[{"role": "user", "content": prompt}]
+    )
     return answer.choices[0].message.content
 
 
@@ -48,7 +52,9 @@ def recorded(tmp_path):
     path = tmp_path / "session.jsonl"
     with VendorServer() as server:
         server.queue(whole(), whole())
-        settings = ProxySettings(upstreams={"openai-completions": server.url + "/v1"}, recording=path, mode="record")
+        settings = ProxySettings(
+            upstreams={"openai-completions": server.url + "/v1"}, recording=path, mode="record"
+        )
         with start_proxy(settings) as proxy:
             ask(proxy.url, "first")
             ask(proxy.url, "second")
@@ -70,7 +76,9 @@ class Proxy:
             text=True,
         )
         first = self.process.stdout.readline()
-        assert first.startswith("openprogram proxy: listening on "), first + self.process.stderr.read()
+        assert first.startswith("openprogram proxy: listening on "), (
+            first + self.process.stderr.read()
+        )
         self.url = first.split("listening on ", 1)[1].split(" ", 1)[0]
         self._errors: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read_errors, daemon=True).start()
@@ -99,7 +107,9 @@ class Proxy:
 
 
 @pytest.mark.parametrize(("stop", "said"), [(signal.SIGINT, "Ctrl-C"), (signal.SIGTERM, "SIGTERM")])
-def test_a_drifted_update_stopped_by_its_signal_is_kept_and_the_stop_says_so(recorded, isolated_home, stop, said):
+def test_a_drifted_update_stopped_by_its_signal_is_kept_and_the_stop_says_so(
+    recorded, isolated_home, stop, said
+):
     with VendorServer() as server:
         server.queue(whole())
         proxy = Proxy(isolated_home, recorded, server.url)
@@ -127,7 +137,9 @@ def test_a_stop_with_a_call_in_flight_answers_it_and_leaves_the_file(recorded, i
         answered: list[object] = []
         try:
             assert ask(proxy.url, "first") == "Hello world!"
-            client = threading.Thread(target=lambda: answered.append(_outcome(proxy.url, "changed")))
+            client = threading.Thread(
+                target=lambda: answered.append(_outcome(proxy.url, "changed"))
+            )
             client.start()
             assert server.holding.wait(60)
             proxy.process.send_signal(signal.SIGINT)
@@ -155,7 +167,9 @@ def _outcome(url: str, prompt: str) -> object:
         return error
 
 
-def test_sigkill_leaves_the_file_intact_and_the_next_update_removes_what_it_left(recorded, isolated_home, fresh_registry):
+def test_sigkill_leaves_the_file_intact_and_the_next_update_removes_what_it_left(
+    recorded, isolated_home, fresh_registry
+):
     before = recorded.read_bytes()
     with VendorServer() as server:
         server.queue(whole())
@@ -174,18 +188,24 @@ def test_sigkill_leaves_the_file_intact_and_the_next_update_removes_what_it_left
     assert recorded.read_bytes() == before
 
 
-def test_a_second_ctrl_c_cuts_the_calls_in_flight_quietly_and_leaves_the_file(recorded, isolated_home):
+def test_a_second_ctrl_c_cuts_the_calls_in_flight_quietly_and_leaves_the_file(
+    recorded, isolated_home
+):
     before = recorded.read_bytes()
     with VendorServer() as server:
         server.queue(whole(hold_after=2))  # never released here
         proxy = Proxy(isolated_home, recorded, server.url)
         answered: list[object] = []
         try:
-            client = threading.Thread(target=lambda: answered.append(_outcome(proxy.url, "changed")))
+            client = threading.Thread(
+                target=lambda: answered.append(_outcome(proxy.url, "changed"))
+            )
             client.start()
             assert server.holding.wait(60)
             proxy.process.send_signal(signal.SIGINT)
-            assert proxy.next_error_line().startswith("openprogram proxy: stopping (Ctrl-C): waiting for the 1 call")
+            assert proxy.next_error_line().startswith(
+                "openprogram proxy: stopping (Ctrl-C): waiting for the 1 call"
+            )
             proxy.process.send_signal(signal.SIGINT)
             assert proxy.wait() == 1
             client.join(60)

@@ -25,7 +25,9 @@ KEY = "sk-test-vendor-answer-0123456789"
 def _record(path, chunks, body: bytes, **settings) -> tuple[httpx.Response, VendorServer]:
     with VendorServer() as server:
         server.queue(ScriptedResponse(chunks=chunks))
-        proxy_settings = ProxySettings(upstreams={API: server.url + "/v1"}, recording=path, mode="record", **settings)
+        proxy_settings = ProxySettings(
+            upstreams={API: server.url + "/v1"}, recording=path, mode="record", **settings
+        )
         with start_proxy(proxy_settings) as proxy:
             answer = _post(proxy.url, body)
     return answer, server
@@ -46,13 +48,19 @@ def _replay(path, body: bytes, **settings) -> httpx.Response:
 
 def _streamed(*texts: str) -> list[bytes]:
     return c.sse_frames(
-        c.ROLE, *(c.chunk(json.dumps({"content": text})) for text in texts), c.STOP, c.usage_chunk(5, 4), done=True
+        c.ROLE,
+        *(c.chunk(json.dumps({"content": text})) for text in texts),
+        c.STOP,
+        c.usage_chunk(5, 4),
+        done=True,
     )
 
 
 def _body(stream: bool = True, **fields) -> bytes:
     messages = [{"role": "user", "content": "Say it."}]
-    return json.dumps({"model": "gpt-4o-mini", "messages": messages, "stream": stream, **fields}).encode()
+    return json.dumps(
+        {"model": "gpt-4o-mini", "messages": messages, "stream": stream, **fields}
+    ).encode()
 
 
 def _text_of(answer: httpx.Response) -> str:
@@ -76,17 +84,32 @@ def test_the_client_s_request_reaches_the_upstream_byte_for_byte(tmp_path):
         b' "tools": [{"type": "function", "function": {"name": "weather", "parameters": {"type": "object"}}}] }'
     )
     completion = {
-        "id": "chatcmpl-1", "object": "chat.completion", "created": 1741570283, "model": "gpt-4o-mini-2024-07-18",
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1741570283,
+        "model": "gpt-4o-mini-2024-07-18",
         "system_fingerprint": "fp_06737a9306",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Sunny."}, "finish_reason": "stop"}],
-        "usage": {"prompt_tokens": 30, "completion_tokens": 2, "total_tokens": 32,
-                  "completion_tokens_details": {"reasoning_tokens": 0}},
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "Sunny."},
+                "finish_reason": "stop",
+            }
+        ],
+        "usage": {
+            "prompt_tokens": 30,
+            "completion_tokens": 2,
+            "total_tokens": 32,
+            "completion_tokens_details": {"reasoning_tokens": 0},
+        },
     }
     whole = json.dumps(completion).encode()
     path = tmp_path / "bytes.jsonl"
     with VendorServer() as server:
         server.queue(ScriptedResponse(chunks=[whole], headers={"content-type": "application/json"}))
-        with start_proxy(ProxySettings(upstreams={API: server.url + "/v1"}, recording=path, mode="record")) as proxy:
+        with start_proxy(
+            ProxySettings(upstreams={API: server.url + "/v1"}, recording=path, mode="record")
+        ) as proxy:
             live = _post(proxy.url, body)
     (received,) = server.requests
     assert received.body == body
@@ -105,11 +128,15 @@ def test_a_stream_replays_with_the_vendor_s_bytes_and_chunking(tmp_path):
     assert live.content == b"".join(chunks)
     (call,) = read_recording_file(path).calls
     assert call.vendor_answer is not None
-    assert call.vendor_answer["chunks"] == [len(chunk) for chunk in chunks]  # the server wrote one frame a chunk
+    assert call.vendor_answer["chunks"] == [
+        len(chunk) for chunk in chunks
+    ]  # the server wrote one frame a chunk
     assert call.event_count > 0  # the events are parsed from the same bytes
     with start_proxy(ProxySettings(recording=path, mode="replay")) as proxy:
         with httpx.stream(
-            "POST", proxy.url + "/v1/chat/completions", content=_body(),
+            "POST",
+            proxy.url + "/v1/chat/completions",
+            content=_body(),
             headers={"authorization": "Bearer x", "content-type": "application/json"},
         ) as response:
             pieces = list(response.iter_raw())
@@ -117,21 +144,32 @@ def test_a_stream_replays_with_the_vendor_s_bytes_and_chunking(tmp_path):
 
 
 @pytest.mark.parametrize("split", [False, True], ids=["whole", "split-across-deltas"])
-def test_a_secret_in_the_model_s_output_replays_from_events_and_never_reaches_the_file(tmp_path, split):
+def test_a_secret_in_the_model_s_output_replays_from_events_and_never_reaches_the_file(
+    tmp_path, split
+):
     secret = "corp-internal-7f3a9c2e51"
-    texts = ["The id is ", secret[:9], secret[9:], " ok."] if split else ["The id is ", secret, " ok."]
+    texts = (
+        ["The id is ", secret[:9], secret[9:], " ok."] if split else ["The id is ", secret, " ok."]
+    )
     path = tmp_path / "secret.jsonl"
     live, _ = _record(path, _streamed(*texts), _body(), secrets=(secret,))
     assert _text_of(live) == f"The id is {secret} ok."  # the live client gets what the vendor said
     stored = path.read_text(encoding="utf-8")
     assert not any(secret[i : i + 8] in stored for i in range(len(secret) - 7))
     (call,) = read_recording_file(path).calls
-    assert call.vendor_answer is None and call.answer_withheld and "replays from its events" in call.answer_withheld
+    assert (
+        call.vendor_answer is None
+        and call.answer_withheld
+        and "replays from its events" in call.answer_withheld
+    )
     replayed = _replay(path, _body(), secrets=(secret,))
     assert _text_of(replayed) == "The id is [secret removed] ok."
     shown = subprocess.run(
         [PYTHON, "-m", "openprogram", "recordings", "show", str(path)],
-        env=cli_env(tmp_path), capture_output=True, text=True, check=True,
+        env=cli_env(tmp_path),
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     assert "REPLAYS" in shown and "events" in shown and "redaction" in shown
 
@@ -153,7 +191,10 @@ def test_show_says_which_way_each_proxied_call_replays(tmp_path):
     _record(path, _streamed("Hello"), _body())
     shown = subprocess.run(
         [PYTHON, "-m", "openprogram", "recordings", "show", str(path), "--json"],
-        env=cli_env(tmp_path), capture_output=True, text=True, check=True,
+        env=cli_env(tmp_path),
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
     (summary,) = json.loads(shown)["calls"]
     assert summary["replays_from"] == "vendor" and summary["answer_withheld"] is None
@@ -175,13 +216,18 @@ def test_a_recording_made_through_the_providers_replays_through_the_proxy(tmp_pa
         model = get_model("openai/gpt-4o-mini").model_copy(update={"base_url": server.url + "/v1"})
         context = Context(messages=[UserMessage(content="Say it.", timestamp=0)])
         with use_recording(path, "record"):
-            message = asyncio.run(complete_simple(model, context, SimpleStreamOptions(api_key=KEY, max_tokens=50)))
+            message = asyncio.run(
+                complete_simple(model, context, SimpleStreamOptions(api_key=KEY, max_tokens=50))
+            )
     assert [block.text for block in message.content] == ["Hello there"]
     with start_proxy(ProxySettings(recording=path, mode="replay")) as proxy:
         client = openai.OpenAI(base_url=proxy.url + "/v1", api_key="unused", max_retries=0)
         stream = client.chat.completions.create(
-            model="gpt-4o-mini", messages=[{"role": "user", "content": "Say it."}], max_completion_tokens=50,
-            stream=True, stream_options={"include_usage": True},
+            model="gpt-4o-mini",
+            messages=[{"role": "user", "content": "Say it."}],
+            max_completion_tokens=50,
+            stream=True,
+            stream_options={"include_usage": True},
         )
         text = "".join(chunk.choices[0].delta.content or "" for chunk in stream if chunk.choices)
         assert proxy.scope is not None
@@ -198,8 +244,13 @@ def test_a_recording_made_through_the_proxy_replays_through_use_recording(tmp_pa
 
     path = tmp_path / "proxied.jsonl"
     body = json.dumps(
-        {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Say it."}], "max_completion_tokens": 50,
-         "stream": True, "stream_options": {"include_usage": True}}
+        {
+            "model": "gpt-4o-mini",
+            "messages": [{"role": "user", "content": "Say it."}],
+            "max_completion_tokens": 50,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
     ).encode()
     _record(path, _streamed("Hello", " there"), body)
     model = get_model("openai/gpt-4o-mini")
@@ -215,7 +266,9 @@ def test_a_live_call_that_reaches_nobody_names_the_host_and_how_to_point_elsewhe
     from tests.openai_support import closed_port_url
 
     upstream = closed_port_url()
-    with start_proxy(ProxySettings(upstreams={API: upstream}, recording=tmp_path / "none.jsonl", mode="record")) as proxy:
+    with start_proxy(
+        ProxySettings(upstreams={API: upstream}, recording=tmp_path / "none.jsonl", mode="record")
+    ) as proxy:
         answer = _post(proxy.url, _body())
     assert answer.status_code == 502
     message = answer.json()["error"]["message"]
@@ -232,7 +285,13 @@ def test_an_image_by_url_travels_and_replays_compared_as_sent(tmp_path):
 
     def body(url: str) -> bytes:
         content = [{"type": "text", "text": "What is this?"}, {**image, "image_url": {"url": url}}]
-        return json.dumps({"model": "gpt-4o-mini", "messages": [{"role": "user", "content": content}], "stream": True}).encode()
+        return json.dumps(
+            {
+                "model": "gpt-4o-mini",
+                "messages": [{"role": "user", "content": content}],
+                "stream": True,
+            }
+        ).encode()
 
     path = tmp_path / "image.jsonl"
     live, server = _record(path, _streamed("A cat."), body("https://example.com/cat.png"))
@@ -243,7 +302,10 @@ def test_an_image_by_url_travels_and_replays_compared_as_sent(tmp_path):
         drifted = _post(proxy.url, body("https://example.com/dog.png"))
     assert drifted.status_code == 400
     message = drifted.json()["error"]["message"]
-    assert "replay mismatch at call 0" in message and "context.messages[0].content[1].payload" in message
+    assert (
+        "replay mismatch at call 0" in message
+        and "context.messages[0].content[1].payload" in message
+    )
 
 
 def test_an_answer_the_proxy_cannot_read_still_reaches_the_client_whole(tmp_path):
@@ -285,10 +347,16 @@ def test_each_event_keeps_the_time_its_bytes_arrived_though_it_is_read_once_forw
     path = tmp_path / "timed.jsonl"
     gap_ms = 40
     with VendorServer() as server:
-        server.queue(ScriptedResponse(chunks=_streamed("Hello", " world"), pause_after=2))  # role, "Hello"
-        with start_proxy(ProxySettings(upstreams={API: server.url + "/v1"}, recording=path, mode="record")) as proxy:
+        server.queue(
+            ScriptedResponse(chunks=_streamed("Hello", " world"), pause_after=2)
+        )  # role, "Hello"
+        with start_proxy(
+            ProxySettings(upstreams={API: server.url + "/v1"}, recording=path, mode="record")
+        ) as proxy:
             headers = {"authorization": f"Bearer {KEY}", "content-type": "application/json"}
-            with httpx.stream("POST", proxy.url + "/v1/chat/completions", content=_body(), headers=headers) as response:
+            with httpx.stream(
+                "POST", proxy.url + "/v1/chat/completions", content=_body(), headers=headers
+            ) as response:
                 pieces = response.iter_raw()
                 seen = b""
                 while b"Hello" not in seen:  # forwarded as it came, before the rest exists

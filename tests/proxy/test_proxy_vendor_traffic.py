@@ -29,7 +29,12 @@ KEYS = {
     "anthropic-messages": "sk-ant-test-traffic-0123456789abcdef",
     "google-generative-ai": "AIzaSy-test-traffic-0123456789abcdef",
 }
-SUFFIX = {"openai-completions": "/v1", "openai-responses": "/v1", "anthropic-messages": "", "google-generative-ai": ""}
+SUFFIX = {
+    "openai-completions": "/v1",
+    "openai-responses": "/v1",
+    "anthropic-messages": "",
+    "google-generative-ai": "",
+}
 
 
 def traffic(name: str) -> dict[str, Any]:
@@ -69,9 +74,15 @@ def _openai(api: str, name: str, base_url: str) -> list[Any]:
     dumps = []
     for interaction in traffic(name)["interactions"]:
         request = interaction["request"]
-        create = client.chat.completions.create if api == "openai-completions" else client.responses.create
+        create = (
+            client.chat.completions.create
+            if api == "openai-completions"
+            else client.responses.create
+        )
         answer = create(**request)
-        dumps.append([item.model_dump() for item in answer] if request.get("stream") else answer.model_dump())
+        dumps.append(
+            [item.model_dump() for item in answer] if request.get("stream") else answer.model_dump()
+        )
     return dumps
 
 
@@ -81,7 +92,9 @@ def _anthropic(api: str, name: str, base_url: str) -> list[Any]:
     client = anthropic.Anthropic(base_url=base_url, api_key=KEYS[api], max_retries=0)
     dumps = []
     for interaction in traffic(name)["interactions"]:
-        with client.messages.stream(**{k: v for k, v in interaction["request"].items() if k != "stream"}) as stream:
+        with client.messages.stream(
+            **{k: v for k, v in interaction["request"].items() if k != "stream"}
+        ) as stream:
             events = [event.model_dump() for event in stream]
             dumps.append({"events": events, "final": stream.get_final_message().model_dump()})
     return dumps
@@ -93,15 +106,25 @@ def _gemini(api: str, name: str, base_url: str) -> list[Any]:
     from google import genai
     from google.genai import types
 
-    client = genai.Client(api_key=KEYS[api], http_options={"base_url": base_url, "retry_options": {"attempts": 1}})
+    client = genai.Client(
+        api_key=KEYS[api], http_options={"base_url": base_url, "retry_options": {"attempts": 1}}
+    )
     interactions = traffic(name)["interactions"]
     first = interactions[0]["request"]
-    prompt = types.Content(role="user", parts=[types.Part(text=first["contents"][0]["parts"][0]["text"])])
+    prompt = types.Content(
+        role="user", parts=[types.Part(text=first["contents"][0]["parts"][0]["text"])]
+    )
     tools = [
-        types.Tool(function_declarations=[
-            types.FunctionDeclaration(name=d["name"], description=d["description"], parameters_json_schema=d["parameters_json_schema"])
-            for d in tool["functionDeclarations"]
-        ])
+        types.Tool(
+            function_declarations=[
+                types.FunctionDeclaration(
+                    name=d["name"],
+                    description=d["description"],
+                    parameters_json_schema=d["parameters_json_schema"],
+                )
+                for d in tool["functionDeclarations"]
+            ]
+        )
         for tool in first.get("tools") or []
     ]
     config = types.GenerateContentConfig(tools=tools or None)
@@ -112,15 +135,31 @@ def _gemini(api: str, name: str, base_url: str) -> list[Any]:
     contents: list[Any] = [prompt]
     dumps = []
     for _ in interactions:
-        chunks = list(client.models.generate_content_stream(model=_gemini_model(first, interactions), contents=contents, config=config))
+        chunks = list(
+            client.models.generate_content_stream(
+                model=_gemini_model(first, interactions), contents=contents, config=config
+            )
+        )
         dumps.append([dump(chunk) for chunk in chunks])
-        calls = [part for chunk in chunks for part in chunk.candidates[0].content.parts or [] if part.function_call]
+        calls = [
+            part
+            for chunk in chunks
+            for part in chunk.candidates[0].content.parts or []
+            if part.function_call
+        ]
         if calls:
             contents.append(types.Content(role="model", parts=calls))
-            contents.append(types.Content(role="user", parts=[
-                types.Part.from_function_response(name=part.function_call.name, response={"return_value": "Mexico"})
-                for part in calls
-            ]))
+            contents.append(
+                types.Content(
+                    role="user",
+                    parts=[
+                        types.Part.from_function_response(
+                            name=part.function_call.name, response={"return_value": "Mexico"}
+                        )
+                        for part in calls
+                    ],
+                )
+            )
     return dumps
 
 
@@ -146,7 +185,9 @@ CASES = [
 ]
 
 
-def three_ways(api: str, name: str, path: Path) -> tuple[list[Any], list[Any], list[Any], VendorServer]:
+def three_ways(
+    api: str, name: str, path: Path
+) -> tuple[list[Any], list[Any], list[Any], VendorServer]:
     """The conversation straight to the vendor's traffic, recorded through a proxy, and replayed
     through one with the server stopped and no key."""
     converse = CONVERSE[api]
@@ -154,7 +195,9 @@ def three_ways(api: str, name: str, path: Path) -> tuple[list[Any], list[Any], l
         server.queue(*answers(name))
         direct = converse(api, name, server.url + SUFFIX[api])
         server.queue(*answers(name))
-        settings = ProxySettings(upstreams={api: server.url + SUFFIX[api]}, recording=path, mode="record")
+        settings = ProxySettings(
+            upstreams={api: server.url + SUFFIX[api]}, recording=path, mode="record"
+        )
         with start_proxy(settings) as proxy:
             live = converse(api, name, proxy.url + SUFFIX[api])
     with start_proxy(ProxySettings(recording=path, mode="replay")) as proxy:
@@ -188,22 +231,30 @@ def test_the_answer_s_own_fields_reach_the_client(tmp_path):
     text arrives delta by delta; Chat Completions: reasoning tokens, the model version, ``created``
     and ``system_fingerprint`` as the vendor sent them; Gemini: thought tokens apart from the
     candidates' (before, the proxy re-encoded them from its events and lost or changed each)."""
-    _, live, _, _ = three_ways("openai-responses", "responses_reasoning_summary_stream", tmp_path / "r.jsonl")
+    _, live, _, _ = three_ways(
+        "openai-responses", "responses_reasoning_summary_stream", tmp_path / "r.jsonl"
+    )
     (events,) = live
     assert sum(event["type"] == "response.reasoning_summary_part.added" for event in events) == 4
     completed = next(event["response"] for event in events if event["type"] == "response.completed")
     assert completed["usage"]["output_tokens_details"]["reasoning_tokens"] > 0
     body = traffic("responses_reasoning_summary_stream")["interactions"][0]["body"]
-    assert sum(event["type"] == "response.output_text.delta" for event in events) == body.count("response.output_text.delta\n")
+    assert sum(event["type"] == "response.output_text.delta" for event in events) == body.count(
+        "response.output_text.delta\n"
+    )
 
-    _, live, _, _ = three_ways("openai-completions", "completions_reasoning_json", tmp_path / "c.jsonl")
+    _, live, _, _ = three_ways(
+        "openai-completions", "completions_reasoning_json", tmp_path / "c.jsonl"
+    )
     (completion,) = live
     sent = json.loads(traffic("completions_reasoning_json")["interactions"][0]["body"])
     assert completion["usage"]["completion_tokens_details"]["reasoning_tokens"] == 64
     for field in ("id", "model", "created", "system_fingerprint", "service_tier"):
         assert completion[field] == sent[field]
 
-    _, live, _, _ = three_ways("google-generative-ai", "gemini_tool_loop_signatures_stream", tmp_path / "g.jsonl")
+    _, live, _, _ = three_ways(
+        "google-generative-ai", "gemini_tool_loop_signatures_stream", tmp_path / "g.jsonl"
+    )
     usage = live[0][0]["usage_metadata"]
     assert (usage["candidates_token_count"], usage["thoughts_token_count"]) == (10, 202)
     assert live[0][0]["candidates"][0]["content"]["parts"][0]["thought_signature"]

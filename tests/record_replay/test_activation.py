@@ -41,19 +41,97 @@ def _settings(mode, file=None):
 
 
 PROBLEMS = [
-    pytest.param(_settings("rewind", "x"), None, "unknown_mode", "unknown record_replay.mode 'rewind'", id="unknown-mode"),
-    pytest.param({"record_replay": "replay"}, None, "unknown_mode", "unknown record_replay.mode '<invalid: str>'", id="not-an-object"),
-    pytest.param(_settings("replay", ""), None, "empty_selector", "record_replay.mode is replay but record_replay.file is empty", id="empty-selector"),
-    pytest.param(_settings("record"), None, "empty_selector", "record_replay.mode is record but record_replay.file is empty", id="no-record-selector"),
-    pytest.param(_settings("replay", 42), None, "invalid_id", "record_replay.file must be a recording ID or a path (a JSON string), not 42", id="selector-not-text"),
-    pytest.param(_settings("record", "/tmp/x.jsonl"), None, "path_selector_in_record_mode", "record mode needs a managed recording ID, not a path ('/tmp/x.jsonl')", id="record-path"),
-    pytest.param(_settings("replay", "-bad"), None, "invalid_id", "invalid recording ID '-bad'", id="invalid-id"),
-    pytest.param(_settings("replay", "missing-one"), None, "missing_file", "missing-one.jsonl: does not exist", id="missing-file"),
-    pytest.param(_settings("replay", "corrupt"), CORRUPT, "interrupted_file", "corrupt.jsonl at line 2", id="torn-last-line"),
-    pytest.param(_settings("replay", "corrupt"), CORRUPT.replace("call_", "call_\n"), "corrupt_file", "corrupt.jsonl at line 2", id="corrupt-file"),
-    pytest.param(_settings("replay", "future"), FUTURE, "wrong_version", "format_version 3 is newer than this openprogram reads (1 and 2); a newer openprogram is needed", id="wrong-version"),
-    pytest.param(_settings("record", "future"), FUTURE, "wrong_version", "future.jsonl at line 1: format_version 3 is newer", id="record-into-wrong-version"),
-    pytest.param(_settings("record", "garbage"), "not a header\n", "corrupt_file", "does not start with a recording header", id="record-into-garbage"),
+    pytest.param(
+        _settings("rewind", "x"),
+        None,
+        "unknown_mode",
+        "unknown record_replay.mode 'rewind'",
+        id="unknown-mode",
+    ),
+    pytest.param(
+        {"record_replay": "replay"},
+        None,
+        "unknown_mode",
+        "unknown record_replay.mode '<invalid: str>'",
+        id="not-an-object",
+    ),
+    pytest.param(
+        _settings("replay", ""),
+        None,
+        "empty_selector",
+        "record_replay.mode is replay but record_replay.file is empty",
+        id="empty-selector",
+    ),
+    pytest.param(
+        _settings("record"),
+        None,
+        "empty_selector",
+        "record_replay.mode is record but record_replay.file is empty",
+        id="no-record-selector",
+    ),
+    pytest.param(
+        _settings("replay", 42),
+        None,
+        "invalid_id",
+        "record_replay.file must be a recording ID or a path (a JSON string), not 42",
+        id="selector-not-text",
+    ),
+    pytest.param(
+        _settings("record", "/tmp/x.jsonl"),
+        None,
+        "path_selector_in_record_mode",
+        "record mode needs a managed recording ID, not a path ('/tmp/x.jsonl')",
+        id="record-path",
+    ),
+    pytest.param(
+        _settings("replay", "-bad"),
+        None,
+        "invalid_id",
+        "invalid recording ID '-bad'",
+        id="invalid-id",
+    ),
+    pytest.param(
+        _settings("replay", "missing-one"),
+        None,
+        "missing_file",
+        "missing-one.jsonl: does not exist",
+        id="missing-file",
+    ),
+    pytest.param(
+        _settings("replay", "corrupt"),
+        CORRUPT,
+        "interrupted_file",
+        "corrupt.jsonl at line 2",
+        id="torn-last-line",
+    ),
+    pytest.param(
+        _settings("replay", "corrupt"),
+        CORRUPT.replace("call_", "call_\n"),
+        "corrupt_file",
+        "corrupt.jsonl at line 2",
+        id="corrupt-file",
+    ),
+    pytest.param(
+        _settings("replay", "future"),
+        FUTURE,
+        "wrong_version",
+        "format_version 3 is newer than this openprogram reads (1 and 2); a newer openprogram is needed",
+        id="wrong-version",
+    ),
+    pytest.param(
+        _settings("record", "future"),
+        FUTURE,
+        "wrong_version",
+        "future.jsonl at line 1: format_version 3 is newer",
+        id="record-into-wrong-version",
+    ),
+    pytest.param(
+        _settings("record", "garbage"),
+        "not a header\n",
+        "corrupt_file",
+        "does not start with a recording header",
+        id="record-into-garbage",
+    ),
 ]
 
 
@@ -104,7 +182,12 @@ def test_usable_plans(isolated_home):
     good = make_recording(folder / "good.jsonl", prompts=("a", "b"))
 
     replay = plan_activation(_settings("replay", "good"))
-    assert (replay.mode, replay.path, replay.managed_id, replay.file_usable) == ("replay", good, "good", True)
+    assert (replay.mode, replay.path, replay.managed_id, replay.file_usable) == (
+        "replay",
+        good,
+        "good",
+        True,
+    )
     assert replay.calls == 2 and replay.events > 0 and replay.problem is None and replay.fixes == ()
 
     new = plan_activation(_settings("record", "newone"))
@@ -137,7 +220,13 @@ def test_managed_ids_resolve_in_the_given_profile(isolated_home):
 
 
 def test_recording_file_errors_carry_their_kind_across_pickling():
-    error = RecordingFileError("/x.jsonl", "format_version 3 is newer than this openprogram reads (1 and 2); a newer openprogram is needed", 1, None, "wrong_version")
+    error = RecordingFileError(
+        "/x.jsonl",
+        "format_version 3 is newer than this openprogram reads (1 and 2); a newer openprogram is needed",
+        1,
+        None,
+        "wrong_version",
+    )
     copy = pickle.loads(pickle.dumps(error))
     assert (copy.kind, str(copy)) == ("wrong_version", str(error))
     assert RecordingFileError("/x.jsonl", "bad").kind == "corrupt"
@@ -212,7 +301,11 @@ def test_runtime_config_set_and_status_agree_on_every_blocked_plan(
 
     code, status = _status_json()
     assert code == 1
-    assert (status["problem"], status["reason"], status["fix"]) == (plan.problem, plan.reason, list(plan.fixes))
+    assert (status["problem"], status["reason"], status["fix"]) == (
+        plan.problem,
+        plan.reason,
+        list(plan.fixes),
+    )
 
 
 def test_runtime_config_set_and_status_agree_on_a_usable_replay(isolated_home, fresh_registry):

@@ -15,7 +15,9 @@ from openprogram.providers.scoped import use_recording
 from openprogram.providers.stream import complete
 from openprogram.providers.types import Context, Model, ModelCost, UserMessage
 
-MODEL = Model(id="local", api="compared-request", provider="llamacpp", base_url="http://127.0.0.1:8765/v1")
+MODEL = Model(
+    id="local", api="compared-request", provider="llamacpp", base_url="http://127.0.0.1:8765/v1"
+)
 CONTEXT = Context(system_prompt="be brief", messages=[UserMessage(content="hi", timestamp=1)])
 
 
@@ -85,7 +87,10 @@ def test_a_long_value_that_drifts_shows_a_window_at_the_first_difference(tmp_pat
 
 def test_a_short_difference_keeps_the_two_line_form():
     message = str(ReplayMismatch(1, "context.messages[2].content[0].text", "echo:hi", "echo:bye"))
-    assert message == "replay mismatch at call 1, field context.messages[2].content[0].text:\nrecorded 'echo:hi', incoming 'echo:bye'"
+    assert (
+        message
+        == "replay mismatch at call 1, field context.messages[2].content[0].text:\nrecorded 'echo:hi', incoming 'echo:bye'"
+    )
 
 
 def test_a_long_value_differing_early_keeps_the_plain_cut_form():

@@ -39,15 +39,27 @@ def record_agent(path: Path, turns: int, result: str = "result") -> list[dict]:
     async def go() -> None:
         messages: list = [types.UserMessage(content="Add the numbers up.", timestamp=0)]
         for turn in range(turns + 1):
-            faux.queue(faux_tool_call("calculator", {"expression": f"{turn}+1"}, id=f"c{turn}") if turn < turns else faux_text("Done."))
+            faux.queue(
+                faux_tool_call("calculator", {"expression": f"{turn}+1"}, id=f"c{turn}")
+                if turn < turns
+                else faux_text("Done.")
+            )
             context = types.Context(system_prompt="You add.", messages=list(messages))
-            sent.append(context.model_dump(mode="json", exclude={"messages": {"__all__": types.ANSWER_ONLY_FIELDS}}))
+            sent.append(
+                context.model_dump(
+                    mode="json", exclude={"messages": {"__all__": types.ANSWER_ONLY_FIELDS}}
+                )
+            )
             answer = None
             async for event in provider.stream_simple(MODEL, context):
                 answer = getattr(event, "message", answer)
             messages.append(answer)
             text = types.TextContent(text=f"{result} {turn:04d}")
-            messages.append(types.ToolResultMessage(tool_call_id=f"c{turn}", tool_name="calculator", content=[text], timestamp=0))
+            messages.append(
+                types.ToolResultMessage(
+                    tool_call_id=f"c{turn}", tool_name="calculator", content=[text], timestamp=0
+                )
+            )
 
     asyncio.run(go())
     provider.sink.close()
@@ -62,7 +74,9 @@ def agent(tmp_path_factory) -> tuple[Path, list[dict]]:
 
 def test_the_writer_stores_each_turn_as_its_growth(agent):
     path, _ = agent
-    requests = [json.loads(line) for line in path.read_text().splitlines() if '"type":"request"' in line]
+    requests = [
+        json.loads(line) for line in path.read_text().splitlines() if '"type":"request"' in line
+    ]
     assert "context" in requests[0] and all("context_patch" in row for row in requests[1:])
 
 
@@ -92,7 +106,9 @@ def test_opening_builds_no_context_for_an_agents_turns(agent, monkeypatch):
     recording = read_recording_file(path)
     assert applied == []
     last = recording.calls[-1]
-    assert strictly_equal(last.messages_from(len(sent[-1]["messages"]) - 2), sent[-1]["messages"][-2:])
+    assert strictly_equal(
+        last.messages_from(len(sent[-1]["messages"]) - 2), sent[-1]["messages"][-2:]
+    )
     assert applied == []  # the growth is read from the patch itself
     assert strictly_equal(last.context, sent[-1])
     assert len(applied) == len(sent) - 1  # built from the first context, turn by turn
@@ -106,24 +122,62 @@ def test_contexts_built_in_any_order_with_few_kept_are_the_same(agent, monkeypat
         assert strictly_equal(call.context, sent[call.call_index])
     for call in calls[::7]:
         for start in (0, 1, call.message_count - 1, call.message_count, call.message_count + 3):
-            assert strictly_equal(call.messages_from(start), sent[call.call_index]["messages"][start:])
+            assert strictly_equal(
+                call.messages_from(start), sent[call.call_index]["messages"][start:]
+            )
         assert call.system_prompt == "You add."
 
 
 def test_a_patch_other_than_pushes_is_checked_and_shares_the_untouched_messages(tmp_path):
     rows = [
         {"type": "header", "format_version": 2},
-        {"type": "request", "call_index": 0, "model": {"id": "m", "api": "faux", "provider": "faux"}, "options": None,
-         "context": {"system_prompt": "a", "messages": [{"role": "user", "content": "one"}, {"role": "user", "content": "two"}]}},
-        {"type": "request", "call_index": 1, "model": {"id": "m", "api": "faux", "provider": "faux"}, "options": None,
-         "context_patch": {"from": 0, "ops": [["append", ["system_prompt"], "b"], ["append", ["messages", 1, "content"], "!"],
-                                              ["push", ["messages"], {"role": "user", "content": "three"}]]}},
+        {
+            "type": "request",
+            "call_index": 0,
+            "model": {"id": "m", "api": "faux", "provider": "faux"},
+            "options": None,
+            "context": {
+                "system_prompt": "a",
+                "messages": [
+                    {"role": "user", "content": "one"},
+                    {"role": "user", "content": "two"},
+                ],
+            },
+        },
+        {
+            "type": "request",
+            "call_index": 1,
+            "model": {"id": "m", "api": "faux", "provider": "faux"},
+            "options": None,
+            "context_patch": {
+                "from": 0,
+                "ops": [
+                    ["append", ["system_prompt"], "b"],
+                    ["append", ["messages", 1, "content"], "!"],
+                    ["push", ["messages"], {"role": "user", "content": "three"}],
+                ],
+            },
+        },
     ]
-    done = {"type": "done", "reason": "stop", "message": {"role": "assistant", "content": [], "api": "faux", "provider": "faux", "model": "m"}}
+    done = {
+        "type": "done",
+        "reason": "stop",
+        "message": {
+            "role": "assistant",
+            "content": [],
+            "api": "faux",
+            "provider": "faux",
+            "model": "m",
+        },
+    }
     lines = [rows[0]]
     for row in rows[1:]:
         index = row["call_index"]
-        lines += [row, {"type": "event", "call_index": index, "event_index": 0, "event": done}, {"type": "call_end", "call_index": index, "event_count": 1}]
+        lines += [
+            row,
+            {"type": "event", "call_index": index, "event_index": 0, "event": done},
+            {"type": "call_end", "call_index": index, "event_count": 1},
+        ]
     path = tmp_path / "r.jsonl"
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
     first, second = read_recording_file(path).calls
@@ -154,11 +208,28 @@ def _write(path: Path, requests: list[dict]) -> Path:
     """A version 2 file of ``requests`` (each its context fields), each answered ``echo: N``."""
     lines = [{"type": "header", "format_version": 2}]
     for index, fields in enumerate(requests):
-        answer = {"role": "assistant", "content": [{"type": "text", "text": f"echo: {index}"}], "api": "faux",
-                  "provider": "faux", "model": "m", "timestamp": 0}
+        answer = {
+            "role": "assistant",
+            "content": [{"type": "text", "text": f"echo: {index}"}],
+            "api": "faux",
+            "provider": "faux",
+            "model": "m",
+            "timestamp": 0,
+        }
         lines += [
-            {"type": "request", "call_index": index, "model": {"id": "m", "api": "faux", "provider": "faux"}, "options": None, **fields},
-            {"type": "event", "call_index": index, "event_index": 0, "event": {"type": "done", "reason": "stop", "message": answer}},
+            {
+                "type": "request",
+                "call_index": index,
+                "model": {"id": "m", "api": "faux", "provider": "faux"},
+                "options": None,
+                **fields,
+            },
+            {
+                "type": "event",
+                "call_index": index,
+                "event_index": 0,
+                "event": {"type": "done", "reason": "stop", "message": answer},
+            },
             {"type": "call_end", "call_index": index, "event_count": 1},
         ]
     path.write_text("".join(json.dumps(line) + "\n" for line in lines))
@@ -172,12 +243,34 @@ def _user(text: str) -> dict:
 def test_a_call_that_grew_from_an_earlier_one_but_not_from_its_answer_names_it(tmp_path, capsys):
     """A retry of call 0 and a client that resends call 1's answer in its own words: each
     shows what it added after a note, not the conversation again."""
-    rewritten = {"role": "assistant", "content": [{"type": "text", "text": "ECHO 1"}], "api": "faux", "provider": "faux", "model": "m"}
-    path = _write(tmp_path / "r.jsonl", [
-        {"context": {"system_prompt": "be brief", "messages": [_user("first question")]}},
-        {"context_patch": {"from": 0, "ops": [["push", ["messages"], _user("second question")]]}},
-        {"context_patch": {"from": 1, "ops": [["push", ["messages"], rewritten], ["push", ["messages"], _user("third question")]]}},
-    ])
+    rewritten = {
+        "role": "assistant",
+        "content": [{"type": "text", "text": "ECHO 1"}],
+        "api": "faux",
+        "provider": "faux",
+        "model": "m",
+    }
+    path = _write(
+        tmp_path / "r.jsonl",
+        [
+            {"context": {"system_prompt": "be brief", "messages": [_user("first question")]}},
+            {
+                "context_patch": {
+                    "from": 0,
+                    "ops": [["push", ["messages"], _user("second question")]],
+                }
+            },
+            {
+                "context_patch": {
+                    "from": 1,
+                    "ops": [
+                        ["push", ["messages"], rewritten],
+                        ["push", ["messages"], _user("third question")],
+                    ],
+                }
+            },
+        ],
+    )
     recording = read_recording(path)
     text = render_conversation(recording)
     assert text.count("first question") == 1 and text.count("second question") == 1
@@ -194,11 +287,30 @@ def test_whole_contexts_that_resend_an_answer_in_other_words_name_the_call_too(t
     """Files that store every context whole (version 1, or a rewritten context) are compared
     message by message with the call before."""
     first = [_user("question")]
-    second = [*first, {"role": "assistant", "content": [{"type": "text", "text": "rewritten"}], "api": "faux", "provider": "faux", "model": "m"}, _user("more")]
-    path = _write(tmp_path / "r.jsonl", [{"context": {"messages": first}}, {"context": {"messages": second}}])
+    second = [
+        *first,
+        {
+            "role": "assistant",
+            "content": [{"type": "text", "text": "rewritten"}],
+            "api": "faux",
+            "provider": "faux",
+            "model": "m",
+        },
+        _user("more"),
+    ]
+    path = _write(
+        tmp_path / "r.jsonl", [{"context": {"messages": first}}, {"context": {"messages": second}}]
+    )
     text = render_conversation(read_recording(path))
-    assert text.count("question") == 1 and "(+ 1 earlier messages as in call 0)" in text and "rewritten" in text
-    other = _write(tmp_path / "other.jsonl", [{"context": {"messages": first}}, {"context": {"messages": [_user("unrelated")]}}])
+    assert (
+        text.count("question") == 1
+        and "(+ 1 earlier messages as in call 0)" in text
+        and "rewritten" in text
+    )
+    other = _write(
+        tmp_path / "other.jsonl",
+        [{"context": {"messages": first}}, {"context": {"messages": [_user("unrelated")]}}],
+    )
     assert "--- new conversation ---" in render_conversation(read_recording(other))
 
 
@@ -212,7 +324,10 @@ def test_diff_of_long_recordings_finds_the_first_different_turn(tmp_path):
     first = next(call for call in result.calls if call.status != "same")
     assert first.call_index == 1
     assert first.request_difference["field_path"] == "context.messages[2].content[0].text"
-    assert first.request_difference["a"] == "result 0000" and first.request_difference["b"] == "other 0000"
+    assert (
+        first.request_difference["a"] == "result 0000"
+        and first.request_difference["b"] == "other 0000"
+    )
     assert result.different_calls == 20  # every later turn resends the difference
 
 
@@ -238,7 +353,9 @@ def test_nesting_counts_levels_and_stops_past_the_limit():
     assert nesting(deep, 100) == 101  # stops at the first level past the limit
 
 
-def test_a_filtered_replay_keeps_only_the_recent_filtered_requests_and_still_matches(tmp_path, monkeypatch):
+def test_a_filtered_replay_keeps_only_the_recent_filtered_requests_and_still_matches(
+    tmp_path, monkeypatch
+):
     """With ``ignore`` or ``normalize`` each recorded request is compared filtered; the
     filtered copies (each a whole conversation) are not all kept, and a call filtered again
     after it was dropped matches as before."""
@@ -256,7 +373,9 @@ def test_a_filtered_replay_keeps_only_the_recent_filtered_requests_and_still_mat
         answers = []
         for turn in range(8):
             messages.append(types.UserMessage(content=f"turn {turn} at {stamp}", timestamp=0))
-            answer = await complete_simple(model, types.Context(system_prompt=f"Now: {stamp}", messages=list(messages)))
+            answer = await complete_simple(
+                model, types.Context(system_prompt=f"Now: {stamp}", messages=list(messages))
+            )
             messages.append(answer)
             answers.append(answer.content)
         return answers

@@ -224,12 +224,16 @@ _JSON_SCALARS = (
 )
 json_values = st.recursive(
     _JSON_SCALARS,
-    lambda children: st.lists(children, max_size=6) | st.dictionaries(_JSON_KEYS, children, max_size=6),
+    lambda children: (
+        st.lists(children, max_size=6) | st.dictionaries(_JSON_KEYS, children, max_size=6)
+    ),
     max_leaves=40,
 )
 
 
-WALKS = pytest.mark.parametrize("find", [find_first_difference, plain_first_difference], ids=["fast", "plain"])
+WALKS = pytest.mark.parametrize(
+    "find", [find_first_difference, plain_first_difference], ids=["fast", "plain"]
+)
 
 
 @WALKS
@@ -256,7 +260,9 @@ def test_a_single_planted_change_is_found_at_its_exact_path(find, value, data):
     steps = []
     parent, node = None, changed
     while isinstance(node, (list, dict)) and node and data.draw(st.booleans()):
-        step = data.draw(st.sampled_from(sorted(node) if isinstance(node, dict) else range(len(node))))
+        step = data.draw(
+            st.sampled_from(sorted(node) if isinstance(node, dict) else range(len(node)))
+        )
         steps.append(step)
         parent, node = node, node[step]
     replacement = 12345 if isinstance(node, str) else "changed"
@@ -319,7 +325,11 @@ def _long_list(rng):
     """A message-like list longer than one encoded chunk, drawn from a seed (fast)."""
     items = []
     for _ in range(rng.randrange(60, 200)):
-        item = {"role": rng.choice(["user", "assistant"]), "n": rng.randrange(4), "timestamp": rng.randrange(4)}
+        item = {
+            "role": rng.choice(["user", "assistant"]),
+            "n": rng.randrange(4),
+            "timestamp": rng.randrange(4),
+        }
         if rng.random() < 0.3:
             item["flag"] = rng.random() < 0.5
         if rng.random() < 0.3:
@@ -333,8 +343,12 @@ _long_lists = st.randoms(use_true_random=False).map(_long_list)
 
 def _agree(recorded, incoming) -> None:
     """The fast walk's answer is the plain walk's, both ways round."""
-    assert same_result(fast_first_difference(recorded, incoming), plain_first_difference(recorded, incoming))
-    assert same_result(fast_first_difference(incoming, recorded), plain_first_difference(incoming, recorded))
+    assert same_result(
+        fast_first_difference(recorded, incoming), plain_first_difference(recorded, incoming)
+    )
+    assert same_result(
+        fast_first_difference(incoming, recorded), plain_first_difference(incoming, recorded)
+    )
 
 
 @settings(max_examples=120, deadline=None)
@@ -350,8 +364,9 @@ def test_fast_walk_agrees_with_the_plain_walk_on_mutated_pairs(value, rng):
 _KEYS_WITH_TIMESTAMP = st.sampled_from(["a", "b", "timestamp", "x y", "0"]) | st.text(max_size=3)
 json_values_with_timestamps = st.recursive(
     _JSON_SCALARS,
-    lambda children: st.lists(children, max_size=6)
-    | st.dictionaries(_KEYS_WITH_TIMESTAMP, children, max_size=5),
+    lambda children: (
+        st.lists(children, max_size=6) | st.dictionaries(_KEYS_WITH_TIMESTAMP, children, max_size=5)
+    ),
     max_leaves=30,
 )
 
@@ -398,15 +413,17 @@ def test_fast_walk_agrees_with_the_plain_walk_on_near_equal_pairs(value, rng):
 
 _small_values_with_timestamps = st.recursive(
     _JSON_SCALARS,
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(_KEYS_WITH_TIMESTAMP, children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(_KEYS_WITH_TIMESTAMP, children, max_size=4)
+    ),
     max_leaves=8,
 )
 
 
 # Message-like elements: dicts that mostly carry a timestamp, as every message does.
-_message_likes = st.dictionaries(_KEYS_WITH_TIMESTAMP, _small_values_with_timestamps, max_size=4).map(
-    lambda message: {**message, "timestamp": 0} if len(message) % 4 else message
-)
+_message_likes = st.dictionaries(
+    _KEYS_WITH_TIMESTAMP, _small_values_with_timestamps, max_size=4
+).map(lambda message: {**message, "timestamp": 0} if len(message) % 4 else message)
 
 
 @settings(max_examples=40, deadline=None)
@@ -424,8 +441,17 @@ def test_fast_walk_agrees_with_the_plain_walk_on_long_near_equal_lists(samples, 
 
 def test_near_equal_pairs_are_told_apart_by_both_walks():
     rng = random.Random(7)
-    for recorded, incoming in [(True, 1), (1, 1.0), (0, False), ({"a": None}, {}), ({"timestamp": 1}, {})]:
-        _agree([{"n": index} for index in range(100)] + [recorded], [{"n": index} for index in range(100)] + [incoming])
+    for recorded, incoming in [
+        (True, 1),
+        (1, 1.0),
+        (0, False),
+        ({"a": None}, {}),
+        ({"timestamp": 1}, {}),
+    ]:
+        _agree(
+            [{"n": index} for index in range(100)] + [recorded],
+            [{"n": index} for index in range(100)] + [incoming],
+        )
         _agree(recorded, incoming)
     assert _near(True, rng) in (1, 1.0) and type(_near(True, rng)) is not bool
 

@@ -42,7 +42,9 @@ def requests(path: Path) -> list[dict]:
 
 
 async def _read(tool_call_id, args, signal, on_update):
-    return AgentToolResult(content=[TextContent(text=f"contents of {args['path']}: " + "lorem ipsum " * 50)])
+    return AgentToolResult(
+        content=[TextContent(text=f"contents of {args['path']}: " + "lorem ipsum " * 50)]
+    )
 
 
 def _tools() -> list[AgentTool]:
@@ -53,16 +55,25 @@ def _tools() -> list[AgentTool]:
 async def _session(prompt: str, paths: list[str]) -> list[str]:
     register_api_provider(
         MODEL.api,
-        FauxProvider([*(faux_tool_call("read", {"path": p}, id=f"call_{p}") for p in paths), faux_text(f"done: {prompt}")]),
+        FauxProvider(
+            [
+                *(faux_tool_call("read", {"path": p}, id=f"call_{p}") for p in paths),
+                faux_text(f"done: {prompt}"),
+            ]
+        ),
     )
     answers = []
     context = AgentContext(system_prompt="You read files.", tools=_tools())
-    async for event in agent_loop([UserMessage(content=prompt)], context, AgentLoopConfig(model=MODEL)):
+    async for event in agent_loop(
+        [UserMessage(content=prompt)], context, AgentLoopConfig(model=MODEL)
+    ):
         if event.type == "message_end" and isinstance(event.message, AssistantMessage):
             answers.append(_text(event.message))
     register_api_provider(MODEL.api, FauxProvider([faux_text("a summary in its own lane")]))
     with lane("summary"):
-        async for event in agent_loop([UserMessage(content="summarise")], AgentContext(), AgentLoopConfig(model=MODEL)):
+        async for event in agent_loop(
+            [UserMessage(content="summarise")], AgentContext(), AgentLoopConfig(model=MODEL)
+        ):
             if event.type == "message_end" and isinstance(event.message, AssistantMessage):
                 answers.append(_text(event.message))
     return answers
@@ -83,7 +94,15 @@ def _run_both_sessions(path: Path, mode: str) -> list[str]:
     return answers
 
 
-EXPECTED_ANSWERS = ["", "", "done: read a and b", "a summary in its own lane", "", "done: read c", "a summary in its own lane"]
+EXPECTED_ANSWERS = [
+    "",
+    "",
+    "done: read a and b",
+    "a summary in its own lane",
+    "",
+    "done: read c",
+    "a summary in its own lane",
+]
 
 
 # ----------------------------------------------------------------------------- version 2 files
@@ -124,7 +143,9 @@ def test_a_patched_request_still_names_the_drifted_field(tmp_path):
     async def drifted() -> None:
         tools = [_tools()[0].model_copy(update={"execute": other_contents})]
         context = AgentContext(system_prompt="You read files.", tools=tools)
-        async for _ in agent_loop([UserMessage(content="read a and b")], context, AgentLoopConfig(model=MODEL)):
+        async for _ in agent_loop(
+            [UserMessage(content="read a and b")], context, AgentLoopConfig(model=MODEL)
+        ):
             pass
 
     # The tool returns other contents now: the second call drifts in the message its patch added.
@@ -139,7 +160,9 @@ async def _ask(context: Context) -> AssistantMessage:
 
 
 def _record_contexts(path: Path, contexts: list[Context]) -> None:
-    register_api_provider(MODEL.api, FauxProvider([faux_text(f"answer {n}") for n in range(len(contexts))]))
+    register_api_provider(
+        MODEL.api, FauxProvider([faux_text(f"answer {n}") for n in range(len(contexts))])
+    )
     with use_recording(path, "record"):
         for context in contexts:
             asyncio.run(_ask(context))
@@ -153,16 +176,25 @@ def _replay_contexts(path: Path, contexts: list[Context]) -> list[str]:
 
 
 def test_a_context_that_shrinks_or_changes_in_the_middle_is_written_whole(tmp_path):
-    first = Context(system_prompt="be brief", messages=[UserMessage(content="one"), UserMessage(content="two")])
-    grown = Context(system_prompt="be brief", messages=[*first.messages, UserMessage(content="three")])
-    compacted = Context(system_prompt="be brief", messages=[UserMessage(content="summary of one to three")])
+    first = Context(
+        system_prompt="be brief", messages=[UserMessage(content="one"), UserMessage(content="two")]
+    )
+    grown = Context(
+        system_prompt="be brief", messages=[*first.messages, UserMessage(content="three")]
+    )
+    compacted = Context(
+        system_prompt="be brief", messages=[UserMessage(content="summary of one to three")]
+    )
     edited = Context(system_prompt="be very brief", messages=compacted.messages)
     contexts = [first, grown, compacted, edited]
     path = tmp_path / "changes.jsonl"
     _record_contexts(path, contexts)
     stored = requests(path)
     assert ["context_patch" in request for request in stored] == [False, True, False, False]
-    assert stored[1]["context_patch"] == {"from": 0, "ops": [["push", ["messages"], grown.messages[2].model_dump(mode="json")]]}
+    assert stored[1]["context_patch"] == {
+        "from": 0,
+        "ops": [["push", ["messages"], grown.messages[2].model_dump(mode="json")]],
+    }
     assert _replay_contexts(path, contexts) == ["answer 0", "answer 1", "answer 2", "answer 3"]
 
 
@@ -191,7 +223,9 @@ def _two_call_file(tmp_path: Path) -> tuple[Path, list[bytes]]:
 
 def _with_second_request(tmp_path: Path, change) -> tuple[Path, int]:
     path, lines = _two_call_file(tmp_path)
-    number = next(n for n, line in enumerate(lines, 1) if b'"call_index":1' in line and b'"request"' in line)
+    number = next(
+        n for n, line in enumerate(lines, 1) if b'"call_index":1' in line and b'"request"' in line
+    )
     row = orjson.loads(lines[number - 1])
     change(row)
     lines[number - 1] = orjson.dumps(row) + b"\n"
@@ -203,8 +237,16 @@ def _with_second_request(tmp_path: Path, change) -> tuple[Path, int]:
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
-        (lambda row: row["context_patch"].update(ops=[["append", ["messages", 7, "content"], "x"]]), "does not apply to call 0's context"),
-        (lambda row: row["context_patch"].update(ops=[["set", [], 5]]), "context must be a JSON object"),
+        (
+            lambda row: row["context_patch"].update(
+                ops=[["append", ["messages", 7, "content"], "x"]]
+            ),
+            "does not apply to call 0's context",
+        ),
+        (
+            lambda row: row["context_patch"].update(ops=[["set", [], 5]]),
+            "context must be a JSON object",
+        ),
         (lambda row: row["context_patch"].update({"from": 1}), "does not name an earlier call"),
         (lambda row: row["context_patch"].update({"from": True}), "does not name an earlier call"),
         (lambda row: row["context_patch"].pop("ops"), 'context_patch must be {"from"'),
@@ -226,7 +268,9 @@ def test_context_patch_in_a_version_1_file_is_refused(tmp_path):
     header["format_version"] = 1
     lines[0] = orjson.dumps(header) + b"\n"
     path.write_bytes(b"".join(lines))
-    with pytest.raises(RecordingFileError, match="context_patch needs format_version 2, the file is version 1"):
+    with pytest.raises(
+        RecordingFileError, match="context_patch needs format_version 2, the file is version 1"
+    ):
         read_recording_file(path)
 
 
@@ -236,8 +280,14 @@ def test_a_newer_version_is_refused_by_name_for_reading_and_appending(tmp_path):
     with pytest.raises(RecordingFileError) as caught:
         read_recording_file(path)
     assert caught.value.kind == "wrong_version"
-    assert "format_version 3 is newer than this openprogram reads (1 and 2); a newer openprogram is needed" in str(caught.value)
-    with pytest.raises(RecordingFileError, match="format_version 3 is newer"), use_recording(path, "record"):
+    assert (
+        "format_version 3 is newer than this openprogram reads (1 and 2); a newer openprogram is needed"
+        in str(caught.value)
+    )
+    with (
+        pytest.raises(RecordingFileError, match="format_version 3 is newer"),
+        use_recording(path, "record"),
+    ):
         pass
     assert path.read_bytes() == b'{"type":"header","format_version":3}\n'
 
@@ -306,15 +356,22 @@ def _message(text: str) -> UserMessage:
 #: One step of a conversation: grow it, edit a message in the middle, shrink it (compaction),
 #: change the system prompt, or make the call in a lane of its own.
 STEPS = st.lists(
-    st.tuples(st.sampled_from(["grow", "grow", "grow", "edit", "shrink", "system", "lane"]), st.text(max_size=12)),
+    st.tuples(
+        st.sampled_from(["grow", "grow", "grow", "edit", "shrink", "system", "lane"]),
+        st.text(max_size=12),
+    ),
     min_size=1,
     max_size=12,
 )
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(steps=STEPS, sessions=st.integers(min_value=1, max_value=2))
-def test_random_conversations_record_and_replay_equal_and_never_larger_than_version_1(tmp_path_factory, steps, sessions):
+def test_random_conversations_record_and_replay_equal_and_never_larger_than_version_1(
+    tmp_path_factory, steps, sessions
+):
     folder = tmp_path_factory.mktemp("prop")
     plan: list[tuple[str, Context]] = []
     messages: list[UserMessage] = [_message("start")]
@@ -328,7 +385,12 @@ def test_random_conversations_record_and_replay_equal_and_never_larger_than_vers
             messages = messages[-1:]
         elif kind == "system":
             system = text
-        plan.append(("side" if kind == "lane" else "", Context(system_prompt=system, messages=list(messages))))
+        plan.append(
+            (
+                "side" if kind == "lane" else "",
+                Context(system_prompt=system, messages=list(messages)),
+            )
+        )
 
     async def run_plan() -> list[str]:
         answers = []
@@ -343,7 +405,9 @@ def test_random_conversations_record_and_replay_equal_and_never_larger_than_vers
     def record(path: Path) -> list[str]:
         answers = []
         for session in range(sessions):
-            register_api_provider(MODEL.api, FauxProvider([faux_text(f"s{session} a{n}") for n in range(len(plan))]))
+            register_api_provider(
+                MODEL.api, FauxProvider([faux_text(f"s{session} a{n}") for n in range(len(plan))])
+            )
             with use_recording(path, "record"):
                 answers += asyncio.run(run_plan())
         return answers

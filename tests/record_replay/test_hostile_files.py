@@ -312,7 +312,9 @@ def test_a_home_that_is_not_a_folder_is_one_line(tmp_path, layout, args, code):
 
 @pytest.mark.parametrize("kind", ["symlink", "folder"])
 @pytest.mark.parametrize(("args", "code"), CHANGING_COMMANDS)
-def test_a_lock_file_that_is_not_a_file_is_one_line_and_nothing_changes(isolated_home, tmp_path, kind, args, code):
+def test_a_lock_file_that_is_not_a_file_is_one_line_and_nothing_changes(
+    isolated_home, tmp_path, kind, args, code
+):
     lock = isolated_home / ".config.lock"
     target = tmp_path / "target"
     if kind == "symlink":
@@ -337,9 +339,12 @@ ESC_MODEL = "echo\x1b]0;pwned\x07\x1b[2J\x9b31m"
 def _edit_requests(path: Path, old: str, new: str) -> None:
     """Hand-edit the request lines of a recording (the events stay consistent)."""
     lines = path.read_text().splitlines(keepends=True)
-    path.write_text("".join(
-        line.replace(old, new) if line.startswith('{"type":"request"') else line for line in lines
-    ))
+    path.write_text(
+        "".join(
+            line.replace(old, new) if line.startswith('{"type":"request"') else line
+            for line in lines
+        )
+    )
 
 
 def test_terminal_output_escapes_control_characters_from_files_and_names(isolated_home):
@@ -483,10 +488,16 @@ def _v2_calls(*requests: tuple[dict, list[dict] | None]) -> list[dict]:
     """Request rows (context or context_patch fields), each with its events and call_end."""
     rows: list[dict] = [{"type": "header", "format_version": 2}]
     for index, (fields, events) in enumerate(requests):
-        rows.append({"type": "request", "call_index": index, "model": _MODEL, "options": None, **fields})
+        rows.append(
+            {"type": "request", "call_index": index, "model": _MODEL, "options": None, **fields}
+        )
         for number, event in enumerate(events or [_DONE]):
-            rows.append({"type": "event", "call_index": index, "event_index": number, "event": event})
-        rows.append({"type": "call_end", "call_index": index, "event_count": len(events or [_DONE])})
+            rows.append(
+                {"type": "event", "call_index": index, "event_index": number, "event": event}
+            )
+        rows.append(
+            {"type": "call_end", "call_index": index, "event_count": len(events or [_DONE])}
+        )
     return rows
 
 
@@ -507,50 +518,161 @@ def _patch(base: int, *ops: list) -> dict:
 #: 12 KB file: a context nested 1,000 levels and a patch whose PATH walks 1,000 steps into it.
 HOSTILE_V2 = {
     "thousand_step_path": (
-        _v2_calls(({"context": {**_CONTEXT, "d": "@DEEP:d@"}}, None), (_patch(0, ["set", ["d", *["a"] * 999], 1]), None)),
-        {"d": 1000}, 2, "deeper than 100 levels",
+        _v2_calls(
+            ({"context": {**_CONTEXT, "d": "@DEEP:d@"}}, None),
+            (_patch(0, ["set", ["d", *["a"] * 999], 1]), None),
+        ),
+        {"d": 1000},
+        2,
+        "deeper than 100 levels",
     ),
     "thousand_step_path_into_a_shallow_context": (
-        _v2_calls(({"context": {**_CONTEXT, "d": "@DEEP:d@"}}, None), (_patch(0, ["set", ["d", *["a"] * 999], 1]), None)),
-        {"d": 90}, 5, "operation 0 nests the context deeper than 100 levels",
+        _v2_calls(
+            ({"context": {**_CONTEXT, "d": "@DEEP:d@"}}, None),
+            (_patch(0, ["set", ["d", *["a"] * 999], 1]), None),
+        ),
+        {"d": 90},
+        5,
+        "operation 0 nests the context deeper than 100 levels",
     ),
-    "too_deep_for_the_json_parser": (_v2_calls(({"context": {**_CONTEXT, "d": "@DEEP:d@"}}, None)), {"d": 1100}, 2, "deeper than 100 levels"),
+    "too_deep_for_the_json_parser": (
+        _v2_calls(({"context": {**_CONTEXT, "d": "@DEEP:d@"}}, None)),
+        {"d": 1100},
+        2,
+        "deeper than 100 levels",
+    ),
     "a_chain_of_patches_each_one_level_deeper": (
-        _v2_calls(({"context": {**_CONTEXT, "d": {}}}, None), *[(_patch(k - 1, ["set", ["d", *["a"] * (k - 1)], {}]), None) for k in range(1, 120)]),
-        {}, 3 * 99 + 2, "operation 0 nests the context deeper than 100 levels",
+        _v2_calls(
+            ({"context": {**_CONTEXT, "d": {}}}, None),
+            *[(_patch(k - 1, ["set", ["d", *["a"] * (k - 1)], {}]), None) for k in range(1, 120)],
+        ),
+        {},
+        3 * 99 + 2,
+        "operation 0 nests the context deeper than 100 levels",
     ),
     "a_partial_patch_walking_1000_steps": (
-        _v2_calls(({"context": _CONTEXT}, [
-            {"type": "start", "partial": {**_ANSWER, "content": [{"type": "toolCall", "id": "c", "name": "t", "arguments": "@DEEP:d@"}]}},
-            {"type": "toolcall_delta", "content_index": 0, "delta": "", "partial_patch": [["set", ["content", 0, "arguments", *["a"] * 999], 1]]},
-            _DONE,
-        ])),
-        {"d": 90}, 4, "operation 0 nests the partial deeper than 100 levels",
+        _v2_calls(
+            (
+                {"context": _CONTEXT},
+                [
+                    {
+                        "type": "start",
+                        "partial": {
+                            **_ANSWER,
+                            "content": [
+                                {
+                                    "type": "toolCall",
+                                    "id": "c",
+                                    "name": "t",
+                                    "arguments": "@DEEP:d@",
+                                }
+                            ],
+                        },
+                    },
+                    {
+                        "type": "toolcall_delta",
+                        "content_index": 0,
+                        "delta": "",
+                        "partial_patch": [["set", ["content", 0, "arguments", *["a"] * 999], 1]],
+                    },
+                    _DONE,
+                ],
+            )
+        ),
+        {"d": 90},
+        4,
+        "operation 0 nests the partial deeper than 100 levels",
     ),
     "a_partial_growing_deeper_event_by_event": (
-        _v2_calls(({"context": _CONTEXT}, [
-            {"type": "start", "partial": {**_ANSWER, "content": [{"type": "toolCall", "id": "c", "name": "t", "arguments": {}}]}},
-            *[{"type": "toolcall_delta", "content_index": 0, "delta": "", "partial_patch": [["set", ["content", 0, "arguments", *["a"] * k], {}]]} for k in range(120)],
-            _DONE,
-        ])),
-        {}, 4 + 95, "operation 0 nests the partial deeper than 100 levels",
+        _v2_calls(
+            (
+                {"context": _CONTEXT},
+                [
+                    {
+                        "type": "start",
+                        "partial": {
+                            **_ANSWER,
+                            "content": [
+                                {"type": "toolCall", "id": "c", "name": "t", "arguments": {}}
+                            ],
+                        },
+                    },
+                    *[
+                        {
+                            "type": "toolcall_delta",
+                            "content_index": 0,
+                            "delta": "",
+                            "partial_patch": [["set", ["content", 0, "arguments", *["a"] * k], {}]],
+                        }
+                        for k in range(120)
+                    ],
+                    _DONE,
+                ],
+            )
+        ),
+        {},
+        4 + 95,
+        "operation 0 nests the partial deeper than 100 levels",
     ),
-    "messages_that_are_a_string": (_v2_calls(({"context": {"messages": "hello"}}, None)), {}, 2, "messages: Input should be a valid list"),
-    "a_message_that_is_a_number": (_v2_calls(({"context": {"messages": [1]}}, None)), {}, 2, "messages.0:"),
+    "messages_that_are_a_string": (
+        _v2_calls(({"context": {"messages": "hello"}}, None)),
+        {},
+        2,
+        "messages: Input should be a valid list",
+    ),
+    "a_message_that_is_a_number": (
+        _v2_calls(({"context": {"messages": [1]}}, None)),
+        {},
+        2,
+        "messages.0:",
+    ),
     "a_pushed_message_without_a_role": (
-        _v2_calls(({"context": _CONTEXT}, None), (_patch(0, ["push", ["messages"], {"content": "x"}]), None)), {}, 5, "messages.1:",
+        _v2_calls(
+            ({"context": _CONTEXT}, None),
+            (_patch(0, ["push", ["messages"], {"content": "x"}]), None),
+        ),
+        {},
+        5,
+        "messages.1:",
     ),
     "a_role_edited_by_a_patch": (
-        _v2_calls(({"context": _CONTEXT}, None), (_patch(0, ["set", ["messages", 0, "role"], "robot"]), None)), {}, 5, "messages.0:",
+        _v2_calls(
+            ({"context": _CONTEXT}, None),
+            (_patch(0, ["set", ["messages", 0, "role"], "robot"]), None),
+        ),
+        {},
+        5,
+        "messages.0:",
     ),
     "a_system_prompt_set_to_a_number": (
-        _v2_calls(({"context": _CONTEXT}, None), (_patch(0, ["set", ["system_prompt"], 5]), None)), {}, 5, "system_prompt:",
+        _v2_calls(({"context": _CONTEXT}, None), (_patch(0, ["set", ["system_prompt"], 5]), None)),
+        {},
+        5,
+        "system_prompt:",
     ),
     "a_pushed_tool_that_is_a_number": (
-        _v2_calls(({"context": {**_CONTEXT, "tools": []}}, None), (_patch(0, ["push", ["tools"], 1]), None)), {}, 5, "tools.0:",
+        _v2_calls(
+            ({"context": {**_CONTEXT, "tools": []}}, None),
+            (_patch(0, ["push", ["tools"], 1]), None),
+        ),
+        {},
+        5,
+        "tools.0:",
     ),
     "content_blocks_that_are_not_blocks": (
-        _v2_calls(({"context": {"messages": [{"role": "user", "content": [1, {"type": "text", "text": 5}]}]}}, None)), {}, 2, "messages.0.",
+        _v2_calls(
+            (
+                {
+                    "context": {
+                        "messages": [{"role": "user", "content": [1, {"type": "text", "text": 5}]}]
+                    }
+                },
+                None,
+            )
+        ),
+        {},
+        2,
+        "messages.0.",
     ),
 }
 
@@ -585,8 +707,18 @@ READING_COMMANDS = [
 ]
 
 
-@pytest.mark.parametrize("name", ["thousand_step_path", "a_chain_of_patches_each_one_level_deeper", "a_pushed_message_without_a_role", "content_blocks_that_are_not_blocks"])
-def test_every_command_refuses_a_hostile_version_2_file_in_one_line(isolated_home, tmp_path, capsys, name):
+@pytest.mark.parametrize(
+    "name",
+    [
+        "thousand_step_path",
+        "a_chain_of_patches_each_one_level_deeper",
+        "a_pushed_message_without_a_role",
+        "content_blocks_that_are_not_blocks",
+    ],
+)
+def test_every_command_refuses_a_hostile_version_2_file_in_one_line(
+    isolated_home, tmp_path, capsys, name
+):
     """In process: a RecursionError or an AttributeError from a view would fail the test."""
     from openprogram.cli.main import main
 
@@ -595,11 +727,28 @@ def test_every_command_refuses_a_hostile_version_2_file_in_one_line(isolated_hom
     before = path.read_bytes()
     good = make_recording(folder_of(isolated_home) / "good.jsonl")
     for args, code in READING_COMMANDS:
-        argv = ["recordings", *(str(path) if a == "FILE" else str(good) if a == "GOOD" else str(tmp_path / "p.html") if a == "PAGE" else a for a in args)]
+        argv = [
+            "recordings",
+            *(
+                str(path)
+                if a == "FILE"
+                else str(good)
+                if a == "GOOD"
+                else str(tmp_path / "p.html")
+                if a == "PAGE"
+                else a
+                for a in args
+            ),
+        ]
         assert main(argv) == code, argv
-        error = [text for text in capsys.readouterr().err.splitlines() if not text.startswith("warning:")]
+        error = [
+            text for text in capsys.readouterr().err.splitlines() if not text.startswith("warning:")
+        ]
         assert len(error) == 1 and error[0].startswith("openprogram: "), (argv, error)
-        assert f"recording file {path} at line {line}" in error[0] and reason in error[0], (argv, error)
+        assert f"recording file {path} at line {line}" in error[0] and reason in error[0], (
+            argv,
+            error,
+        )
     assert path.read_bytes() == before  # recover changed nothing
     assert not (tmp_path / "p.html").exists()
     assert not (isolated_home / "config.json").exists()  # replay was refused
@@ -608,6 +757,8 @@ def test_every_command_refuses_a_hostile_version_2_file_in_one_line(isolated_hom
 def test_the_proxy_refuses_the_thousand_step_path_file_in_one_line(isolated_home, tmp_path):
     rows, deep, line, reason = HOSTILE_V2["thousand_step_path"]
     path = _write_v2(tmp_path / "hostile.jsonl", rows, deep)
-    result = run_cli(isolated_home, "proxy", "--mode", "replay", "--recording", str(path), "--port", "0")
+    result = run_cli(
+        isolated_home, "proxy", "--mode", "replay", "--recording", str(path), "--port", "0"
+    )
     assert result.returncode != 0
     one_line_error(result, f"recording file {path} at line {line}", reason)

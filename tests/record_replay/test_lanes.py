@@ -64,7 +64,11 @@ def subagent_tool(order: list[str], answers: dict[str, str]) -> AgentTool:
     return AgentTool(
         name="subagent",
         description="research a topic with a sub-agent",
-        parameters={"type": "object", "properties": {"topic": {"type": "string"}}, "required": ["topic"]},
+        parameters={
+            "type": "object",
+            "properties": {"topic": {"type": "string"}},
+            "required": ["topic"],
+        },
         execute=execute,
     )
 
@@ -73,7 +77,12 @@ async def run_agent(order: list[str]) -> tuple[str, dict[str, str]]:
     answers: dict[str, str] = {}
     prompt = "\n".join(f"/subagent {topic}" for topic in TOPICS)
     context = AgentContext(tools=[subagent_tool(order, answers)])
-    events = [e async for e in agent_loop([UserMessage(content=prompt)], context, AgentLoopConfig(model=get_model("faux/echo")))]
+    events = [
+        e
+        async for e in agent_loop(
+            [UserMessage(content=prompt)], context, AgentLoopConfig(model=get_model("faux/echo"))
+        )
+    ]
     return events[-1].messages[-1].content[0].text, answers
 
 
@@ -143,7 +152,12 @@ async def test_each_sink_is_a_session_and_a_replay_picks_its_own(tmp_path):
 
     async def command(*prompts: str) -> list[list[dict]]:
         return [
-            [block.model_dump() for block in (await complete_simple(model, Context(messages=[UserMessage(content=p)]))).content]
+            [
+                block.model_dump()
+                for block in (
+                    await complete_simple(model, Context(messages=[UserMessage(content=p)]))
+                ).content
+            ]
             for p in prompts
         ]
 
@@ -151,7 +165,11 @@ async def test_each_sink_is_a_session_and_a_replay_picks_its_own(tmp_path):
         first = await command("hello one", "hello again")
     with use_recording(path, "record"):
         second = await command("/calculator 6*7")
-    sessions = [json.loads(line).get("session") for line in path.read_text().splitlines() if '"request"' in line]
+    sessions = [
+        json.loads(line).get("session")
+        for line in path.read_text().splitlines()
+        if '"request"' in line
+    ]
     assert len(set(sessions)) == 2 and None not in sessions
 
     for run in (["second", "first"], ["first", "second"]):
@@ -166,7 +184,10 @@ async def test_each_sink_is_a_session_and_a_replay_picks_its_own(tmp_path):
             await command("something else")
     message = str(caught.value).splitlines()
     assert len(message) == 2
-    assert message[0] == "replay mismatch at call 0 (session 1 of 2), field context.messages[0].content:"
+    assert (
+        message[0]
+        == "replay mismatch at call 0 (session 1 of 2), field context.messages[0].content:"
+    )
     assert message[1] == "recorded 'hello one', incoming 'something else'"
 
 
@@ -192,8 +213,11 @@ def test_two_commands_recorded_into_one_recording_replay_in_either_order(isolate
 
     def openprogram(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
-            [PYTHON, "-m", "openprogram", *args], env=cli_env(isolated_home),
-            capture_output=True, text=True, timeout=120,
+            [PYTHON, "-m", "openprogram", *args],
+            env=cli_env(isolated_home),
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
 
     assert openprogram("recordings", "record", "--name", "s").returncode == 0
@@ -227,23 +251,42 @@ def test_show_and_the_conversation_tell_sessions_and_lanes(isolated_home, tmp_pa
             with use_recording(path, "record"):
                 await complete_simple(model, Context(messages=[UserMessage(content=prompt)]))
                 with lane("helper"):
-                    await complete_simple(model, Context(messages=[UserMessage(content=f"{prompt} helper")]))
+                    await complete_simple(
+                        model, Context(messages=[UserMessage(content=f"{prompt} helper")])
+                    )
 
     asyncio.run(record())
 
     def show(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run(
             [PYTHON, "-m", "openprogram", "recordings", "show", str(path), *args],
-            env=cli_env(isolated_home), capture_output=True, text=True, timeout=120,
+            env=cli_env(isolated_home),
+            capture_output=True,
+            text=True,
+            timeout=120,
         )
 
     table = show().stdout.splitlines()
     heading = next(line for line in table if line.startswith("CALL"))
     assert heading.split()[:3] == ["CALL", "SESSION", "LANE"]
-    rows = [line.split() for line in table[table.index(heading) + 1 :] if line.strip() and not set(line) <= {"-", " "}]
-    assert [(row[1], row[2]) for row in rows] == [("1", "-"), ("1", "helper"), ("2", "-"), ("2", "helper")]
+    rows = [
+        line.split()
+        for line in table[table.index(heading) + 1 :]
+        if line.strip() and not set(line) <= {"-", " "}
+    ]
+    assert [(row[1], row[2]) for row in rows] == [
+        ("1", "-"),
+        ("1", "helper"),
+        ("2", "-"),
+        ("2", "helper"),
+    ]
     summary = json.loads(show("--json").stdout)["calls"]
-    assert [(c["session"], c["lane"]) for c in summary] == [(1, ""), (1, "helper"), (2, ""), (2, "helper")]
+    assert [(c["session"], c["lane"]) for c in summary] == [
+        (1, ""),
+        (1, "helper"),
+        (2, ""),
+        (2, "helper"),
+    ]
     conversation = show("--conversation").stdout
     assert "=== session 1 of 2 ===" in conversation and "=== session 2 of 2 ===" in conversation
     assert conversation.count("--- lane helper ---") == 2

@@ -75,7 +75,9 @@ async def test_each_event_waits_for_its_own_time(slow_first_event):
     with use_recording(path, "replay", pace="recorded"):
         started = time.monotonic()
         arrivals = [time.monotonic() - started async for _ in stream(MODEL, ASK)]
-    assert all(arrival >= recorded / 1000 for arrival, recorded in zip(arrivals, times, strict=True))
+    assert all(
+        arrival >= recorded / 1000 for arrival, recorded in zip(arrivals, times, strict=True)
+    )
 
 
 async def test_a_factor_scales_the_waits(slow_first_event):

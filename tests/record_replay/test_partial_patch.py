@@ -24,8 +24,10 @@ json_leaves = st.one_of(
 )
 json_values = st.recursive(
     json_leaves,
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.sampled_from(["a", "b", "c", "text"]), children, max_size=4),
+    lambda children: (
+        st.lists(children, max_size=4)
+        | st.dictionaries(st.sampled_from(["a", "b", "c", "text"]), children, max_size=4)
+    ),
     max_leaves=12,
 )
 

@@ -38,8 +38,15 @@ _TEXT = st.text(max_size=8)
 
 blocks = st.one_of(
     st.builds(TextContent, text=_TEXT, text_signature=st.none() | _TEXT),
-    st.builds(ThinkingContent, thinking=_TEXT, thinking_signature=st.none() | _TEXT, redacted=st.booleans()),
-    st.builds(ToolCall, id=_TEXT, name=_TEXT, arguments=st.dictionaries(_TEXT, st.integers(), max_size=2)),
+    st.builds(
+        ThinkingContent,
+        thinking=_TEXT,
+        thinking_signature=st.none() | _TEXT,
+        redacted=st.booleans(),
+    ),
+    st.builds(
+        ToolCall, id=_TEXT, name=_TEXT, arguments=st.dictionaries(_TEXT, st.integers(), max_size=2)
+    ),
 )
 messages = st.builds(
     AssistantMessage,
@@ -51,7 +58,18 @@ messages = st.builds(
     timestamp=st.integers(0, 10),
 )
 _FIELDS = st.sampled_from(
-    ["text", "thinking", "id", "name", "text_signature", "thinking_signature", "type", "redacted", "arguments", "nope"]
+    [
+        "text",
+        "thinking",
+        "id",
+        "name",
+        "text_signature",
+        "thinking_signature",
+        "type",
+        "redacted",
+        "arguments",
+        "nope",
+    ]
 )
 appends = st.builds(
     lambda index, field, suffix: ["append", ["content", index, field], suffix],
@@ -111,7 +129,9 @@ def test_every_text_growth_takes_the_shortcut(previous, data):
 
 
 def test_a_patch_growing_a_literal_field_is_left_to_validation():
-    previous = AssistantMessage(content=[TextContent(text="a")], api="faux", provider="faux", model="m")
+    previous = AssistantMessage(
+        content=[TextContent(text="a")], api="faux", provider="faux", model="m"
+    )
     assert appended_snapshot(previous, [["append", ["content", 0, "type"], "x"]]) is None
     assert plain_snapshot(previous, [["append", ["content", 0, "type"], "x"]]) is None
 
@@ -123,10 +143,17 @@ def _record(path, words_per_chunk: int) -> list:
         faux.FauxToolCall("f", {"q": 1}),
     )
     answer = faux.FauxResponse(blocks=blocks)
-    provider = RecordingProvider(faux.FauxProvider([answer], words_per_chunk=words_per_chunk, timestamp=1), path)
+    provider = RecordingProvider(
+        faux.FauxProvider([answer], words_per_chunk=words_per_chunk, timestamp=1), path
+    )
 
     async def go() -> list:
-        return [event async for event in provider.stream(MODEL, Context(messages=[UserMessage(content="q", timestamp=1)]))]
+        return [
+            event
+            async for event in provider.stream(
+                MODEL, Context(messages=[UserMessage(content="q", timestamp=1)])
+            )
+        ]
 
     events = asyncio.run(go())
     provider.sink.close()
@@ -139,7 +166,9 @@ def _live_and_served(path, words_per_chunk: int, monkeypatch, shortcut: bool) ->
     live = _record(path, words_per_chunk)
     if not shortcut:  # neither the line form's shortcut nor the patch's: dicts and validation
         monkeypatch.setattr(reader, "_DELTA_LINE", lambda line: None)
-        monkeypatch.setattr(reader_fast.Snapshots, "append_to", lambda self, index, field, suffix: None)
+        monkeypatch.setattr(
+            reader_fast.Snapshots, "append_to", lambda self, index, field, suffix: None
+        )
     served = reader.read_recording_file(path).calls[0].events()
     return [orjson.dumps(event.model_dump(mode="json")) for event in live], [
         orjson.dumps(event.model_dump(mode="json")) for event in served
@@ -147,7 +176,9 @@ def _live_and_served(path, words_per_chunk: int, monkeypatch, shortcut: bool) ->
 
 
 @pytest.mark.parametrize("words_per_chunk", [1, 3])
-def test_the_reader_reads_the_same_events_without_the_shortcut(tmp_path, monkeypatch, words_per_chunk):
+def test_the_reader_reads_the_same_events_without_the_shortcut(
+    tmp_path, monkeypatch, words_per_chunk
+):
     taken = []
     append_to = reader_fast.Snapshots.append_to
 
@@ -157,10 +188,14 @@ def test_the_reader_reads_the_same_events_without_the_shortcut(tmp_path, monkeyp
         return found
 
     monkeypatch.setattr(reader_fast.Snapshots, "append_to", counted)
-    live, fast = _live_and_served(tmp_path / "fast.jsonl", words_per_chunk, monkeypatch, shortcut=True)
+    live, fast = _live_and_served(
+        tmp_path / "fast.jsonl", words_per_chunk, monkeypatch, shortcut=True
+    )
     assert sum(taken) > 20  # the shortcut was taken for the text growth
     monkeypatch.undo()
-    live_again, plain = _live_and_served(tmp_path / "plain.jsonl", words_per_chunk, monkeypatch, shortcut=False)
+    live_again, plain = _live_and_served(
+        tmp_path / "plain.jsonl", words_per_chunk, monkeypatch, shortcut=False
+    )
     assert fast == plain == live == live_again  # byte for byte
 
 
@@ -175,7 +210,9 @@ def test_events_whose_check_took_the_shortcut_may_still_be_kept_as_stored(tmp_pa
         return None
 
     monkeypatch.setattr(reader, "kept_for_later", decline)
-    monkeypatch.setattr(reader, "_DELTA_LINE", lambda line: None)  # every delta through the general path
+    monkeypatch.setattr(
+        reader, "_DELTA_LINE", lambda line: None
+    )  # every delta through the general path
     live, served = _live_and_served(tmp_path / "r.jsonl", 1, monkeypatch, shortcut=True)
     assert len(declined) > 20
     assert served == live
@@ -200,7 +237,9 @@ def test_events_served_lazily_are_new_objects_a_consumer_may_change(tmp_path):
 
 
 def test_an_unchanged_snapshot_and_a_grown_one_take_the_shortcut():
-    previous = AssistantMessage(content=[TextContent(text="a")], api="faux", provider="faux", model="m")
+    previous = AssistantMessage(
+        content=[TextContent(text="a")], api="faux", provider="faux", model="m"
+    )
     snapshots = reader_fast.Snapshots(previous)
     assert snapshots.append_of([]) == ()
     assert snapshots.append_of([["append", ["content", 0, "text"], "b"]]) == (0, "text", "b")
@@ -262,10 +301,16 @@ def test_the_line_form_shortcut_reads_what_the_general_path_reads(tmp_path, monk
         return found
 
     monkeypatch.setattr(reader._Reader, "delta_line", counted)
-    fast = [event.model_dump(mode="json") for event in reader.read_recording_file(path).calls[0].events()]
+    fast = [
+        event.model_dump(mode="json")
+        for event in reader.read_recording_file(path).calls[0].events()
+    ]
     assert sum(taken) > 20
     monkeypatch.setattr(reader, "_DELTA_LINE", lambda line: None)
-    plain = [event.model_dump(mode="json") for event in reader.read_recording_file(path).calls[0].events()]
+    plain = [
+        event.model_dump(mode="json")
+        for event in reader.read_recording_file(path).calls[0].events()
+    ]
     assert fast == plain == [event.model_dump(mode="json") for event in live]
 
 

@@ -41,7 +41,9 @@ def check_rechunked(recorded: list, events: list) -> None:
     """Well formed; every partial what its deltas make; every event but the deltas recorded."""
     assert_well_formed(events)
     assert final_message(events) == final_message(recorded)
-    assert [e for e in events if not e.type.endswith("_delta")] == [e for e in recorded if not e.type.endswith("_delta")]
+    assert [e for e in events if not e.type.endswith("_delta")] == [
+        e for e in recorded if not e.type.endswith("_delta")
+    ]
     streamed: dict[int, str] = {}
     for event in events:
         if event.type == "toolcall_delta":
@@ -51,8 +53,13 @@ def check_rechunked(recorded: list, events: list) -> None:
             )
     for kind in ("text_delta", "thinking_delta", "toolcall_delta"):
         for index in {e.content_index for e in recorded if e.type == kind}:
-            joined = "".join(e.delta for e in recorded if e.type == kind and e.content_index == index)
-            assert "".join(e.delta for e in events if e.type == kind and e.content_index == index) == joined
+            joined = "".join(
+                e.delta for e in recorded if e.type == kind and e.content_index == index
+            )
+            assert (
+                "".join(e.delta for e in events if e.type == kind and e.content_index == index)
+                == joined
+            )
 
 
 def transcripts() -> Iterator[tuple[str, object, list[bytes], int | None]]:
@@ -73,23 +80,34 @@ def transcripts() -> Iterator[tuple[str, object, list[bytes], int | None]]:
 async def test_every_vendor_transcript_replays_the_same_under_200_seeds(case, chunks, break_after):
     with VendorServer() as server:
         server.queue(ScriptedResponse(chunks=chunks, break_after=break_after))
-        recorded = await collect(case.provider().stream(case.model(server.url), HELLO, case.options()))
+        recorded = await collect(
+            case.provider().stream(case.model(server.url), HELLO, case.options())
+        )
     for seed in SEEDS:
         check_rechunked(recorded, resplit(recorded, seed))
 
 
 #: A long answer shaped like a real one: reasoning, markdown with code and every kind of
 #: character, and a tool call whose arguments hold a file (newlines, quotes, backslashes).
-LONG_THINKING = "The user wants a module. Let me plan: parse, validate, then write — carefully. " * 6
+LONG_THINKING = (
+    "The user wants a module. Let me plan: parse, validate, then write — carefully. " * 6
+)
 LONG_TEXT = (
     "## Plan\n\nHere is the module (naïve first, then “fast”):\n\n```python\n"
-    "def parse(text: str) -> dict:\n    return {\"ok\": True, \"path\": \"C:\\\\tmp\\\\x\"}\n```\n\n"
+    'def parse(text: str) -> dict:\n    return {"ok": True, "path": "C:\\\\tmp\\\\x"}\n```\n\n'
     "Notes: 日本語のテキスト, emoji 🙂👍🏽, accents àéîõü, math ∑∫√, and a tab\there.\n"
 ) * 8
 LONG_ARGUMENTS = {
     "path": "src/módulo/parse.py",
-    "content": 'def parse(text):\n    """Parse “quoted” text."""\n    return text.split("\\n")  # 🙂\n' * 12,
-    "options": {"overwrite": True, "mode": 420, "tags": ["a", "b\"c", "d\\e"], "ratio": -1.5e-3, "none": None},
+    "content": 'def parse(text):\n    """Parse “quoted” text."""\n    return text.split("\\n")  # 🙂\n'
+    * 12,
+    "options": {
+        "overwrite": True,
+        "mode": 420,
+        "tags": ["a", 'b"c', "d\\e"],
+        "ratio": -1.5e-3,
+        "none": None,
+    },
 }
 
 
@@ -97,9 +115,15 @@ LONG_ARGUMENTS = {
 def long_answer(fresh_registry) -> FauxProvider:
     provider = FauxProvider()
     fresh_registry.register_api_provider("openai-completions", provider)
-    provider.queue(FauxResponse(blocks=(
-        FauxThinking(LONG_THINKING), FauxText(LONG_TEXT), FauxToolCall("write_file", LONG_ARGUMENTS, "call_1"),
-    )))
+    provider.queue(
+        FauxResponse(
+            blocks=(
+                FauxThinking(LONG_THINKING),
+                FauxText(LONG_TEXT),
+                FauxToolCall("write_file", LONG_ARGUMENTS, "call_1"),
+            )
+        )
+    )
     return provider
 
 
@@ -131,7 +155,9 @@ def json_strings(text: str) -> tuple[set[int], set[int]]:
     return keys, values
 
 
-async def test_a_long_real_shaped_answer_replays_the_same_under_200_seeds_split_every_way(tmp_path, long_answer):
+async def test_a_long_real_shaped_answer_replays_the_same_under_200_seeds_split_every_way(
+    tmp_path, long_answer
+):
     path = tmp_path / "long.jsonl"
     with use_recording(path, "record"):
         recorded = await collect(stream(MODEL, ASK))
@@ -139,15 +165,28 @@ async def test_a_long_real_shaped_answer_replays_the_same_under_200_seeds_split_
     text = "".join(e.delta for e in recorded if e.type == "text_delta")
     keys, values = json_strings(arguments)
     recorded_cuts = set(cuts_of(recorded, "text_delta"))
-    seen = {"one character": 0, "merged": 0, "beside multi-byte": 0, "inside a key": 0, "inside a string": 0, "after a backslash": 0}
+    seen = {
+        "one character": 0,
+        "merged": 0,
+        "beside multi-byte": 0,
+        "inside a key": 0,
+        "inside a string": 0,
+        "after a backslash": 0,
+    }
     for seed in SEEDS:
         events = resplit(recorded, seed)
         check_rechunked(recorded, events)
         deltas = [e.delta for e in events if e.type.endswith("_delta")]
         seen["one character"] += sum(len(d) == 1 for d in deltas)
         text_cuts = cuts_of(events, "text_delta")
-        seen["merged"] += sum(1 for a, b in zip([0, *text_cuts], text_cuts, strict=False) if any(a < c < b for c in recorded_cuts))
-        seen["beside multi-byte"] += sum(1 for c in text_cuts[:-1] if ord(text[c - 1]) > 0x7F or ord(text[c]) > 0x7F)
+        seen["merged"] += sum(
+            1
+            for a, b in zip([0, *text_cuts], text_cuts, strict=False)
+            if any(a < c < b for c in recorded_cuts)
+        )
+        seen["beside multi-byte"] += sum(
+            1 for c in text_cuts[:-1] if ord(text[c - 1]) > 0x7F or ord(text[c]) > 0x7F
+        )
         tool_cuts = cuts_of(events, "toolcall_delta")[:-1]
         seen["inside a key"] += len(keys.intersection(tool_cuts))
         seen["inside a string"] += len(values.intersection(tool_cuts))
@@ -164,9 +203,15 @@ async def test_a_long_real_shaped_answer_replays_the_same_under_200_seeds_split_
 
 def test_the_same_seed_splits_the_same_way_and_another_seed_differently():
     provider_events = _small_stream()
-    first, again, other = resplit(provider_events, 5), resplit(provider_events, 5), resplit(provider_events, 6)
+    first, again, other = (
+        resplit(provider_events, 5),
+        resplit(provider_events, 5),
+        resplit(provider_events, 6),
+    )
     assert first == again
-    assert [e.delta for e in first if e.type == "text_delta"] != [e.delta for e in other if e.type == "text_delta"]
+    assert [e.delta for e in first if e.type == "text_delta"] != [
+        e.delta for e in other if e.type == "text_delta"
+    ]
 
 
 def _small_stream() -> list:
@@ -176,7 +221,10 @@ def _small_stream() -> list:
     events = [assembler.start()]
     index, started = assembler.begin_text()
     events.append(started)
-    events += [assembler.append_text(index, piece) for piece in ("Hello, ", "wonderful ", "world of streams!")]
+    events += [
+        assembler.append_text(index, piece)
+        for piece in ("Hello, ", "wonderful ", "world of streams!")
+    ]
     events += assembler.finish("stop")
     return events
 
@@ -193,7 +241,9 @@ async def naive_tool_consumer() -> dict:
     return arguments
 
 
-async def test_a_consumer_that_assumes_whole_arguments_fails_under_some_seed(tmp_path, fresh_registry):
+async def test_a_consumer_that_assumes_whole_arguments_fails_under_some_seed(
+    tmp_path, fresh_registry
+):
     provider = FauxProvider()
     fresh_registry.register_api_provider("openai-completions", provider)
     provider.queue(FauxResponse(blocks=(FauxToolCall("f", {"a": 1}, "call_1"),)))
@@ -239,11 +289,13 @@ def test_a_failure_under_rechunking_names_its_seed(pytester):
     failing = next(seed for seed in SEEDS if _splits_seven_characters(seed))
     failed = run_inner(pytester, f"--llm-rechunk={failing}")
     failed.assert_outcomes(failed=1)
-    failed.stdout.fnmatch_lines([
-        "*JSONDecodeError*",
-        f"The test failed under replay with rechunk seed {failing}; run it so again with:",
-        f"  pytest test_suite.py::test_tool_arguments --llm-rechunk={failing}",
-    ])
+    failed.stdout.fnmatch_lines(
+        [
+            "*JSONDecodeError*",
+            f"The test failed under replay with rechunk seed {failing}; run it so again with:",
+            f"  pytest test_suite.py::test_tool_arguments --llm-rechunk={failing}",
+        ]
+    )
     picked = run_inner(pytester, "-v", "--llm-rechunk=random")
     picked.stdout.fnmatch_lines(["openprogram: replay with rechunk seed *"])
 

@@ -22,10 +22,14 @@ from tests.redaction.test_stream_redaction import pieces, record
 
 from .test_recording_support import MODEL
 
-WORDS = st.sampled_from(["the", "plan", " ", "\n", "é", "日本", "x" * 30, "k=v&", "{", '"q"', "ok."])
+WORDS = st.sampled_from(
+    ["the", "plan", " ", "\n", "é", "日本", "x" * 30, "k=v&", "{", '"q"', "ok."]
+)
 TEXTS = st.lists(WORDS, min_size=0, max_size=12).map("".join)
 BLOCKS = st.lists(
-    st.tuples(st.sampled_from(["text", "thinking", "tool", "server"]), TEXTS), min_size=1, max_size=4
+    st.tuples(st.sampled_from(["text", "thinking", "tool", "server"]), TEXTS),
+    min_size=1,
+    max_size=4,
 )
 # What a provider may do beside its deltas: nothing, change the usage mid-stream, sign a block.
 QUIRKS = st.sampled_from(["none", "usage", "signature"])
@@ -37,7 +41,12 @@ def quirky_stream(blocks: list[tuple[str, str]], size: int, quirk: str) -> list[
     for number, (kind, body) in enumerate(blocks):
         if kind == "server":
             assembler.add_server_tool(
-                ServerToolContent(vendor="v", api="faux", kind="web_search_call", payload={"id": f"ws_{number}", "q": body})
+                ServerToolContent(
+                    vendor="v",
+                    api="faux",
+                    kind="web_search_call",
+                    payload={"id": f"ws_{number}", "q": body},
+                )
             )
             continue
         if kind == "tool":
@@ -65,18 +74,24 @@ def quirky_stream(blocks: list[tuple[str, str]], size: int, quirk: str) -> list[
                 assembler.set_thinking_signature(index, "EqQBCkgIARABGAIiQL" + "sk-" + "a1B2" * 8)
             else:
                 assembler.set_text_signature(index, "msg_00e7" + "AIza" + "Zz9_" * 10)
-        events.append(assembler.end_thinking(index) if kind == "thinking" else assembler.end_text(index))
+        events.append(
+            assembler.end_thinking(index) if kind == "thinking" else assembler.end_text(index)
+        )
     events.extend(assembler.finish())
     return events
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(blocks=BLOCKS, size=st.integers(min_value=1, max_value=16), quirk=QUIRKS)
 def test_every_stream_shape_replays_exactly(tmp_path_factory, blocks, size, quirk):
     path = tmp_path_factory.mktemp("rec") / "rec.jsonl"
     live = record(path, quirky_stream(blocks, size, quirk))
     (call,) = read_recording_file(path).calls
-    assert [event.model_dump(mode="json") for event in call.events()] == [event.model_dump(mode="json") for event in live]
+    assert [event.model_dump(mode="json") for event in call.events()] == [
+        event.model_dump(mode="json") for event in live
+    ]
 
 
 def test_the_usual_delta_goes_on_as_a_growth_record():
@@ -89,7 +104,11 @@ def test_the_usual_delta_goes_on_as_a_growth_record():
     assert kinds.count(TextGrowth) == len(pieces("one two three ", 4))
     assert kinds.count(ArgumentsGrowth) == len(pieces(orjson.dumps({"q": "x y"}).decode(), 4))
     quirky = StreamRedaction(current_redactor())
-    records = [record for event in quirky_stream([("text", "one two three ")], 4, "usage") for record in quirky.feed(event)]
+    records = [
+        record
+        for event in quirky_stream([("text", "one two three ")], 4, "usage")
+        for record in quirky.feed(event)
+    ]
 
     # The usage changes after each delta: only the first delta's snapshot grew by it alone.
     assert [type(record) for record in records].count(TextGrowth) == 1
@@ -99,5 +118,10 @@ def test_the_usual_delta_goes_on_as_a_growth_record():
 def test_a_file_of_growths_holds_one_full_snapshot(tmp_path: Path):
     """Linear size: only the first event carries the snapshot in full."""
     path = tmp_path / "rec.jsonl"
-    record(path, quirky_stream([("thinking", "a b c " * 50), ("text", "d e f " * 50), ("tool", "g h " * 20)], 3, "none"))
+    record(
+        path,
+        quirky_stream(
+            [("thinking", "a b c " * 50), ("text", "d e f " * 50), ("tool", "g h " * 20)], 3, "none"
+        ),
+    )
     assert path.read_bytes().count(b'"partial":{') == 1

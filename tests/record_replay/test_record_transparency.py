@@ -49,7 +49,15 @@ class LaggingProvider:
 
     def _message(self, arguments: dict) -> AssistantMessage:
         call = ToolCall(id="call_1", name="lookup", arguments=arguments)
-        return AssistantMessage(content=[call], api=MODEL.api, provider=MODEL.provider, model=MODEL.id, usage=Usage(), stop_reason="toolUse", timestamp=5)
+        return AssistantMessage(
+            content=[call],
+            api=MODEL.api,
+            provider=MODEL.provider,
+            model=MODEL.id,
+            usage=Usage(),
+            stop_reason="toolUse",
+            timestamp=5,
+        )
 
     async def _events(self):
         yield EventStart(partial=self._message({}))
@@ -81,9 +89,15 @@ def _record_then_replay(tmp_path, provider) -> tuple[list[dict], list[dict]]:
 def test_a_provider_whose_snapshots_lag_its_deltas_replays_its_own_snapshots(tmp_path):
     deltas = ['{"city": "Par', 'is", "days', '": 3, "units": "met', 'ric"}']
     live, replayed = _record_then_replay(tmp_path, LaggingProvider(deltas))
-    snapshots = [event["partial"]["content"][0]["arguments"] for event in live if event["type"] == "toolcall_delta"]
+    snapshots = [
+        event["partial"]["content"][0]["arguments"]
+        for event in live
+        if event["type"] == "toolcall_delta"
+    ]
     # What the provider streamed: each snapshot one delta behind the deltas.
-    assert snapshots[1] == {"city": "Par"} and snapshots[1] != parse_streaming_json("".join(deltas[:2]))
+    assert snapshots[1] == {"city": "Par"} and snapshots[1] != parse_streaming_json(
+        "".join(deltas[:2])
+    )
     assert replayed == live
 
 
@@ -94,7 +108,10 @@ def test_a_lagging_provider_still_loses_a_secret_in_its_arguments(tmp_path):
     text = (tmp_path / "own.jsonl").read_text()
     for start in range(len(key) - 7):
         assert key[start : start + 8] not in text
-    assert replayed[-1]["message"]["content"][0]["arguments"] == {"note": "x", "api_key": "[secret removed]"}
+    assert replayed[-1]["message"]["content"][0]["arguments"] == {
+        "note": "x",
+        "api_key": "[secret removed]",
+    }
 
 
 def test_only_providers_on_the_shared_assembler_are_trusted_to_stream_the_parse():

@@ -151,7 +151,8 @@ async def test_two_sinks_on_one_file_share_one_call_order(tmp_path):
         await collect(second.stream(MODEL, context_of("b")))
     recording = read_recording_file(path)
     assert [call.request["context"]["messages"][0]["content"] for call in recording.calls] == [
-        "a", "b"
+        "a",
+        "b",
     ] * 3
 
 
@@ -176,9 +177,13 @@ async def test_recording_is_transparent_and_writes_before_yielding(tmp_path):
             # the latest): "calling" has no safe point, the arguments wait for toolcall_end.
             assert len(written) <= len(seen) + 1
         else:
-            assert len(written) == len(seen) + 1, "every other event is written before it is yielded"
+            assert len(written) == len(seen) + 1, (
+                "every other event is written before it is yielded"
+            )
         if event.type == "done":
-            assert call_ends(path) == [{"type": "call_end", "call_index": 0, "event_count": len(seen) + 1}]
+            assert call_ends(path) == [
+                {"type": "call_end", "call_index": 0, "event_count": len(seen) + 1}
+            ]
         seen.append(event)
     assert seen == reference
     replayed = list(read_recording_file(path).calls[0].events())
@@ -202,7 +207,9 @@ async def test_runtime_only_options_reach_the_wrapped_provider_untouched(tmp_pat
     faux = FauxProvider([faux_text("x")])
     signal = asyncio.Event()
     hook = lambda payload: payload  # noqa: E731
-    options = SimpleStreamOptions(temperature=0.2, signal=signal, on_payload=hook, api_key="sk-" + "k" * 24)
+    options = SimpleStreamOptions(
+        temperature=0.2, signal=signal, on_payload=hook, api_key="sk-" + "k" * 24
+    )
     provider = RecordingProvider(faux, tmp_path / "rec.jsonl")
     await collect(provider.stream_simple(MODEL, context_of("q"), options))
     assert faux.calls[0][2] is options
@@ -233,11 +240,15 @@ def test_properties(tmp_path):
 async def test_a_provider_exception_is_recorded_and_propagates_unchanged(tmp_path):
     path = tmp_path / "rec.jsonl"
     boom = RuntimeError("boom")
-    scripted = ScriptedProvider(text_events(["a", "b"]), raise_after=3, error=boom, with_aclose=True)
+    scripted = ScriptedProvider(
+        text_events(["a", "b"]), raise_after=3, error=boom, with_aclose=True
+    )
     with pytest.raises(RuntimeError) as caught:
         await collect(RecordingProvider(scripted, path).stream(MODEL, context_of("q")))
     assert caught.value is boom
-    assert call_ends(path) == [{"type": "call_end", "call_index": 0, "event_count": 3, "outcome": "error"}]
+    assert call_ends(path) == [
+        {"type": "call_end", "call_index": 0, "event_count": 3, "outcome": "error"}
+    ]
     assert scripted.streams[0].closed
     assert read_recording_file(path).calls[0].outcome == "error"
 
@@ -253,7 +264,9 @@ async def test_a_synchronous_start_failure_is_recorded(tmp_path):
 
     with pytest.raises(ValueError, match="bad request"):
         await collect(RecordingProvider(Failing(), path).stream_simple(MODEL, context_of("q")))
-    assert call_ends(path) == [{"type": "call_end", "call_index": 0, "event_count": 0, "outcome": "error"}]
+    assert call_ends(path) == [
+        {"type": "call_end", "call_index": 0, "event_count": 0, "outcome": "error"}
+    ]
 
 
 async def test_cancellation_of_the_consuming_task_is_recorded(tmp_path):
@@ -272,7 +285,9 @@ async def test_cancellation_of_the_consuming_task_is_recorded(tmp_path):
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert call_ends(path) == [{"type": "call_end", "call_index": 0, "event_count": 2, "outcome": "cancelled"}]
+    assert call_ends(path) == [
+        {"type": "call_end", "call_index": 0, "event_count": 2, "outcome": "cancelled"}
+    ]
     assert scripted.streams[0].closed
 
 
@@ -283,7 +298,9 @@ async def test_closing_the_stream_early_is_recorded_as_abandoned(tmp_path):
     assert (await anext(stream)).type == "start"
     assert (await anext(stream)).type == "text_start"
     await stream.aclose()
-    assert call_ends(path) == [{"type": "call_end", "call_index": 0, "event_count": 2, "outcome": "abandoned"}]
+    assert call_ends(path) == [
+        {"type": "call_end", "call_index": 0, "event_count": 2, "outcome": "abandoned"}
+    ]
     assert scripted.streams[0].closed
     assert read_recording_file(path).calls[0].outcome == "abandoned"
 
@@ -317,13 +334,20 @@ async def test_a_plain_async_iterator_without_aclose_is_recorded(tmp_path):
 async def test_a_stream_that_ends_without_a_terminal_event_is_an_error(tmp_path):
     path = tmp_path / "rec.jsonl"
     events = text_events(["a"])[:-1]
-    assert await collect(RecordingProvider(ScriptedProvider(events), path).stream(MODEL, context_of("q"))) == events
+    assert (
+        await collect(
+            RecordingProvider(ScriptedProvider(events), path).stream(MODEL, context_of("q"))
+        )
+        == events
+    )
     assert call_ends(path)[0]["outcome"] == "error"
 
 
 async def test_an_error_event_is_a_complete_call(tmp_path):
     path = tmp_path / "rec.jsonl"
-    provider = RecordingProvider(FauxProvider([faux_error("overloaded", partial_text="so far")]), path)
+    provider = RecordingProvider(
+        FauxProvider([faux_error("overloaded", partial_text="so far")]), path
+    )
     events = await collect(provider.stream(MODEL, context_of("q")))
     assert events[-1].type == "error"
     assert call_ends(path)[0].get("outcome", "complete") == "complete"

@@ -124,7 +124,9 @@ def test_many_processes_with_threads_record_into_one_file(tmp_path):
         assert child.returncode == 0, stderr.decode()
     recording = read_recording_file(path)
     assert [call.call_index for call in recording.calls] == list(range(50))
-    assert _check_calls(recording) == {f"p{p}/{t}/{n}" for p in range(5) for t in range(2) for n in range(5)}
+    assert _check_calls(recording) == {
+        f"p{p}/{t}/{n}" for p in range(5) for t in range(2) for n in range(5)
+    }
     headers = [line for line in path.read_bytes().split(b"\n") if b'"header"' in line]
     assert len(headers) == 1
 
@@ -190,8 +192,12 @@ def _check_killed_file(path: Path, threads: int) -> None:
         if tail:
             assert error.line_number == len(rows) + 1 and "incomplete" in error.reason
         else:
-            assert open_calls and error.call_index == open_calls[0] and "no call_end" in error.reason
-            assert error.line_number == 1 + next(i for i, r in enumerate(rows) if r.get("call_index") == open_calls[0])
+            assert (
+                open_calls and error.call_index == open_calls[0] and "no call_end" in error.reason
+            )
+            assert error.line_number == 1 + next(
+                i for i, r in enumerate(rows) if r.get("call_index") == open_calls[0]
+            )
     else:
         assert not tail and not open_calls
         _check_calls(recording)

@@ -46,7 +46,11 @@ def _work(path: Path, kilobytes: int) -> dict[str, int]:
 
     def counting_diff(previous, current, path, ops, grown):
         # A string compared in full costs its length; one known to have grown, nothing.
-        if type(previous) is str and type(current) is str and not (grown and len(current) > len(previous)):
+        if (
+            type(previous) is str
+            and type(current) is str
+            and not (grown and len(current) > len(previous))
+        ):
             counts["compared"] += len(current)
         counts["compared"] += 1
         return real_diff(previous, current, path, ops, grown)
@@ -91,7 +95,11 @@ def test_the_patches_of_long_arguments_restore_every_snapshot(tmp_path):
     """The trusted growth of the arguments (``growth_patch``) writes patches that restore
     every live snapshot exactly, escapes and nested values included."""
     arguments = orjson.dumps(
-        {"path": "a/b.txt", "content": "line \\ \"quoted\" é\u2028" * 40, "options": {"n": 12, "flags": [True, None, 1.5]}}
+        {
+            "path": "a/b.txt",
+            "content": 'line \\ "quoted" é\u2028' * 40,
+            "options": {"n": 12, "flags": [True, None, 1.5]},
+        }
     ).decode()
     path = tmp_path / "rec.jsonl"
     live = record(path, streamed([("tool", arguments), ("text", "done. ")], 3))
@@ -121,7 +129,9 @@ def test_recording_parses_tool_arguments_once(tmp_path, monkeypatch):
     them a second time: the arguments are fed to a parse once while recording (for a provider
     whose snapshots come from the shared assembler; any other has its snapshots checked, see
     tests/record_replay/test_record_transparency.py)."""
-    monkeypatch.setattr(recorder, "streams_assembled_snapshots", lambda provider: True)  # the events come from the assembler
+    monkeypatch.setattr(
+        recorder, "streams_assembled_snapshots", lambda provider: True
+    )  # the events come from the assembler
     arguments = _arguments(20)
     path = tmp_path / "rec.jsonl"
     fed, live = _fed_characters(path, streamed([("tool", arguments), ("text", "done. ")], 8))
@@ -136,9 +146,13 @@ def test_a_text_growth_line_is_what_the_dict_would_encode_to():
     from openprogram.recordings.record.encoder import EventEncoder, TextGrowth, Whole
 
     encoder = EventEncoder(3)
-    start = {"type": "text_start", "content_index": 0, "partial": {"content": [{"type": "text", "text": ""}]}}
+    start = {
+        "type": "text_start",
+        "content_index": 0,
+        "partial": {"content": [{"type": "text", "text": ""}]},
+    }
     encoder.line(Whole(start), 0, 0)
-    for number, delta in enumerate(["a\"b", "é\u2028", "</script>", "\x00", "plain "], start=1):
+    for number, delta in enumerate(['a"b', "é\u2028", "</script>", "\x00", "plain "], start=1):
         line = encoder.line(TextGrowth("text_delta", 0, delta), number, 7)
         expected = {
             "type": "event", "call_index": 3, "event_index": number, "t": 7,

@@ -23,7 +23,9 @@ ANSWERS = [f"answer number {n} " + "with several words in it " * 8 for n in rang
 
 
 async def record_reference(path) -> None:
-    provider = RecordingProvider(FauxProvider([faux_text(text) for text in ANSWERS], timestamp=5), path)
+    provider = RecordingProvider(
+        FauxProvider([faux_text(text) for text in ANSWERS], timestamp=5), path
+    )
     for n in range(len(ANSWERS)):
         await collect(provider.stream(MODEL, context_of(f"question {n}")))
     provider.sink.close()
@@ -76,12 +78,22 @@ def test_a_sound_file_needs_nothing_and_is_left_alone(tmp_path):
 @pytest.mark.parametrize(
     ("content", "line", "reason"),
     [
-        ('{"type":"header","format_version":1}\nnot json\n{"type":"header"}\n', 2, "not valid JSON"),
+        (
+            '{"type":"header","format_version":1}\nnot json\n{"type":"header"}\n',
+            2,
+            "not valid JSON",
+        ),
         ('{"type":"header","format_version":3}\n', 1, "format_version"),
-        ('{"type":"header","format_version":1}\n{"type":"event","call_index":0,"event_index":0,"event":{}}\n', 2, "no request"),
+        (
+            '{"type":"header","format_version":1}\n{"type":"event","call_index":0,"event_index":0,"event":{}}\n',
+            2,
+            "no request",
+        ),
     ],
 )
-def test_any_other_defect_is_refused_naming_the_line_and_changes_nothing(tmp_path, content, line, reason):
+def test_any_other_defect_is_refused_naming_the_line_and_changes_nothing(
+    tmp_path, content, line, reason
+):
     path = tmp_path / "bad.jsonl"
     path.write_text(content)
     before = path.read_bytes()

@@ -61,10 +61,17 @@ def tool_context(result_text: str) -> Context:
             UserMessage(content="use echo", timestamp=1),
             AssistantMessage(
                 content=[ToolCall(id="c1", name="echo", arguments={"value": "hi"})],
-                api="faux", provider="faux", model="m", stop_reason="toolUse", timestamp=2,
+                api="faux",
+                provider="faux",
+                model="m",
+                stop_reason="toolUse",
+                timestamp=2,
             ),
             ToolResultMessage(
-                tool_call_id="c1", tool_name="echo", content=[TextContent(text=result_text)], timestamp=3
+                tool_call_id="c1",
+                tool_name="echo",
+                content=[TextContent(text=result_text)],
+                timestamp=3,
             ),
         ]
     )
@@ -75,22 +82,31 @@ def tool_context(result_text: str) -> Context:
 
 async def test_replay_returns_the_recorded_events_and_nothing_else(tmp_path):
     path = tmp_path / "rec.jsonl"
-    live = await record(path, [faux_text("one two"), faux_tool_call("echo", {"value": "x"})],
-                        [(context_of("a"), None), (context_of("b"), StreamOptions(temperature=0.1))])
+    live = await record(
+        path,
+        [faux_text("one two"), faux_tool_call("echo", {"value": "x"})],
+        [(context_of("a"), None), (context_of("b"), StreamOptions(temperature=0.1))],
+    )
     replay = ReplayProvider(path)
     assert replay.requires_credentials is False
     assert replay.recording_path == path
     assert await collect(replay.stream(MODEL, context_of("a"))) == live[0]
     assert replay.call_count == 1
-    assert await collect(replay.stream(MODEL, context_of("b"), StreamOptions(temperature=0.1))) == live[1]
+    assert (
+        await collect(replay.stream(MODEL, context_of("b"), StreamOptions(temperature=0.1)))
+        == live[1]
+    )
     assert replay.call_count == 2
     replay.assert_consumed()
 
 
 async def test_a_changed_prompt_raises_the_contract_message_and_a_retry_succeeds(tmp_path):
     path = tmp_path / "rec.jsonl"
-    await record(path, [faux_text("first"), faux_text("second")],
-                 [(context_of("start"), None), (tool_context("echo:hi"), None)])
+    await record(
+        path,
+        [faux_text("first"), faux_text("second")],
+        [(context_of("start"), None), (tool_context("echo:hi"), None)],
+    )
     replay = ReplayProvider(path)
     await collect(replay.stream(MODEL, context_of("start")))
     with pytest.raises(ReplayMismatch) as caught:
@@ -99,7 +115,10 @@ async def test_a_changed_prompt_raises_the_contract_message_and_a_retry_succeeds
         "replay mismatch at call 1, field context.messages[2].content[0].text:\n"
         "recorded 'echo:hi', incoming 'echo:bye'"
     )
-    assert (caught.value.call_index, caught.value.field_path) == (1, "context.messages[2].content[0].text")
+    assert (caught.value.call_index, caught.value.field_path) == (
+        1,
+        "context.messages[2].content[0].text",
+    )
     assert caught.value.event_index is None
     assert replay.call_count == 1, "a mismatch does not consume the recorded call"
     events = await collect(replay.stream(MODEL, tool_context("echo:hi")))
@@ -121,14 +140,18 @@ async def test_model_is_compared_before_context_and_options(tmp_path):
     with pytest.raises(ReplayMismatch) as caught:
         await collect(replay.stream(MODEL, context_of("a"), StreamOptions(temperature=0.9)))
     assert (caught.value.field_path, caught.value.recorded, caught.value.incoming) == (
-        "options.temperature", 0.5, 0.9
+        "options.temperature",
+        0.5,
+        0.9,
     )
 
 
 async def test_timestamps_and_api_keys_do_not_make_a_mismatch(tmp_path):
     path = tmp_path / "rec.jsonl"
     recorded_context = Context(messages=[UserMessage(content="q", timestamp=1)])
-    await record(path, [faux_text("x")], [(recorded_context, StreamOptions(api_key="sk-" + "a" * 30))])
+    await record(
+        path, [faux_text("x")], [(recorded_context, StreamOptions(api_key="sk-" + "a" * 30))]
+    )
     replay = ReplayProvider(path)
     later = Context(messages=[UserMessage(content="q", timestamp=999)])
     await collect(replay.stream(MODEL, later, StreamOptions(api_key="another-key-123456")))
@@ -173,18 +196,25 @@ async def test_a_stream_recording_replays_through_stream_simple_when_options_agr
     live = await record(
         path,
         [faux_text("x"), faux_text("y"), faux_text("z")],
-        [(context_of("a"), StreamOptions(temperature=0.3, max_tokens=50)),
-         (context_of("b"), None),
-         (context_of("c"), StreamOptions())],
+        [
+            (context_of("a"), StreamOptions(temperature=0.3, max_tokens=50)),
+            (context_of("b"), None),
+            (context_of("c"), StreamOptions()),
+        ],
         method="stream",
     )
     replay = ReplayProvider(path)
     got = await collect(
-        replay.stream_simple(MODEL, context_of("a"), SimpleStreamOptions(temperature=0.3, max_tokens=50))
+        replay.stream_simple(
+            MODEL, context_of("a"), SimpleStreamOptions(temperature=0.3, max_tokens=50)
+        )
     )
     assert got == live[0]
     # No options and default options are the same request, in either direction.
-    assert await collect(replay.stream_simple(MODEL, context_of("b"), SimpleStreamOptions())) == live[1]
+    assert (
+        await collect(replay.stream_simple(MODEL, context_of("b"), SimpleStreamOptions()))
+        == live[1]
+    )
     assert await collect(replay.stream_simple(MODEL, context_of("c"))) == live[2]
 
 
@@ -194,10 +224,14 @@ async def test_options_that_disagree_with_stream_simple_are_reported(tmp_path):
     replay = ReplayProvider(path)
     with pytest.raises(ReplayMismatch) as caught:
         await collect(
-            replay.stream_simple(MODEL, context_of("a"), SimpleStreamOptions(temperature=0.3, reasoning="high"))
+            replay.stream_simple(
+                MODEL, context_of("a"), SimpleStreamOptions(temperature=0.3, reasoning="high")
+            )
         )
     assert (caught.value.field_path, caught.value.recorded, caught.value.incoming) == (
-        "options.reasoning", None, "high"
+        "options.reasoning",
+        None,
+        "high",
     )
 
 
@@ -248,10 +282,23 @@ def test_a_missing_or_invalid_file_fails_at_construction(tmp_path):
 
 def test_a_replay_provider_holds_no_provider_client_or_credential(tmp_path):
     path = tmp_path / "rec.jsonl"
-    asyncio.run(record(path, [faux_text("x")], [(context_of("a"), StreamOptions(api_key="k" * 12))]))
+    asyncio.run(
+        record(path, [faux_text("x")], [(context_of("a"), StreamOptions(api_key="k" * 12))])
+    )
     replay = ReplayProvider(path)
     held = list(vars(replay).values())
-    assert {type(value).__name__ for value in held} <= {"Recording", "RequestFilter", "lock", "int", "bool", "list", "dict", "tuple", "NoneType", "_RecentRequests"}
+    assert {type(value).__name__ for value in held} <= {
+        "Recording",
+        "RequestFilter",
+        "lock",
+        "int",
+        "bool",
+        "list",
+        "dict",
+        "tuple",
+        "NoneType",
+        "_RecentRequests",
+    }
     inside = [item for value in held if isinstance(value, list | dict) for item in value]
     assert {type(item).__name__ for item in inside} <= {"_Session", "tuple"}
     assert "k" * 12 not in path.read_text()
@@ -286,8 +333,13 @@ async def _run_loop(api: str, executed: list) -> tuple[list, AssistantMessage]:
         return AgentToolResult(content=[TextContent(text=f"echo:{args['value']}")])
 
     tool = AgentTool(
-        name="echo", description="Echo a value",
-        parameters={"type": "object", "properties": {"value": {"type": "string"}}, "required": ["value"]},
+        name="echo",
+        description="Echo a value",
+        parameters={
+            "type": "object",
+            "properties": {"value": {"type": "string"}},
+            "required": ["value"],
+        },
         execute=echo,
     )
     context = AgentContext(system_prompt="You are terse.", messages=[], tools=[tool])
@@ -303,7 +355,9 @@ async def test_a_two_turn_tool_loop_replays_offline_to_the_same_end(
 ):
     path = tmp_path / "loop.jsonl"
     api = "replay-loop"
-    faux = FauxProvider([faux_tool_call("echo", {"value": "hi"}), faux_text("The tool said echo:hi.")])
+    faux = FauxProvider(
+        [faux_tool_call("echo", {"value": "hi"}), faux_text("The tool said echo:hi.")]
+    )
     register_api_provider(api, RecordingProvider(faux, path))
     recorded_tools: list = []
     recorded_events, recorded_final = await _run_loop(api, recorded_tools)
@@ -330,27 +384,42 @@ async def test_replay_through_the_facade_never_touches_credentials_or_sockets(
     path = tmp_path / "rec.jsonl"
     model = MODEL.model_copy(update={"provider": "openai"})  # a provider that needs a key
     recorder = RecordingProvider(FauxProvider([faux_text("offline")], timestamp=5), path)
-    live = await collect(recorder.stream(model, context_of("a"), StreamOptions(api_key="sk-" + "z" * 40)))
+    live = await collect(
+        recorder.stream(model, context_of("a"), StreamOptions(api_key="sk-" + "z" * 40))
+    )
     register_api_provider("faux", ReplayProvider(path))
     assert await collect(stream_simple(model, context_of("a"))) == live
 
 
-async def test_snapshots_are_built_while_replaying_and_equal_the_recorded_ones(tmp_path, monkeypatch):
+async def test_snapshots_are_built_while_replaying_and_equal_the_recorded_ones(
+    tmp_path, monkeypatch
+):
     """Opening grows no text (streamed deltas are kept as values); serving builds each
     snapshot once, and the events equal the live ones, dump for dump, every time."""
     from openprogram.recordings.file import reader_fast
 
     path = tmp_path / "rec.jsonl"
-    live = await record(path, [faux_text("one two three"), faux_text("four five six")],
-                        [(context_of("a"), None), (context_of("b"), None)])
+    live = await record(
+        path,
+        [faux_text("one two three"), faux_text("four five six")],
+        [(context_of("a"), None), (context_of("b"), None)],
+    )
     grown = []
-    original = reader_fast.Snapshots.served  # grows the snapshot by the append, then builds the event
+    original = (
+        reader_fast.Snapshots.served
+    )  # grows the snapshot by the append, then builds the event
     monkeypatch.setattr(
-        reader_fast.Snapshots, "served", lambda self, kept, append: (append and grown.append(append), original(self, kept, append))[1]
+        reader_fast.Snapshots,
+        "served",
+        lambda self, kept, append: (append and grown.append(append), original(self, kept, append))[
+            1
+        ],
     )
     provider = ReplayProvider(path)
     assert grown == []  # nothing built at open
-    assert all(any(type(entry) is tuple for entry in call.entries) for call in provider.recording.calls)
+    assert all(
+        any(type(entry) is tuple for entry in call.entries) for call in provider.recording.calls
+    )
     assert await collect(provider.stream(MODEL, context_of("a"))) == live[0]
     assert await collect(provider.stream(MODEL, context_of("b"))) == live[1]
     assert len(grown) == sum(event.type == "text_delta" for events in live for event in events)
@@ -362,7 +431,9 @@ async def test_snapshots_are_built_while_replaying_and_equal_the_recorded_ones(t
 async def test_a_changed_model_is_reported_by_the_identity_field_that_changed(tmp_path):
     path = tmp_path / "rec.jsonl"
     await record(path, [faux_text("hi")], [(context_of("a"), None)])
-    other = MODEL.model_copy(update={"id": "bigger-model", "context_window": MODEL.context_window * 2})
+    other = MODEL.model_copy(
+        update={"id": "bigger-model", "context_window": MODEL.context_window * 2}
+    )
     with pytest.raises(ReplayMismatch) as caught:
         await collect(ReplayProvider(path).stream(other, context_of("a")))
     assert caught.value.field_path == "model.id"
@@ -374,4 +445,6 @@ async def test_a_changed_model_is_reported_by_the_identity_field_that_changed(tm
     resized = MODEL.model_copy(update={"context_window": 5, "max_tokens": 7})
     with pytest.raises(ReplayMismatch) as caught:
         await collect(ReplayProvider(path).stream(resized, context_of("a")))
-    assert caught.value.field_path == "model.max_tokens"  # then the rest in sorted order (context_window is catalog metadata, not compared)
+    assert (
+        caught.value.field_path == "model.max_tokens"
+    )  # then the rest in sorted order (context_window is catalog metadata, not compared)

@@ -21,7 +21,9 @@ from .test_recording_support import MODEL, collect, context_of
 def _record_valid(path) -> list[bytes]:
     async def go():
         provider = RecordingProvider(
-            FauxProvider([faux_tool_call("echo", {"value": "hi"}), faux_text("two words")], timestamp=4),
+            FauxProvider(
+                [faux_tool_call("echo", {"value": "hi"}), faux_text("two words")], timestamp=4
+            ),
             path,
         )
         await collect(provider.stream(MODEL, context_of("a")))
@@ -58,8 +60,10 @@ def _edit(lines: list[bytes], number: int, change) -> list[bytes]:
 def _line_of(lines: list[bytes], kind: str, call: int, event_index: int | None = None) -> int:
     for number, line in enumerate(lines, start=1):
         row = _row(line)
-        if row["type"] == kind and row.get("call_index") == call and (
-            event_index is None or row.get("event_index") == event_index
+        if (
+            row["type"] == kind
+            and row.get("call_index") == call
+            and (event_index is None or row.get("event_index") == event_index)
         ):
             return number
     raise LookupError(kind)
@@ -165,11 +169,18 @@ def test_the_format_version_must_be_an_int_this_program_reads(tmp_path, valid_li
 
 
 def test_a_second_header(tmp_path, valid_lines):
-    _expect(tmp_path, _join([*valid_lines[:5], valid_lines[0], *valid_lines[5:]]), "second header", 6)
+    _expect(
+        tmp_path, _join([*valid_lines[:5], valid_lines[0], *valid_lines[5:]]), "second header", 6
+    )
 
 
 def test_unknown_line_type(tmp_path, valid_lines):
-    _expect(tmp_path, _join([*valid_lines[:2], b'{"type":"note"}', *valid_lines[2:]]), "unknown line type", 3)
+    _expect(
+        tmp_path,
+        _join([*valid_lines[:2], b'{"type":"note"}', *valid_lines[2:]]),
+        "unknown line type",
+        3,
+    )
 
 
 @pytest.mark.parametrize("value", [True, "0", -1, 0.0])
@@ -230,9 +241,17 @@ def test_events_must_parse_into_their_class(tmp_path, valid_lines):
     no_delta = _edit(valid_lines, number, lambda r: r["event"].pop("delta"))
     _expect(tmp_path, _join(no_delta), "does not parse as EventTextDelta: delta", number, 1)
     bad_partial = _edit(
-        valid_lines, _line_of(valid_lines, "event", 1, 0), lambda r: r["event"]["partial"].update(usage=5)
+        valid_lines,
+        _line_of(valid_lines, "event", 1, 0),
+        lambda r: r["event"]["partial"].update(usage=5),
     )
-    _expect(tmp_path, _join(bad_partial), "does not parse as EventStart", _line_of(valid_lines, "event", 1, 0), 1)
+    _expect(
+        tmp_path,
+        _join(bad_partial),
+        "does not parse as EventStart",
+        _line_of(valid_lines, "event", 1, 0),
+        1,
+    )
     not_object = _edit(valid_lines, number, lambda r: r.update(event=[1]))
     _expect(tmp_path, _join(not_object), "JSON object", number, 1)
 
@@ -241,16 +260,28 @@ def test_partial_patches_must_apply(tmp_path, valid_lines):
     number = _line_of(valid_lines, "event", 1, 2)
     row = _row(valid_lines[number - 1])
     assert row["event"]["partial_patch"][0][0] == "append"
-    wrong_path = _edit(valid_lines, number, lambda r: r["event"].update(partial_patch=[["append", ["content", 5, "text"], "x"]]))
+    wrong_path = _edit(
+        valid_lines,
+        number,
+        lambda r: r["event"].update(partial_patch=[["append", ["content", 5, "text"], "x"]]),
+    )
     _expect(tmp_path, _join(wrong_path), "partial_patch does not apply", number, 1)
-    wrong_type = _edit(valid_lines, number, lambda r: r["event"].update(partial_patch=[["append", ["usage"], "x"]]))
+    wrong_type = _edit(
+        valid_lines, number, lambda r: r["event"].update(partial_patch=[["append", ["usage"], "x"]])
+    )
     _expect(tmp_path, _join(wrong_type), "partial_patch does not apply", number, 1)
     # A field name that is not a string (here a list, which cannot even be a dict key) is a
     # file error like any other, never a TypeError from the reader.
-    list_field = _edit(valid_lines, number, lambda r: r["event"].update(partial_patch=[["append", ["content", 0, ["text"]], "x"]]))
+    list_field = _edit(
+        valid_lines,
+        number,
+        lambda r: r["event"].update(partial_patch=[["append", ["content", 0, ["text"]], "x"]]),
+    )
     _expect(tmp_path, _join(list_field), "partial_patch does not apply", number, 1)
     first = _line_of(valid_lines, "event", 1, 0)
-    first_patched = _edit(valid_lines, first, lambda r: r.update(event={"type": "start", "partial_patch": []}))
+    first_patched = _edit(
+        valid_lines, first, lambda r: r.update(event={"type": "start", "partial_patch": []})
+    )
     _expect(tmp_path, _join(first_patched), "no earlier partial", first, 1)
     both = _edit(valid_lines, number, lambda r: r["event"].update(partial={}))
     _expect(tmp_path, _join(both), "both partial and partial_patch", number, 1)
@@ -258,25 +289,33 @@ def test_partial_patches_must_apply(tmp_path, valid_lines):
     assert _row(valid_lines[done - 1])["event"]["type"] == "done"
     on_done = _edit(valid_lines, done, lambda r: r["event"].update(partial_patch=[]))
     _expect(tmp_path, _join(on_done), "no partial to patch", done, 1)
-    invalid_result = _edit(valid_lines, number, lambda r: r["event"].update(partial_patch=[["set", ["content"], 3]]))
+    invalid_result = _edit(
+        valid_lines, number, lambda r: r["event"].update(partial_patch=[["set", ["content"], 3]])
+    )
     _expect(tmp_path, _join(invalid_result), "does not parse", number, 1)
 
 
 def test_request_payloads_must_be_objects(tmp_path, valid_lines):
     _expect(tmp_path, _join(_edit(valid_lines, 2, lambda r: r.update(model="m"))), "model", 2, 0)
     _expect(tmp_path, _join(_edit(valid_lines, 2, lambda r: r.pop("context"))), "context", 2, 0)
-    _expect(tmp_path, _join(_edit(valid_lines, 2, lambda r: r.update(options=[1]))), "options", 2, 0)
+    _expect(
+        tmp_path, _join(_edit(valid_lines, 2, lambda r: r.update(options=[1]))), "options", 2, 0
+    )
 
 
 def test_only_newline_splits_lines(tmp_path, valid_lines):
     text_line = _line_of(valid_lines, "request", 1)
     lines = _edit(
-        valid_lines, text_line,
+        valid_lines,
+        text_line,
         lambda r: r["context"]["messages"][0].update(content="x\u2028y\u2029z\u0085w\r"),
     )
     path = tmp_path / "rec.jsonl"
     path.write_bytes(_join(lines))
-    assert read_recording_file(path).calls[1].request["context"]["messages"][0]["content"] == "x\u2028y\u2029z\u0085w\r"
+    assert (
+        read_recording_file(path).calls[1].request["context"]["messages"][0]["content"]
+        == "x\u2028y\u2029z\u0085w\r"
+    )
 
 
 # ----------------------------------------------------------------------------- fuzzing
@@ -317,12 +356,16 @@ def _corrupt(lines: list[bytes], operation: tuple) -> bytes:
     return _join(lines)
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(corruptions, min_size=1, max_size=3))
 def test_a_damaged_file_raises_only_recording_file_error(tmp_path, valid_lines, operations):
     data = _join(valid_lines)
     for operation in operations:
-        data = _corrupt(data.split(b"\n")[:-1] if data.endswith(b"\n") else data.split(b"\n"), operation)
+        data = _corrupt(
+            data.split(b"\n")[:-1] if data.endswith(b"\n") else data.split(b"\n"), operation
+        )
     path = tmp_path / "fuzz.jsonl"
     path.write_bytes(data)
     try:
@@ -335,7 +378,9 @@ def test_a_damaged_file_raises_only_recording_file_error(tmp_path, valid_lines, 
         assert len(list(call.events())) == call.event_count
 
 
-def test_the_last_event_dump_is_the_terminal_event_without_building_the_others(tmp_path, monkeypatch):
+def test_the_last_event_dump_is_the_terminal_event_without_building_the_others(
+    tmp_path, monkeypatch
+):
     """``recordings diff``, ``show --conversation`` and the drift page read each call's final
     message: from the kept terminal event, never by serving every snapshot before it."""
     import asyncio
@@ -347,7 +392,9 @@ def test_the_last_event_dump_is_the_terminal_event_without_building_the_others(t
     from .test_recording_support import MODEL, collect, context_of
 
     path = tmp_path / "r.jsonl"
-    provider = RecordingProvider(FauxProvider([faux_text(" ".join(f"w{n}" for n in range(300)))], timestamp=1), path)
+    provider = RecordingProvider(
+        FauxProvider([faux_text(" ".join(f"w{n}" for n in range(300)))], timestamp=1), path
+    )
     live = asyncio.run(collect(provider.stream(MODEL, context_of("go"))))
     provider.sink.close()
     call = reader_module.read_recording_file(path).calls[0]
@@ -358,4 +405,7 @@ def test_the_last_event_dump_is_the_terminal_event_without_building_the_others(t
 
     monkeypatch.setattr(reader_module, "_served", no_serving)
     assert call.last_event_dump() == expected
-    assert reader_module.read_recording_file(path, summary_only=True).calls[0].last_event_dump() == expected
+    assert (
+        reader_module.read_recording_file(path, summary_only=True).calls[0].last_event_dump()
+        == expected
+    )

@@ -28,7 +28,9 @@ def two_runs(tmp_path, fresh_registry) -> Path:
     path = tmp_path / "two-runs.jsonl"
     for prompts in (LEFT, RIGHT):
         with use_recording(path, "record"):
-            assert [answer for answer in run_sync(prompts)] == [f"live: {prompt}" for prompt in prompts]
+            assert [answer for answer in run_sync(prompts)] == [
+                f"live: {prompt}" for prompt in prompts
+            ]
     api_registry.unregister_api_provider(MODEL.api)  # from here on nothing may call it
     assert len(live.calls) == 4
     return path

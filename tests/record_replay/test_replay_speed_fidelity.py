@@ -44,14 +44,20 @@ def _answers() -> list[faux.FauxResponse]:
                 faux.FauxToolCall("lookup", {"q": "forty two", "n": 2}),
             )
         ),
-        faux.faux_text("\u00e9l\u00e8ve \"quoted\" back\\slash tab\t new\nline \u2028 \U0001f600 end"),
-        faux.FauxResponse(blocks=(faux.FauxText("first block"), faux.FauxText("second block here"))),
+        faux.faux_text(
+            '\u00e9l\u00e8ve "quoted" back\\slash tab\t new\nline \u2028 \U0001f600 end'
+        ),
+        faux.FauxResponse(
+            blocks=(faux.FauxText("first block"), faux.FauxText("second block here"))
+        ),
     ]
 
 
 def _record(path: Path, words_per_chunk: int) -> None:
     answers = _answers()
-    provider = RecordingProvider(faux.FauxProvider(answers, words_per_chunk=words_per_chunk, timestamp=1), path)
+    provider = RecordingProvider(
+        faux.FauxProvider(answers, words_per_chunk=words_per_chunk, timestamp=1), path
+    )
 
     async def go() -> None:
         for number in range(len(answers)):
@@ -144,7 +150,9 @@ def _change(event: Any) -> None:
 
 
 @pytest.mark.parametrize("words_per_chunk", [1, 3])
-def test_every_served_event_equals_its_validated_dict_after_the_whole_replay(tmp_path, words_per_chunk):
+def test_every_served_event_equals_its_validated_dict_after_the_whole_replay(
+    tmp_path, words_per_chunk
+):
     path = tmp_path / "r.jsonl"
     _record(path, words_per_chunk)
     expected = _expected_events(path)
@@ -152,7 +160,9 @@ def test_every_served_event_equals_its_validated_dict_after_the_whole_replay(tmp
     assert sum(len(events) for events in served) > 40
     for got, want in zip(served, expected, strict=True):
         assert got == want  # compared only now: every event was kept through the replay
-        assert [event.model_dump(mode="json") for event in got] == [event.model_dump(mode="json") for event in want]
+        assert [event.model_dump(mode="json") for event in got] == [
+            event.model_dump(mode="json") for event in want
+        ]
         assert [_fields_sets(event) for event in got] == [_fields_sets(event) for event in want]
         assert [type(event) for event in got] == [type(event) for event in want]
 
@@ -173,12 +183,18 @@ def test_a_consumer_changing_each_event_changes_no_other_event(tmp_path):
 def test_snapshots_share_no_mutable_object_only_frozen_blocks(tmp_path):
     path = tmp_path / "r.jsonl"
     _record(path, 1)
-    served = [event for events in _replayed(path, len(_answers()), change=False) for event in events]
+    served = [
+        event for events in _replayed(path, len(_answers()), change=False) for event in events
+    ]
     messages = [event.partial for event in served if "partial" in type(event).model_fields]
     assert len({id(message) for message in messages}) == len(messages)
     assert len({id(message.content) for message in messages}) == len(messages)
     for model in [*messages, *served]:  # a fields set is shared only when it names every field
-        shared = [other for other in [*messages, *served] if other.model_fields_set is model.model_fields_set]
+        shared = [
+            other
+            for other in [*messages, *served]
+            if other.model_fields_set is model.model_fields_set
+        ]
         if len(shared) > 1:
             assert model.model_fields_set == set(type(model).model_fields)
     assert len({id(event.__dict__) for event in served}) == len(served)
@@ -198,7 +214,8 @@ def test_interleaved_calls_of_two_sinks_replay_exactly(tmp_path):
         faux.FauxProvider([faux.faux_text("a b c d e f g h")], timestamp=1), RecordingSink(path)
     )
     second = RecordingProvider(
-        faux.FauxProvider([faux.faux_text("one two three four five")], timestamp=2), RecordingSink(path)
+        faux.FauxProvider([faux.faux_text("one two three four five")], timestamp=2),
+        RecordingSink(path),
     )
 
     async def go() -> None:
@@ -217,7 +234,12 @@ def test_interleaved_calls_of_two_sinks_replay_exactly(tmp_path):
     second.sink.close()
     expected = _expected_events(path)
     lines = path.read_bytes().splitlines()
-    assert [orjson.loads(line).get("call_index") for line in lines[2:6]] != [0, 0, 0, 0]  # interleaved
+    assert [orjson.loads(line).get("call_index") for line in lines[2:6]] != [
+        0,
+        0,
+        0,
+        0,
+    ]  # interleaved
     from openprogram.recordings.file.reader import read_recording_file
 
     recording = read_recording_file(path)
@@ -235,7 +257,9 @@ def test_a_shared_complete_fields_set_never_changes(tmp_path):
         assert set(EVENT_CLASSES[kind].model_fields) == reader_fast._DELTA_FIELDS_SET
     path = tmp_path / "r.jsonl"
     _record(path, 1)
-    served = [event for events in _replayed(path, len(_answers()), change=False) for event in events]
+    served = [
+        event for events in _replayed(path, len(_answers()), change=False) for event in events
+    ]
     before = [_fields_sets(event) for event in served]
     for event in served:
         for model in (event, getattr(event, "partial", None)):
@@ -244,7 +268,9 @@ def test_a_shared_complete_fields_set_never_changes(tmp_path):
             for name in type(model).model_fields:
                 setattr(model, name, getattr(model, name))
             name = next(iter(type(model).model_fields))
-            copied = model.model_copy(update={name: getattr(model, name)})  # copies the set, then adds
+            copied = model.model_copy(
+                update={name: getattr(model, name)}
+            )  # copies the set, then adds
             assert copied.model_fields_set is not model.model_fields_set
     assert [_fields_sets(event) for event in served] == before
     assert served == [event for events in _expected_events(path) for event in events]

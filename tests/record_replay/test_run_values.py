@@ -22,7 +22,11 @@ def lister(seen: list[str]) -> AgentTool:
     return AgentTool(
         name="lister",
         description="list a folder",
-        parameters={"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]},
+        parameters={
+            "type": "object",
+            "properties": {"path": {"type": "string"}},
+            "required": ["path"],
+        },
         execute=execute,
     )
 
@@ -30,7 +34,12 @@ def lister(seen: list[str]) -> AgentTool:
 async def run_agent(folder, seen: list[str]) -> str:
     context = AgentContext(tools=[lister(seen)])
     prompt = f"/lister {folder}/data"
-    events = [e async for e in agent_loop([UserMessage(content=prompt)], context, AgentLoopConfig(model=get_model("faux/echo")))]
+    events = [
+        e
+        async for e in agent_loop(
+            [UserMessage(content=prompt)], context, AgentLoopConfig(model=get_model("faux/echo"))
+        )
+    ]
     return events[-1].messages[-1].content[0].text
 
 
@@ -49,13 +58,18 @@ async def test_a_recorded_folder_is_replaced_by_the_current_runs_folder(tmp_path
         scope.assert_consumed()
     assert seen == [f"{first}/data", f"{second}/data"]  # the tool got this run's folder
 
-    with use_recording(path, "replay", values={"workdir": str(second)}), pytest.raises(ReplayMismatch) as caught:
+    with (
+        use_recording(path, "replay", values={"workdir": str(second)}),
+        pytest.raises(ReplayMismatch) as caught,
+    ):
         await run_agent(first, seen)  # the other run's folder is not this run's value
     assert caught.value.field_path == "context.messages[0].content"
 
 
 @pytest.mark.parametrize("words_per_chunk", [1, 2, 3])
-async def test_streamed_deltas_hold_no_piece_of_the_value_and_join_to_the_served_text(tmp_path, words_per_chunk):
+async def test_streamed_deltas_hold_no_piece_of_the_value_and_join_to_the_served_text(
+    tmp_path, words_per_chunk
+):
     from openprogram.providers.faux import FauxProvider, faux_text
     from openprogram.providers.recording import RecordingProvider
     from openprogram.providers.replay import ReplayProvider
@@ -65,18 +79,24 @@ async def test_streamed_deltas_hold_no_piece_of_the_value_and_join_to_the_served
     model = Model(id="m", api="faux", provider="faux")
     answer = f"I looked in {folder}/notes and {folder} itself; nothing else."
     path = tmp_path / "deltas.jsonl"
-    recorder = RecordingProvider(FauxProvider([faux_text(answer)], words_per_chunk=words_per_chunk), path)
+    recorder = RecordingProvider(
+        FauxProvider([faux_text(answer)], words_per_chunk=words_per_chunk), path
+    )
     context = Context(messages=[UserMessage(content="where did you look?", timestamp=0)])
     with use_run_values({"workdir": folder}):
         live = [event async for event in recorder.stream(model, context)]
     recorder.sink.close()
-    assert "".join(e.delta for e in live if e.type == "text_delta") == answer  # the live run saw it all
+    assert (
+        "".join(e.delta for e in live if e.type == "text_delta") == answer
+    )  # the live run saw it all
     data = path.read_text()
     for start in range(len(folder) - 7):
         assert folder[start : start + 8] not in data
 
     now = "/srv/ci/build-42"
-    replayed = [e async for e in ReplayProvider(path, values={"workdir": now}).stream(model, context)]
+    replayed = [
+        e async for e in ReplayProvider(path, values={"workdir": now}).stream(model, context)
+    ]
     deltas = "".join(e.delta for e in replayed if e.type == "text_delta")
     assert deltas == answer.replace(folder, now) == replayed[-1].message.content[0].text
 
@@ -92,16 +112,28 @@ async def test_values_of_a_block_do_not_leak_into_other_tasks(tmp_path):
     path = tmp_path / "scoped.jsonl"
     model = get_model("faux/echo")
     with use_recording(path, "record", values={"name": "Alice Example"}):
-        [e async for e in stream_simple(model, Context(messages=[UserMessage(content="hi Alice Example")]))]
+        [
+            e
+            async for e in stream_simple(
+                model, Context(messages=[UserMessage(content="hi Alice Example")])
+            )
+        ]
     outside = tmp_path / "outside.jsonl"
     with use_recording(outside, "record"):
-        [e async for e in stream_simple(model, Context(messages=[UserMessage(content="hi Alice Example")]))]
+        [
+            e
+            async for e in stream_simple(
+                model, Context(messages=[UserMessage(content="hi Alice Example")])
+            )
+        ]
     assert "Alice Example" not in path.read_text() and "{{name}}" in path.read_text()
     assert "Alice Example" in outside.read_text()
 
 
 @pytest.mark.parametrize("size", [1, 2, 3, 5])
-def test_a_literal_token_split_between_deltas_replays_with_the_boundaries_it_streamed(tmp_path, size):
+def test_a_literal_token_split_between_deltas_replays_with_the_boundaries_it_streamed(
+    tmp_path, size
+):
     """The model writing ``{{workdir}}`` itself (a template, say) is stored escaped; a delta
     boundary inside it stays where it was: replay serves the events as they streamed."""
     import asyncio
@@ -113,12 +145,16 @@ def test_a_literal_token_split_between_deltas_replays_with_the_boundaries_it_str
 
     text = "the template says {{workdir}} and {{!workdir}}; {{workdir}}{{workdir}} done"
     events = streamed([("text", text), ("thinking", text)], size)
-    assert not any("{{workdir}}" in e.delta for e in events if e.type == "text_delta")  # every token split
+    assert not any(
+        "{{workdir}}" in e.delta for e in events if e.type == "text_delta"
+    )  # every token split
     path = tmp_path / "literal.jsonl"
     with use_run_values({"workdir": "/home/alice/work"}):
         live = record(path, events)
     assert "{{!workdir}}" in path.read_text()  # stored escaped, told from the run value
     replay = ReplayProvider(path, values={"workdir": "/srv/ci/build-7"})
     replayed = asyncio.run(collect(replay.stream(MODEL, context_of("go"))))
-    assert [e.delta for e in replayed if e.type == "text_delta"] == [e.delta for e in live if e.type == "text_delta"]
+    assert [e.delta for e in replayed if e.type == "text_delta"] == [
+        e.delta for e in live if e.type == "text_delta"
+    ]
     assert replayed == live  # snapshots included

@@ -105,5 +105,8 @@ def test_scoped_routing_ignores_the_process_transform(tmp_path, scripted):
 
 
 def test_bad_mode_is_refused(tmp_path):
-    with pytest.raises(ValueError, match="must be one of record, replay, update, not 'rewrite'"), use_recording(tmp_path / "x.jsonl", "rewrite"):
+    with (
+        pytest.raises(ValueError, match="must be one of record, replay, update, not 'rewrite'"),
+        use_recording(tmp_path / "x.jsonl", "rewrite"),
+    ):
         pass

@@ -55,7 +55,9 @@ def test_appending_continues_call_index_reading_only_the_tail(tmp_path, monkeypa
     finally:
         sink.close()
     assert sum(sizes) < size / 10  # the header line and the last call, not 300 calls
-    requests = [orjson.loads(line) for line in path.read_bytes().splitlines() if b'"request"' in line]
+    requests = [
+        orjson.loads(line) for line in path.read_bytes().splitlines() if b'"request"' in line
+    ]
     assert [row["call_index"] for row in requests] == list(range(301))
 
 
@@ -146,7 +148,12 @@ def test_a_call_its_writer_left_without_call_end_is_refused_naming_recover(tmp_p
 
     apply_recovery(plan_recovery(path))
     record(path, 1)
-    assert [call.outcome for call in read_recording_file(path).calls] == ["complete", "complete", "abandoned", "complete"]
+    assert [call.outcome for call in read_recording_file(path).calls] == [
+        "complete",
+        "complete",
+        "abandoned",
+        "complete",
+    ]
 
 
 def test_a_call_of_another_lane_left_open_before_the_last_request_is_refused(tmp_path):
@@ -154,9 +161,16 @@ def test_a_call_of_another_lane_left_open_before_the_last_request_is_refused(tmp
     path = tmp_path / "lanes.jsonl"
     with RecordingSink(path) as sink:
         for index in (0, 1):
-            assert sink.begin_call({"model": {}, "context": {}, "options": {}}, lane=f"tool-{index}") == index
-        sink.write_row({"type": "event", "call_index": 0, "event_index": 0, "event": {"type": "start"}})
-        sink.write_row({"type": "call_end", "call_index": 1, "event_count": 0, "outcome": "complete"})
+            assert (
+                sink.begin_call({"model": {}, "context": {}, "options": {}}, lane=f"tool-{index}")
+                == index
+            )
+        sink.write_row(
+            {"type": "event", "call_index": 0, "event_index": 0, "event": {"type": "start"}}
+        )
+        sink.write_row(
+            {"type": "call_end", "call_index": 1, "event_count": 0, "outcome": "complete"}
+        )
     with pytest.raises(RecordingFileError, match="call 0 has no call_end"):
         RecordingSink(path)
 

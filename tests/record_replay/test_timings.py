@@ -100,7 +100,9 @@ def test_a_file_without_t_still_reads_and_shows_no_timings(tmp_path):
 def test_a_t_that_is_not_a_non_negative_int_is_rejected_naming_the_line(tmp_path, bad):
     path = tmp_path / "bad.jsonl"
     rows = record(path, faux_text("hello there"))
-    number = next(i for i, row in enumerate(rows) if row["type"] == "event" and row["event_index"] == 1)
+    number = next(
+        i for i, row in enumerate(rows) if row["type"] == "event" and row["event_index"] == 1
+    )
     rows[number]["t"] = bad
     path.write_bytes(b"".join(orjson.dumps(row) + b"\n" for row in rows))
     with pytest.raises(RecordingFileError) as caught:

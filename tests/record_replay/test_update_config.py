@@ -11,7 +11,11 @@ from tests.conftest import PYTHON, cli_env
 
 def openprogram(home, *args):
     return subprocess.run(
-        [PYTHON, "-m", "openprogram", *args], env=cli_env(home), capture_output=True, text=True, timeout=120
+        [PYTHON, "-m", "openprogram", *args],
+        env=cli_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -46,7 +50,10 @@ def test_update_mode_across_commands(isolated_home):
 
 
 def test_update_mode_needs_a_managed_id(isolated_home):
-    assert openprogram(isolated_home, "config", "set", "record_replay.file", "/tmp/x.jsonl").returncode == 0
+    assert (
+        openprogram(isolated_home, "config", "set", "record_replay.file", "/tmp/x.jsonl").returncode
+        == 0
+    )
     before = (isolated_home / "config.json").read_bytes()
     result = openprogram(isolated_home, "config", "set", "record_replay.mode", "update")
     assert result.returncode == 2

@@ -55,7 +55,9 @@ async def test_calls_after_the_drift_go_live_and_unreached_calls_are_dropped(tmp
         scope.assert_consumed()
 
 
-async def test_fewer_calls_without_a_drift_keep_the_file_and_an_exception_changes_nothing(tmp_path, live):
+async def test_fewer_calls_without_a_drift_keep_the_file_and_an_exception_changes_nothing(
+    tmp_path, live
+):
     from openprogram.providers.replay import ReplayMismatch
 
     path = tmp_path / "agent.jsonl"
@@ -111,5 +113,7 @@ async def test_an_update_run_removes_what_killed_update_runs_left_and_nothing_el
         running.close()
     assert not abandoned.exists()
     assert fresh.exists() and other_recording.exists() and live_one.exists()
-    assert (tmp_path / ".agent.jsonl.link.update").is_symlink() and target.read_text() == "not ours to delete"
+    assert (
+        tmp_path / ".agent.jsonl.link.update"
+    ).is_symlink() and target.read_text() == "not ours to delete"
     assert requests_in(path) == ["one", "two"]

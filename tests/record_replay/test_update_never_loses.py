@@ -43,7 +43,9 @@ async def recorded(path, *runs: list[str]) -> None:
 # ============================================================================ one session per run
 
 
-async def test_an_updated_test_is_one_session_so_a_shorter_run_still_fails_its_replay(tmp_path, live):
+async def test_an_updated_test_is_one_session_so_a_shorter_run_still_fails_its_replay(
+    tmp_path, live
+):
     path = tmp_path / "agent.jsonl"
     await recorded(path, ["a", "b", "c"])
     with use_recording(path, "update") as scope:
@@ -62,7 +64,9 @@ async def test_an_updated_test_is_one_session_so_a_shorter_run_still_fails_its_r
     assert {call.session for call in summarize_calls(read_recording(path).calls)} == {1}
 
 
-async def test_a_drift_at_the_first_call_of_a_file_of_several_sessions_adds_a_session(tmp_path, live):
+async def test_a_drift_at_the_first_call_of_a_file_of_several_sessions_adds_a_session(
+    tmp_path, live
+):
     path = tmp_path / "agent.jsonl"
     await recorded(path, ["one", "two"], ["three"])
     with use_recording(path, "update"):
@@ -74,7 +78,10 @@ async def test_a_run_that_raises_or_is_interrupted_leaves_the_file_and_says_so(t
     path = tmp_path / "agent.jsonl"
     await recorded(path, ["a", "b", "c"])
     before = path.read_bytes()
-    for error, said in [(KeyboardInterrupt, "Ctrl-C (KeyboardInterrupt)"), (ValueError, "an exception (ValueError)")]:
+    for error, said in [
+        (KeyboardInterrupt, "Ctrl-C (KeyboardInterrupt)"),
+        (ValueError, "an exception (ValueError)"),
+    ]:
         with pytest.raises(error), use_recording(path, "update") as scope:
             await run(["a", "changed"])
             raise error()
@@ -132,7 +139,10 @@ async def test_sessions_are_chosen_by_every_call_not_only_the_first(tmp_path, li
 
     with use_recording(path, "update"):
         await run(["same start", "then right", "and on"])
-    assert sessions_in(path) == [["same start", "then left"], ["same start", "then right", "and on"]]
+    assert sessions_in(path) == [
+        ["same start", "then left"],
+        ["same start", "then right", "and on"],
+    ]
 
 
 async def test_a_drift_in_every_session_is_reported_against_the_followed_one(tmp_path, live):
@@ -154,10 +164,16 @@ async def test_a_second_update_or_a_recorder_is_refused_while_an_update_runs(tmp
     path = tmp_path / "agent.jsonl"
     await recorded(path, ["a"])
     with use_recording(path, "update"):
-        with pytest.raises(RecordingBusyError, match=r"is being updated by this process \(\d+\), in another scope; two updates"):
+        with pytest.raises(
+            RecordingBusyError,
+            match=r"is being updated by this process \(\d+\), in another scope; two updates",
+        ):
             with use_recording(path, "update"):
                 pass
-        with pytest.raises(RecordingBusyError, match="is being updated by this process .*calls recorded into it now would be lost"):
+        with pytest.raises(
+            RecordingBusyError,
+            match="is being updated by this process .*calls recorded into it now would be lost",
+        ):
             RecordingSink(path)
         with pytest.raises(RecordingBusyError):
             with use_recording(path, "record"):
@@ -179,12 +195,18 @@ async def test_a_sink_refused_by_another_process_s_update_closes_what_it_opened(
     path = tmp_path / "agent.jsonl"
     await recorded(path, ["a"])
     holder = subprocess.Popen(
-        [sys.executable, "-c", (
-            "import sys; from pathlib import Path; "
-            "from openprogram.recordings.file.writer_lock import claim_for_update; "
-            f"claim = claim_for_update(Path({str(path)!r})); print('held', flush=True); sys.stdin.read()"
-        )],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            (
+                "import sys; from pathlib import Path; "
+                "from openprogram.recordings.file.writer_lock import claim_for_update; "
+                f"claim = claim_for_update(Path({str(path)!r})); print('held', flush=True); sys.stdin.read()"
+            ),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout.readline().strip() == "held"
@@ -220,10 +242,15 @@ async def test_two_runs_that_create_one_recording_lose_neither(tmp_path, live):
             await run(["from the second"])
         assert second_scope.update.report.changed  # it ended first: it created the file
     report = first_scope.update.report
-    assert not report.changed and report.failed == "another run created it while this run was recording it"
+    assert (
+        not report.changed
+        and report.failed == "another run created it while this run was recording it"
+    )
     assert requests_in(path) == ["from the second"]
     assert report.saved_to is not None and requests_in(report.saved_to) == ["from the first"]
-    assert report.message.endswith(f"it is left as it was, and its 1 new call is kept in {report.saved_to}")
+    assert report.message.endswith(
+        f"it is left as it was, and its 1 new call is kept in {report.saved_to}"
+    )
     assert oct(os.stat(report.saved_to).st_mode & 0o777) == oct(0o600)
 
 
@@ -236,14 +263,19 @@ async def test_a_file_replaced_while_updating_is_never_overwritten(tmp_path, liv
         await run(["a", "b"])
         os.replace(other, path)  # a checkout replaced the file meanwhile
     assert requests_in(path) == ["from git"]
-    assert scope.update.report.failed == "another program changed or replaced it while this run was updating it"
+    assert (
+        scope.update.report.failed
+        == "another program changed or replaced it while this run was updating it"
+    )
     assert requests_in(scope.update.report.saved_to) == ["b"]
 
 
 # ============================================================================ failures
 
 
-async def test_a_rewrite_that_fails_keeps_the_old_file_and_the_new_calls(tmp_path, live, monkeypatch):
+async def test_a_rewrite_that_fails_keeps_the_old_file_and_the_new_calls(
+    tmp_path, live, monkeypatch
+):
     from openprogram.recordings.store import updating
 
     def disk_full(*args, **kwargs):
@@ -258,11 +290,15 @@ async def test_a_rewrite_that_fails_keeps_the_old_file_and_the_new_calls(tmp_pat
     report = scope.update.report
     assert path.read_bytes() == before
     assert report.failed == "cannot write it: No space left on device"
-    assert report.saved_to.name.startswith("agent.unsaved-") and requests_in(report.saved_to) == ["B"]
+    assert report.saved_to.name.startswith("agent.unsaved-") and requests_in(report.saved_to) == [
+        "B"
+    ]
     assert not list(tmp_path.glob(".agent.jsonl.*"))  # no hidden leftover
 
 
-async def test_a_folder_that_cannot_be_written_fails_the_drifted_call_with_one_line(tmp_path, live, monkeypatch):
+async def test_a_folder_that_cannot_be_written_fails_the_drifted_call_with_one_line(
+    tmp_path, live, monkeypatch
+):
     from openprogram.recordings.file.format import RecordingFileError
     from openprogram.recordings.store import updating
 
@@ -279,7 +315,9 @@ async def test_a_folder_that_cannot_be_written_fails_the_drifted_call_with_one_l
     assert "\n" not in str(raised.value) and path.read_bytes() == before
 
 
-async def test_a_rewrite_removes_the_temporaries_killed_rewrites_left_and_nothing_else(tmp_path, live):
+async def test_a_rewrite_removes_the_temporaries_killed_rewrites_left_and_nothing_else(
+    tmp_path, live
+):
     from openprogram.recordings.file.writer_lock import hold_writer_lock
 
     path = tmp_path / "agent.jsonl"
@@ -305,5 +343,7 @@ async def test_a_rewrite_removes_the_temporaries_killed_rewrites_left_and_nothin
     finally:
         os.close(descriptor)
     assert not killed.exists()
-    assert fresh.exists() and held.exists() and link.is_symlink() and target.read_text() == "not ours"
+    assert (
+        fresh.exists() and held.exists() and link.is_symlink() and target.read_text() == "not ours"
+    )
     assert requests_in(path) == ["a", "b"]

@@ -96,7 +96,9 @@ updating.tempfile.mkstemp = refused
 
 def cli(home, *args, prelude: str = ""):
     code = f"{prelude}\nimport sys\nfrom openprogram.cli.main import main\nsys.exit(main({list(args)!r}))"
-    return subprocess.run([PYTHON, "-c", code], env=cli_env(home), capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [PYTHON, "-c", code], env=cli_env(home), capture_output=True, text=True, timeout=120
+    )
 
 
 def app(home, tmp_path, prompts: str, *, prelude: str = "", **popen):
@@ -157,13 +159,19 @@ def test_max_turns_on_a_two_call_recording_leaves_it_byte_for_byte(isolated_home
         ("one,RAISE", 1, "an exception (ValueError)"),
     ],
 )
-def test_a_run_that_fails_leaves_the_recording_and_says_how_it_ended(recorded, isolated_home, tmp_path, prompts, code, ended):
+def test_a_run_that_fails_leaves_the_recording_and_says_how_it_ended(
+    recorded, isolated_home, tmp_path, prompts, code, ended
+):
     before = recorded.read_bytes()
     result = app(isolated_home, tmp_path, prompts)
     assert result.returncode == code
     assert recorded.read_bytes() == before
-    line = [line for line in result.stderr.splitlines() if line.startswith("openprogram: recording ")]
-    assert line == [f"openprogram: recording {recorded}: left unchanged: the run ended with {ended}"]
+    line = [
+        line for line in result.stderr.splitlines() if line.startswith("openprogram: recording ")
+    ]
+    assert line == [
+        f"openprogram: recording {recorded}: left unchanged: the run ended with {ended}"
+    ]
 
 
 #: What the report says of an exit openprogram cannot see: on Python 3.11 a SystemExit raised
@@ -179,16 +187,23 @@ SEES_EVERY_EXIT = sys.version_info >= (3, 12)
         ("one,CHANGED,BUILTIN_EXIT_1", True),
         ("one,CHANGED,RAISE_EXIT_1", SEES_EVERY_EXIT),
         ("one,CHANGED,BOUND_EXIT_1", SEES_EVERY_EXIT),
-        ("IDIOM,one,CHANGED,CTRL_C", SEES_EVERY_EXIT),  # a caught Ctrl-C: raise SystemExit(main()) with 1
+        (
+            "IDIOM,one,CHANGED,CTRL_C",
+            SEES_EVERY_EXIT,
+        ),  # a caught Ctrl-C: raise SystemExit(main()) with 1
     ],
 )
-def test_a_drifted_run_that_exits_non_zero_leaves_the_recording_however_it_exits(recorded, isolated_home, tmp_path, prompts, seen):
+def test_a_drifted_run_that_exits_non_zero_leaves_the_recording_however_it_exits(
+    recorded, isolated_home, tmp_path, prompts, seen
+):
     before = recorded.read_bytes()
     result = app(isolated_home, tmp_path, prompts)
     assert result.returncode == 1
     assert recorded.read_bytes() == before
     ended = "exit status 1" if seen else UNSEEN
-    assert one_line(result.stderr).startswith(f"openprogram: recording {recorded}: left unchanged: the run ended with {ended}")
+    assert one_line(result.stderr).startswith(
+        f"openprogram: recording {recorded}: left unchanged: the run ended with {ended}"
+    )
     assert one_line(result.stderr).endswith("; its 1 new call was not kept")
 
 
@@ -204,7 +219,9 @@ def test_a_drifted_run_that_exits_non_zero_leaves_the_recording_however_it_exits
         ("one,CHANGED,ASYNC_EXIT_0", SEES_EVERY_EXIT),  # sys.exit(0) inside asyncio.run
     ],
 )
-def test_a_drifted_run_that_exits_0_keeps_the_update_where_the_exit_is_seen(recorded, isolated_home, tmp_path, prompts, seen):
+def test_a_drifted_run_that_exits_0_keeps_the_update_where_the_exit_is_seen(
+    recorded, isolated_home, tmp_path, prompts, seen
+):
     before = recorded.read_bytes()
     result = app(isolated_home, tmp_path, prompts)
     assert result.returncode == 0
@@ -219,7 +236,14 @@ def test_a_drifted_run_that_exits_0_keeps_the_update_where_the_exit_is_seen(reco
 
 def test_ctrl_c_between_calls_leaves_the_recording(recorded, isolated_home, tmp_path):
     before = recorded.read_bytes()
-    process = app(isolated_home, tmp_path, "CHANGED,WAIT,two", stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    process = app(
+        isolated_home,
+        tmp_path,
+        "CHANGED,WAIT,two",
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert process.stdout.readline() == "echo: CHANGED\n"  # live: drifted at once
         assert process.stdout.readline() == "waiting\n"
@@ -229,24 +253,38 @@ def test_ctrl_c_between_calls_leaves_the_recording(recorded, isolated_home, tmp_
         process.kill()
     assert process.returncode != 0
     assert recorded.read_bytes() == before
-    assert f"{recorded}: left unchanged: the run ended with Ctrl-C (KeyboardInterrupt); its 1 new call was not kept" in stderr
+    assert (
+        f"{recorded}: left unchanged: the run ended with Ctrl-C (KeyboardInterrupt); its 1 new call was not kept"
+        in stderr
+    )
 
 
-def test_a_drifted_run_that_ends_normally_is_written_as_one_session(recorded, isolated_home, tmp_path):
+def test_a_drifted_run_that_ends_normally_is_written_as_one_session(
+    recorded, isolated_home, tmp_path
+):
     result = app(isolated_home, tmp_path, "one,CHANGED")
     assert result.returncode == 0, result.stderr
     assert one_line(result.stderr).endswith("updated: kept 1 call, recorded 1, dropped 2")
     assert requests(recorded) == ["one", "CHANGED"]
-    sessions = {json.loads(line).get("session") for line in recorded.read_text().splitlines() if '"request"' in line}
+    sessions = {
+        json.loads(line).get("session")
+        for line in recorded.read_text().splitlines()
+        if '"request"' in line
+    }
     assert len(sessions) == 1
 
 
-def test_a_rewrite_that_fails_at_exit_is_said_exits_1_and_loses_nothing(recorded, isolated_home, tmp_path):
+def test_a_rewrite_that_fails_at_exit_is_said_exits_1_and_loses_nothing(
+    recorded, isolated_home, tmp_path
+):
     before = recorded.read_bytes()
     result = app(isolated_home, tmp_path, "one,CHANGED", prelude=DISK_FULL)
     assert result.returncode == 1
     line = one_line(result.stderr)
-    assert f"{recorded}: could not be updated: cannot write it: No space left on device; it is left as it was" in line
+    assert (
+        f"{recorded}: could not be updated: cannot write it: No space left on device; it is left as it was"
+        in line
+    )
     assert recorded.read_bytes() == before
     (unsaved,) = recorded.parent.glob("s.unsaved-*.jsonl")
     assert f"its 1 new call is kept in {unsaved}" in line and requests(unsaved) == ["CHANGED"]
@@ -262,13 +300,23 @@ def test_an_update_in_a_folder_that_cannot_be_written_is_one_line(recorded, isol
     result = cli(isolated_home, "run", "CHANGED", prelude=READ_ONLY_FOLDER)
     assert result.returncode == 1
     assert "Traceback" not in result.stderr
-    assert f"cannot record the drifted call: the folder {recorded.parent} cannot be written (Permission denied)" in result.stderr
+    assert (
+        f"cannot record the drifted call: the folder {recorded.parent} cannot be written (Permission denied)"
+        in result.stderr
+    )
     assert recorded.read_bytes() == before
 
 
 def test_a_second_update_process_is_refused_naming_the_first(recorded, isolated_home, tmp_path):
     before = recorded.read_bytes()
-    first = app(isolated_home, tmp_path, "one,WAIT", stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = app(
+        isolated_home,
+        tmp_path,
+        "one,WAIT",
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert first.stdout.readline() == "echo: one\n"
         assert first.stdout.readline() == "waiting\n"
@@ -301,7 +349,13 @@ def test_a_forked_child_never_settles_the_parents_update(recorded, isolated_home
         print("parent done", flush=True)
         """
     )
-    result = subprocess.run([PYTHON, "-c", script], env=cli_env(isolated_home), capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [PYTHON, "-c", script],
+        env=cli_env(isolated_home),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stderr
     assert one_line(result.stderr).endswith("updated: kept 0 calls, recorded 1, dropped 3")
     assert requests(recorded) == ["CHANGED"]

@@ -185,11 +185,21 @@ def test_four_processes_of_three_threads_recording_and_updating_one_file(tmp_pat
     errors = [line for line in lines if line.startswith("error")]
     assert errors == []
     busy = [line for line in lines if line.startswith("busy")]
-    named = ("is being updated by process", "is being recorded into by process", "is being updated by this process",
-             "is being recorded into by this process", "was replaced (by an update)")
+    named = (
+        "is being updated by process",
+        "is being recorded into by process",
+        "is being updated by this process",
+        "is being recorded into by this process",
+        "was replaced (by an update)",
+    )
     assert all(any(words in line for words in named) for line in busy), busy
     final = set(requests_in(path))
-    kept = [prompt for line in lines if line.startswith("kept") for prompt in line.split(" ", 2)[2].split("|")]
+    kept = [
+        prompt
+        for line in lines
+        if line.startswith("kept")
+        for prompt in line.split(" ", 2)[2].split("|")
+    ]
     kept_updates = [line for line in lines if line.startswith("kept update")]
     assert kept, lines
     missing = [prompt for prompt in kept if prompt not in final]
@@ -222,11 +232,15 @@ def test_update_files_of_killed_runs_are_removed_when_the_next_run_starts(tmp_pa
     # Each run removed the file the run killed before it left: they do not pile up.
     (hidden,) = tmp_path.glob(".agent.jsonl.*.update")
     assert hidden.name.startswith(f".agent.jsonl.{pid}-") and path.read_bytes() == before
-    starting = tmp_path / f".agent.jsonl.{os.getpid()}-starting.update"  # a live process, no mark yet
+    starting = (
+        tmp_path / f".agent.jsonl.{os.getpid()}-starting.update"
+    )  # a live process, no mark yet
     starting.write_text("")
 
     with use_recording(path, "update") as scope:  # nothing drifts: the file is not even written
         asyncio.run(_ask_all(["one", "two"], None))
-    assert scope.update.report.message.endswith("left unchanged: nothing drifted (2 calls replayed)")
+    assert scope.update.report.message.endswith(
+        "left unchanged: nothing drifted (2 calls replayed)"
+    )
     assert sorted(tmp_path.glob(".agent.jsonl.*.update")) == [starting]
     assert path.read_bytes() == before

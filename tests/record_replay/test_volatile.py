@@ -15,13 +15,20 @@ from openprogram.recordings.replay.volatile import ANY, RequestFilter, parse_fie
 def test_patterns_read_the_path_language_of_the_mismatch_report():
     assert parse_field_pattern("context.system_prompt") == ("context", "system_prompt")
     assert parse_field_pattern("context.messages[*].content[0].text") == (
-        "context", "messages", ANY, "content", 0, "text",
+        "context",
+        "messages",
+        ANY,
+        "content",
+        0,
+        "text",
     )
     assert parse_field_pattern("options.metadata.*") == ("options", "metadata", ANY)
     assert parse_field_pattern('model.headers["X.Trace"]') == ("model", "headers", "X.Trace")
 
 
-@pytest.mark.parametrize("bad", ["", "system_prompt", "context..x", "context.messages[", ".context", "context.a b", 3])
+@pytest.mark.parametrize(
+    "bad", ["", "system_prompt", "context..x", "context.messages[", ".context", "context.a b", 3]
+)
 def test_a_bad_pattern_is_refused_with_its_text(bad):
     with pytest.raises(ValueError, match="pattern"):
         parse_field_pattern(bad)
@@ -37,10 +44,14 @@ def test_a_bad_normalize_rule_is_refused_naming_it():
 def test_ignore_blanks_every_match_and_leaves_the_input_alone():
     payloads = {
         "model": {"id": "m"},
-        "context": {"messages": [{"content": [{"text": "a"}, {"text": "b"}]}, {"content": "plain"}]},
+        "context": {
+            "messages": [{"content": [{"text": "a"}, {"text": "b"}]}, {"content": "plain"}]
+        },
         "options": {"metadata": {"run": "1", "user": "x"}},
     }
-    view = RequestFilter(ignore=["context.messages[*].content[*].text", "options.metadata.*"]).apply(payloads)
+    view = RequestFilter(
+        ignore=["context.messages[*].content[*].text", "options.metadata.*"]
+    ).apply(payloads)
     assert view["context"]["messages"][0]["content"] == [{"text": None}, {"text": None}]
     assert view["context"]["messages"][1]["content"] == "plain"  # a string has no [*]
     assert view["options"]["metadata"] == {"run": None, "user": None}
@@ -50,7 +61,13 @@ def test_ignore_blanks_every_match_and_leaves_the_input_alone():
 
 def test_normalize_rewrites_every_string_on_both_sides():
     rule = RequestFilter(normalize=[(r"\d{4}-\d\d-\d\d", "<date>")])
-    view = rule.apply({"model": {}, "context": {"system_prompt": "today is 2026-12-01", "x": ["2025-01-01"]}, "options": None})
+    view = rule.apply(
+        {
+            "model": {},
+            "context": {"system_prompt": "today is 2026-12-01", "x": ["2025-01-01"]},
+            "options": None,
+        }
+    )
     assert view["context"] == {"system_prompt": "today is <date>", "x": ["<date>"]}
 
 
@@ -76,7 +93,10 @@ async def test_a_prompt_with_the_time_replays_with_a_normalize_rule_and_fails_wi
         assert (await complete_simple(model, later)).content == recorded.content
         scope.assert_consumed()
     # What is not ignored is still compared.
-    with use_recording(path, "replay", ignore=["context.system_prompt"]), pytest.raises(ReplayMismatch) as caught:
+    with (
+        use_recording(path, "replay", ignore=["context.system_prompt"]),
+        pytest.raises(ReplayMismatch) as caught,
+    ):
         await complete_simple(model, later, StreamOptions(temperature=0.5))
     assert caught.value.field_path == "options.temperature"
 
@@ -96,6 +116,7 @@ async def test_ignoring_a_whole_part_of_the_request_replays_a_match(tmp_path, ig
     with use_recording(path, "record"):
         recorded = await complete_simple(model, ask("hello"), StreamOptions(temperature=0.5))
     with use_recording(path, "replay", ignore=[ignored]) as scope:
-        assert (await complete_simple(model, ask("hello"), StreamOptions(temperature=0.5))).content == recorded.content
+        assert (
+            await complete_simple(model, ask("hello"), StreamOptions(temperature=0.5))
+        ).content == recorded.content
         scope.assert_consumed()
-

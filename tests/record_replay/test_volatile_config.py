@@ -11,7 +11,11 @@ from tests.conftest import PYTHON, cli_env
 
 def openprogram(home, *args):
     return subprocess.run(
-        [PYTHON, "-m", "openprogram", *args], env=cli_env(home), capture_output=True, text=True, timeout=120
+        [PYTHON, "-m", "openprogram", *args],
+        env=cli_env(home),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
 
 
@@ -37,7 +41,9 @@ def test_the_runtime_replays_with_the_configured_normalize_rule(isolated_home):
     assert drifted.returncode == 1 and "context.system_prompt" in drifted.stderr
 
     rule = json.dumps([[r"\d{4}-\d\d-\d\d", "<date>"]])
-    assert openprogram(isolated_home, "config", "set", "record_replay.normalize", rule).returncode == 0
+    assert (
+        openprogram(isolated_home, "config", "set", "record_replay.normalize", rule).returncode == 0
+    )
     replayed = openprogram(isolated_home, "run", "--system", "Today is 2026-12-02.", "hello")
     assert replayed.returncode == 0, replayed.stderr
     assert replayed.stdout == recorded.stdout
@@ -54,7 +60,10 @@ def test_a_hand_edited_bad_rule_blocks_with_a_diagnosis(isolated_home):
     (isolated_home / "config.json").write_text(
         json.dumps({"record_replay": {"mode": "off", "normalize": [["(", "x"]]}})
     )
-    assert json.loads(openprogram(isolated_home, "recordings", "status", "--json").stdout)["blocked"] is False
+    assert (
+        json.loads(openprogram(isolated_home, "recordings", "status", "--json").stdout)["blocked"]
+        is False
+    )
 
 
 def test_a_replacement_with_a_bad_group_reference_is_refused_at_config_set(isolated_home):
@@ -63,12 +72,20 @@ def test_a_replacement_with_a_bad_group_reference_is_refused_at_config_set(isola
         ([r"\d+", r"\g<number>"], "unknown group name 'number'"),
         ([r"\d+", r"\q"], r"bad escape \q"),
     ]:
-        result = openprogram(isolated_home, "config", "set", "record_replay.normalize", json.dumps([rule]))
+        result = openprogram(
+            isolated_home, "config", "set", "record_replay.normalize", json.dumps([rule])
+        )
         assert result.returncode == 2, result.stderr
         assert "record_replay.normalize" in result.stderr and reason in result.stderr
         assert "nothing was written" in result.stderr and "Traceback" not in result.stderr
         assert not (isolated_home / "config.json").exists()
-    good = openprogram(isolated_home, "config", "set", "record_replay.normalize", json.dumps([[r"(?P<n>\d+)", r"<\g<n>>"]]))
+    good = openprogram(
+        isolated_home,
+        "config",
+        "set",
+        "record_replay.normalize",
+        json.dumps([[r"(?P<n>\d+)", r"<\g<n>>"]]),
+    )
     assert good.returncode == 0, good.stderr
 
 
@@ -76,9 +93,17 @@ def test_a_hand_edited_bad_replacement_blocks_instead_of_crashing_every_replay(i
     assert openprogram(isolated_home, "recordings", "record", "--name", "dated").returncode == 0
     assert openprogram(isolated_home, "run", "hello 2026").returncode == 0
     (isolated_home / "config.json").write_text(
-        json.dumps({"record_replay": {"mode": "replay", "file": "dated", "normalize": [[r"(\d+)", r"\9"]]}})
+        json.dumps(
+            {"record_replay": {"mode": "replay", "file": "dated", "normalize": [[r"(\d+)", r"\9"]]}}
+        )
     )
     status = json.loads(openprogram(isolated_home, "recordings", "status", "--json").stdout)
-    assert status["problem"] == "invalid_volatile" and "invalid group reference 9" in status["reason"]
+    assert (
+        status["problem"] == "invalid_volatile" and "invalid group reference 9" in status["reason"]
+    )
     run = openprogram(isolated_home, "run", "hello 2026")
-    assert run.returncode == 1 and "Traceback" not in run.stderr and "record_replay.normalize" in run.stderr
+    assert (
+        run.returncode == 1
+        and "Traceback" not in run.stderr
+        and "record_replay.normalize" in run.stderr
+    )

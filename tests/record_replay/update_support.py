@@ -26,7 +26,9 @@ def register_live_provider() -> FauxProvider:
 async def run(prompts: list[str]) -> list[str]:
     answers = []
     for prompt in prompts:
-        message = await complete(MODEL, Context(messages=[UserMessage(content=prompt, timestamp=0)]))
+        message = await complete(
+            MODEL, Context(messages=[UserMessage(content=prompt, timestamp=0)])
+        )
         answers.append(message.content[0].text)
     return answers
 

@@ -116,13 +116,20 @@ class Secret:
     def mapped(self, change: Callable[[str], str], shape_suffix: str = "") -> Secret:
         """The same secret with ``change`` applied to its text and its secret part (for a
         place that transforms what it is given, such as ``lane_segment``)."""
-        return replace(self, text=change(self.text), secret=change(self.secret), variant=self.variant + shape_suffix)
+        return replace(
+            self,
+            text=change(self.text),
+            secret=change(self.secret),
+            variant=self.variant + shape_suffix,
+        )
 
 
 # ============================================================================ generators
 
 
-def _body(rng: random.Random, alphabet: str, size: int, *, digit: bool = True, letter: bool = True) -> str:
+def _body(
+    rng: random.Random, alphabet: str, size: int, *, digit: bool = True, letter: bool = True
+) -> str:
     """``size`` characters of ``alphabet``, with a digit and a letter when the alphabet has
     them (asked for), and some variety: what a generated key looks like."""
     has_digit = digit and any(c in DIGITS for c in alphabet)
@@ -249,11 +256,20 @@ def build_corpus(seed: int = SEED) -> tuple[Secret, ...]:
     add("pem", text, secret, variant="RSA PRIVATE KEY")
     text, secret = _pem(rng, "PRIVATE KEY", "MIGHAgEAMBMGByqGSM49AgEGCCqGSM49AwEHBG0wawIBAQQg", 184)
     add("pem", text, secret, variant="PRIVATE KEY")
-    text, secret = _pem(rng, "OPENSSH PRIVATE KEY", "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW", 396)
+    text, secret = _pem(
+        rng,
+        "OPENSSH PRIVATE KEY",
+        "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW",
+        396,
+    )
     add("pem", text, secret, variant="OPENSSH PRIVATE KEY")
 
     # --- URLs: a password in the userinfo, a secret query parameter
-    for host, path in (("db.internal.example.com", "v1/items"), ("git.example.org", "team/repo.git"), ("10.0.3.7:8443", "admin")):
+    for host, path in (
+        ("db.internal.example.com", "v1/items"),
+        ("git.example.org", "team/repo.git"),
+        ("10.0.3.7:8443", "admin"),
+    ):
         user = rng.choice(["admin", "ci", "backup", "root"])
         password = _body(rng, URL_PASSWORD, rng.randrange(16, 25))
         add("url-userinfo", f"https://{user}:{password}@{host}/{path}", password)
@@ -277,19 +293,34 @@ def build_corpus(seed: int = SEED) -> tuple[Secret, ...]:
 
     # --- field-name secrets: no recognisable shape; secret because of the field holding them
     for _ in range(2):
-        credential = base64.b64encode(f"{_body(rng, BASE62, 20)}:{_body(rng, BASE62, 22)}".encode()).decode()
-        add("field", f"ApiKey {credential}", credential, field="Authorization", variant="header Authorization")
+        credential = base64.b64encode(
+            f"{_body(rng, BASE62, 20)}:{_body(rng, BASE62, 22)}".encode()
+        ).decode()
+        add(
+            "field",
+            f"ApiKey {credential}",
+            credential,
+            field="Authorization",
+            variant="header Authorization",
+        )
     for _ in range(2):
         value = _body(rng, BASE62, 40)
         add("field", value, value, field="x-api-key", variant="header x-api-key")
     for _ in range(2):
         body = _body(rng, BASE64URL, 28)
-        add("field", f"GOCSPX-{body}", body, field="client_secret", variant="metadata client_secret")
+        add(
+            "field", f"GOCSPX-{body}", body, field="client_secret", variant="metadata client_secret"
+        )
     for name, alphabet, size in (
-        ("password", PASSWORD, 18), ("password", PASSWORD, 24), ("password", PASSWORD, 16),
-        ("api_key", BASE62, 32), ("api_key", BASE62, 40),
-        ("token", BASE62, 40), ("token", BASE64URL, 43),
-        ("secret", BASE62, 32), ("secret", HEX, 40),
+        ("password", PASSWORD, 18),
+        ("password", PASSWORD, 24),
+        ("password", PASSWORD, 16),
+        ("api_key", BASE62, 32),
+        ("api_key", BASE62, 40),
+        ("token", BASE62, 40),
+        ("token", BASE64URL, 43),
+        ("secret", BASE62, 32),
+        ("secret", HEX, 40),
     ):
         value = _body(rng, alphabet, size)
         add("field", value, value, field=name, variant=f"tool argument {name}")

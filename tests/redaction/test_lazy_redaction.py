@@ -94,19 +94,34 @@ def test_a_mismatch_report_never_shows_the_secret(tmp_path):
 
 def test_a_secret_under_a_secret_field_name_is_redacted_with_its_key():
     recorded_message = AssistantMessage(
-        content=[ToolCall(id="c1", name="login", arguments={"user": "bob", "password": "Hunter2Hunter2Hunter2xyz"})],
-        api="faux", provider="faux", model="m", timestamp=1,
+        content=[
+            ToolCall(
+                id="c1",
+                name="login",
+                arguments={"user": "bob", "password": "Hunter2Hunter2Hunter2xyz"},
+            )
+        ],
+        api="faux",
+        provider="faux",
+        model="m",
+        timestamp=1,
     ).model_dump(mode="json")
     recorded = remove_secret_values({"messages": [recorded_message]})
     assert recorded["messages"][0]["content"][0]["arguments"]["password"] == PLACEHOLDER
     settled = settle(recorded, {"messages": [recorded_message]}, current_redactor(), 3)
     assert not settled.differs
-    assert first_request_difference(
-        {"model": {}, "context": recorded, "options": {}}, {"model": {}, "context": settled.value, "options": {}}
-    ) is None
+    assert (
+        first_request_difference(
+            {"model": {}, "context": recorded, "options": {}},
+            {"model": {}, "context": settled.value, "options": {}},
+        )
+        is None
+    )
 
 
-def test_a_request_identical_to_an_older_recording_matches_though_todays_rules_would_redact_it(tmp_path):
+def test_a_request_identical_to_an_older_recording_matches_though_todays_rules_would_redact_it(
+    tmp_path,
+):
     """A file written under older rules (or before a value became a known secret) keeps the
     text as it was; a replay asking for exactly that text matches (docs/file-format.md)."""
     path = tmp_path / "r.jsonl"
@@ -116,7 +131,9 @@ def test_a_request_identical_to_an_older_recording_matches_though_todays_rules_w
     assert _replay(path, [f"key {SECRET}"])
 
 
-_TEXT = st.sampled_from(["plain words", f"token {SECRET}", "a=1&password=hunter2hunter2", "sk-" + "a" * 40, "x"])
+_TEXT = st.sampled_from(
+    ["plain words", f"token {SECRET}", "a=1&password=hunter2hunter2", "sk-" + "a" * 40, "x"]
+)
 
 
 @given(
@@ -128,7 +145,11 @@ def test_settling_gives_the_verdict_of_redacting_everything(base, changes, extra
     """Whatever differs, the first difference is the one the whole redacted request shows."""
 
     def payload(texts: list[str]) -> dict:
-        return {"model": {"id": "m"}, "context": _context(texts).model_dump(mode="json"), "options": None}
+        return {
+            "model": {"id": "m"},
+            "context": _context(texts).model_dump(mode="json"),
+            "options": None,
+        }
 
     recorded = remove_secret_values(payload(base))
     incoming_texts = [changes.get(index, text) for index, text in enumerate(base)] + extra
@@ -153,10 +174,13 @@ def test_settling_gives_the_verdict_of_redacting_everything(base, changes, extra
 )
 def test_what_only_one_side_has_still_differs(recorded, raw, differs):
     assert settle(recorded, raw, current_redactor(), 3).differs is differs
-    assert (first_request_difference(
-        {"model": {}, "context": recorded, "options": {}},
-        {"model": {}, "context": remove_secret_values(raw), "options": {}},
-    ) is not None) is differs
+    assert (
+        first_request_difference(
+            {"model": {}, "context": recorded, "options": {}},
+            {"model": {}, "context": remove_secret_values(raw), "options": {}},
+        )
+        is not None
+    ) is differs
 
 
 def test_a_secret_in_every_message_is_settled_message_by_message(tmp_path, redactions):

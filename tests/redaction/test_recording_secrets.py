@@ -22,8 +22,27 @@ secrets = st.text(alphabet=ALPHANUMERIC, min_size=20, max_size=32).filter(
     lambda s: any(c.isdigit() for c in s) and len(set(s)) >= 6
 )
 ORDINARY = [
-    "the", "key", "point", "is", "basic", "stuff", "bearer", "of", "news", "Token", "economics",
-    "sk-learn", "password", "reset", "flow", "secret", "garden", "ok", "api", "café", "日本",
+    "the",
+    "key",
+    "point",
+    "is",
+    "basic",
+    "stuff",
+    "bearer",
+    "of",
+    "news",
+    "Token",
+    "economics",
+    "sk-learn",
+    "password",
+    "reset",
+    "flow",
+    "secret",
+    "garden",
+    "ok",
+    "api",
+    "café",
+    "日本",
 ]
 prose = st.lists(st.sampled_from(ORDINARY), min_size=1, max_size=8).map(" ".join)
 
@@ -45,23 +64,44 @@ def test_planted_secrets_never_reach_the_file_and_prose_survives(
     first, second, third = words
     answer = f"{first} Bearer {bearer_secret} {second} sk-{sk_secret} {third} {env_secret} end"
     model = Model(
-        id="m", api="faux", provider="faux",
+        id="m",
+        api="faux",
+        provider="faux",
         base_url=f"https://user:{url_secret}@example.test/v1?api_key={url_secret}&mode=fast",
         headers={"X-Api-Key": header_secret, "X-Trace": first},
     )
     context = Context(
         system_prompt=f"{second}. Authorization: Bearer {bearer_secret}",
-        messages=[UserMessage(content=f"{third} https://example.test/cb?token={url_secret} {env_secret}", timestamp=1)],
+        messages=[
+            UserMessage(
+                content=f"{third} https://example.test/cb?token={url_secret} {env_secret}",
+                timestamp=1,
+            )
+        ],
     )
     options = SimpleStreamOptions(
         api_key=f"sk-{sk_secret}",
-        headers={"Authorization": f"Basic {header_secret}", "Cookie": header_secret, "Accept": first},
-        metadata={"clientSecret": header_secret, "nested": [{"refreshToken": header_secret, "note": third}]},
+        headers={
+            "Authorization": f"Basic {header_secret}",
+            "Cookie": header_secret,
+            "Accept": first,
+        },
+        metadata={
+            "clientSecret": header_secret,
+            "nested": [{"refreshToken": header_secret, "note": third}],
+        },
     )
     response = FauxResponse(
         blocks=(
             FauxText(answer),
-            FauxToolCall("search", {"query": first, "token": argument_secret, "url": f"https://a.test/?key={argument_secret}"}),
+            FauxToolCall(
+                "search",
+                {
+                    "query": first,
+                    "token": argument_secret,
+                    "url": f"https://a.test/?key={argument_secret}",
+                },
+            ),
         )
     )
     previous = os.environ.get("OPENAI_API_KEY")
@@ -77,7 +117,9 @@ def test_planted_secrets_never_reach_the_file_and_prose_survives(
             text = data.decode()
             for phrase in (first, second, third):
                 assert phrase in text, "ordinary text was changed"
-            events = asyncio.run(collect(ReplayProvider(path).stream_simple(model, context, options)))
+            events = asyncio.run(
+                collect(ReplayProvider(path).stream_simple(model, context, options))
+            )
     finally:
         if previous is None:
             os.environ.pop("OPENAI_API_KEY", None)
@@ -99,6 +141,10 @@ def test_a_secret_free_answer_and_its_arguments_replay_byte_for_byte(tmp_path):
     path = tmp_path / "rec.jsonl"
     model = Model(id="m", api="faux", provider="faux")
     context = Context(messages=[UserMessage(content=text, timestamp=1)])
-    live = asyncio.run(collect(RecordingProvider(FauxProvider([response], timestamp=3), path).stream(model, context)))
+    live = asyncio.run(
+        collect(
+            RecordingProvider(FauxProvider([response], timestamp=3), path).stream(model, context)
+        )
+    )
     replayed = asyncio.run(collect(ReplayProvider(path).stream(model, context)))
     assert replayed == live

@@ -263,10 +263,6 @@ def test_near_misses_are_kept(text):
     assert redact_text(text) == text
 
 
-
-
-
-
 @pytest.mark.parametrize(
     "text",
     [
@@ -362,7 +358,9 @@ def test_ordinary_payloads_round_trip_byte_identical():
         model="gpt-4o-mini",
         timestamp=1,
     )
-    dump = EventTextDelta(content_index=0, delta="Bearer of news.", partial=partial).model_dump(mode="json")
+    dump = EventTextDelta(content_index=0, delta="Bearer of news.", partial=partial).model_dump(
+        mode="json"
+    )
     assert orjson.dumps(remove_secret_values(dump)) == orjson.dumps(dump)
 
 
@@ -404,7 +402,9 @@ _FRAGMENTS = [
 _texts = st.lists(st.sampled_from(_FRAGMENTS), max_size=14).map("".join)
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(prefix=_texts, extension=_texts)
 def test_safe_cut_never_splits_a_secret(prefix, extension):
     with mock.patch.dict(os.environ, {"OPENAI_API_KEY": "KNOWNkey1"}):
@@ -414,7 +414,9 @@ def test_safe_cut_never_splits_a_secret(prefix, extension):
         assert redact_text(whole) == redact_text(whole[:cut]) + redact_text(whole[cut:])
 
 
-@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(st.lists(_texts, min_size=1, max_size=8))
 def test_incremental_redaction_of_a_growing_string_matches_whole_redaction(pieces):
     """The way a recorder uses safe_cut: redact the stable prefix once, re-redact the tail."""
@@ -437,7 +439,9 @@ def test_the_last_whitespace_is_found_however_it_is_searched(text, end):
     assert redaction._last_whitespace(text, end) == slow
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(text=_texts)
 def test_a_trigger_free_text_is_its_own_redaction(text):
     """The recorder writes a trigger-free text as it is, without redacting it."""
@@ -447,7 +451,9 @@ def test_a_trigger_free_text_is_its_own_redaction(text):
             assert redact_text(text) == text
 
 
-@settings(max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=1000, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(prefix=_texts, extension=_texts)
 def test_searching_only_the_reach_before_appended_text_finds_every_new_trigger(prefix, extension):
     with mock.patch.dict(os.environ, {"OPENAI_API_KEY": "KNOWNkey1"}):
@@ -489,7 +495,9 @@ _WORDS = [
 ]  # fmt: skip
 _prose = st.lists(st.sampled_from(_WORDS), min_size=1, max_size=8).map(" ".join)
 # Secrets are drawn from an alphabet and a marker that prose never contains.
-_secrets = st.text(string.ascii_letters + string.digits, min_size=10, max_size=24).map(lambda s: "Q7" + s)
+_secrets = st.text(string.ascii_letters + string.digits, min_size=10, max_size=24).map(
+    lambda s: "Q7" + s
+)
 
 
 @st.composite
@@ -512,19 +520,44 @@ def _planted(draw):
     known = secret()
     fields = []
     for _ in range(draw(st.integers(1, 8))):
-        kind = draw(st.sampled_from(["name", "header", "userinfo", "query", "bearer", "sk", "known"]))
+        kind = draw(
+            st.sampled_from(["name", "header", "userinfo", "query", "bearer", "sk", "known"])
+        )
         if kind == "name":
             holder = draw(st.sampled_from(["plain", "dict", "list", "none"]))
-            value = {"plain": secret, "dict": lambda: {"inner": secret()}, "list": lambda: [secret()], "none": lambda: None}[holder]()
+            value = {
+                "plain": secret,
+                "dict": lambda: {"inner": secret()},
+                "list": lambda: [secret()],
+                "none": lambda: None,
+            }[holder]()
             fields.append({draw(st.sampled_from(_SECRET_NAMES)): value})
         elif kind == "header":
-            fields.append({"headers": {"Authorization": f"Bearer {secret()}", "X-Api-Key": secret(), "Accept": text()}})
+            fields.append(
+                {
+                    "headers": {
+                        "Authorization": f"Bearer {secret()}",
+                        "X-Api-Key": secret(),
+                        "Accept": text(),
+                    }
+                }
+            )
         elif kind == "userinfo":
-            fields.append({"url": f"https://user:{secret()}@host.example/v1?{text().replace(' ', '')[:5]}=1"})
+            fields.append(
+                {"url": f"https://user:{secret()}@host.example/v1?{text().replace(' ', '')[:5]}=1"}
+            )
         elif kind == "query":
-            fields.append({"url": f"https://host.example/v1?q=1&{draw(st.sampled_from(_QUERY_NAMES))}={secret()}&page=2"})
+            fields.append(
+                {
+                    "url": f"https://host.example/v1?q=1&{draw(st.sampled_from(_QUERY_NAMES))}={secret()}&page=2"
+                }
+            )
         elif kind == "bearer":
-            fields.append({"text": f"{text()} {draw(st.sampled_from(['Bearer', 'bearer', 'Basic', 'Token']))} {secret()} {text()}"})
+            fields.append(
+                {
+                    "text": f"{text()} {draw(st.sampled_from(['Bearer', 'bearer', 'Basic', 'Token']))} {secret()} {text()}"
+                }
+            )
         elif kind == "sk":
             fields.append({"text": f"{text()} sk-{secret()}{'x' * 10}, {text()}"})
         else:
@@ -534,7 +567,9 @@ def _planted(draw):
     return payload, known, secrets, prose
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(_planted())
 def test_no_planted_secret_survives_and_nothing_else_changes(planted):
     payload, known, secrets, prose = planted
@@ -558,7 +593,9 @@ def test_a_redactor_snapshot_redacts_like_the_functions(monkeypatch):
     text = f"Bearer abc123def456 {KEY} https://u:p@h/?key=k"
     assert redactor.redact_text(text) == redact_text(text)
     assert redactor.safe_cut("a Bearer ") == safe_cut("a Bearer ") == 2
-    assert redactor.remove_secret_values({"token": 1, "t": text}) == remove_secret_values({"token": 1, "t": text})
+    assert redactor.remove_secret_values({"token": 1, "t": text}) == remove_secret_values(
+        {"token": 1, "t": text}
+    )
 
 
 def test_safe_cut_never_cuts_inside_an_open_private_key_block():
@@ -578,16 +615,26 @@ def test_a_redactor_redacts_a_long_string_met_again_once(monkeypatch):
     assert "t" * 20 not in expected
     passes = []
     real = redaction._redact
-    monkeypatch.setattr(redaction, "_redact", lambda known, text: (len(text) > 64 and passes.append(text)) or real(known, text))
+    monkeypatch.setattr(
+        redaction,
+        "_redact",
+        lambda known, text: (len(text) > 64 and passes.append(text)) or real(known, text),
+    )
     redactor = redaction.current_redactor()
     equal_copy = "".join([long_value[:10], long_value[10:]])  # equal, another object
     value = {"u": long_value, "v": [long_value], "w": {"x": equal_copy}}
-    assert redactor.remove_secret_values(value) == {"u": expected, "v": [expected], "w": {"x": expected}}
+    assert redactor.remove_secret_values(value) == {
+        "u": expected,
+        "v": [expected],
+        "w": {"x": expected},
+    }
     assert passes == [long_value]
     assert redactor.remove_secret_values([other, long_value]) == [expected_other, expected]
     # A request's long strings are kept with their redaction (an agent resends them every turn).
     assert passes == [long_value, other]
-    assert redaction.current_redactor().remove_secret_values({"again": long_value}) == {"again": expected}
+    assert redaction.current_redactor().remove_secret_values({"again": long_value}) == {
+        "again": expected
+    }
     assert passes == [long_value, other]
     assert redaction._known_values().last_long is None
 
@@ -610,12 +657,20 @@ def test_a_resent_message_is_redacted_once_and_shared(monkeypatch):
     redactor = redaction.current_redactor()
     key = "sk-proj-" + "Zx9Yw8Vu7Ts6Rq5Po4Nm3Lk2"
     message = {"role": "user", "content": f"use {key} please", "timestamp": 1}
-    first = redactor.remove_from_request({"model": {}, "context": {"messages": [message]}, "options": None})
+    first = redactor.remove_from_request(
+        {"model": {}, "context": {"messages": [message]}, "options": None}
+    )
     again = redactor.remove_from_request(
-        {"model": {}, "context": {"messages": [dict(message), {"role": "user", "content": "next"}]}, "options": None}
+        {
+            "model": {},
+            "context": {"messages": [dict(message), {"role": "user", "content": "next"}]},
+            "options": None,
+        }
     )
     assert first["context"]["messages"][0]["content"] == f"use {PLACEHOLDER} please"
     assert again["context"]["messages"][0] is first["context"]["messages"][0]
     # Equal in ==, not in JSON: another message, redacted on its own.
-    other = redactor.remove_from_request({"model": {}, "context": {"messages": [{**message, "timestamp": True}]}, "options": None})
+    other = redactor.remove_from_request(
+        {"model": {}, "context": {"messages": [{**message, "timestamp": True}]}, "options": None}
+    )
     assert other["context"]["messages"][0]["timestamp"] is True

@@ -53,7 +53,9 @@ def answer(blocks: list[tuple[str, str]], size: int, *, tool: str = "checkout") 
     return streamed(blocks, size, tool=tool)
 
 
-def record(path: Path, events: list[Any], context: Context | None = None, provider: Any = None) -> list[Any]:
+def record(
+    path: Path, events: list[Any], context: Context | None = None, provider: Any = None
+) -> list[Any]:
     """Record one call of ``provider`` (default: one that streams ``events``); the live events."""
     provider = provider or ScriptedProvider(events)
     recorder = RecordingProvider(provider, path)
@@ -64,7 +66,9 @@ def record(path: Path, events: list[Any], context: Context | None = None, provid
 
 
 def replay(path: Path, context: Context | None = None, **options: Any) -> list[Any]:
-    return asyncio.run(collect(ReplayProvider(path, **options).stream(MODEL, context or context_of("go"))))
+    return asyncio.run(
+        collect(ReplayProvider(path, **options).stream(MODEL, context or context_of("go")))
+    )
 
 
 def stored_deltas(path: Path) -> dict[tuple[int, int], str]:
@@ -101,7 +105,11 @@ def random_text(rng: random.Random, alphabet: str, length: int) -> str:
     """``length`` characters of ``alphabet``, with a digit and a letter of each case in it."""
     while True:
         text = "".join(rng.choice(alphabet) for _ in range(length))
-        if any(c.isdigit() for c in text) and any(c.islower() for c in text) and any(c.isupper() for c in text):
+        if (
+            any(c.isdigit() for c in text)
+            and any(c.islower() for c in text)
+            and any(c.isupper() for c in text)
+        ):
             return text
 
 
@@ -139,9 +147,10 @@ def test_case_02_a_page_cursor_replays_unchanged_while_a_password_field_goes(tmp
     record(path, answer([("tool", arguments)], 5, tool="list_items"))
     replayed = replay(path)
     assert final_message(replayed).content[0].arguments == {name: cursor, "password": PLACEHOLDER}
-    assert "".join(e.delta for e in replayed if e.type == "toolcall_delta") == orjson.dumps(
-        {name: cursor, "password": PLACEHOLDER}
-    ).decode()
+    assert (
+        "".join(e.delta for e in replayed if e.type == "toolcall_delta")
+        == orjson.dumps({name: cursor, "password": PLACEHOLDER}).decode()
+    )
     assert_no_piece(PASSWORD_IN_ARGUMENTS, path)
 
 
@@ -166,7 +175,9 @@ def test_case_03_an_encrypted_reasoning_signature_is_stored_and_replayed_byte_fo
     events = [assembler.start()]
     index, event = assembler.begin_thinking()
     events.append(event)
-    events.extend(assembler.append_thinking(index, piece) for piece in pieces("weighing the options", 4))
+    events.extend(
+        assembler.append_thinking(index, piece) for piece in pieces("weighing the options", 4)
+    )
     assembler.set_thinking_signature(index, signature)
     events.append(assembler.end_thinking(index))
     index, event = assembler.begin_text()
@@ -192,7 +203,10 @@ def test_case_03_a_large_base64_image_in_the_request_is_stored_and_replayed_byte
         system_prompt="describe",
         messages=[
             UserMessage(
-                content=[TextContent(text="what is in this picture?"), ImageContent(data=data, mime_type="image/png")],
+                content=[
+                    TextContent(text="what is in this picture?"),
+                    ImageContent(data=data, mime_type="image/png"),
+                ],
                 timestamp=1,
             )
         ],
@@ -220,7 +234,10 @@ def test_case_04_a_common_environment_value_stays_but_a_real_password_goes(tmp_p
     request = read_recording_file(path).calls[0].request
     assert request["context"]["messages"][0]["content"] == prompt
     replayed = replay(path, context)
-    assert final_message(replayed).content[0].text == f"Run psql -U postgres; the app logs in with {PLACEHOLDER} today."
+    assert (
+        final_message(replayed).content[0].text
+        == f"Run psql -U postgres; the app logs in with {PLACEHOLDER} today."
+    )
 
 
 # ============================================================================ case 5
@@ -252,10 +269,15 @@ def test_case_05_a_run_value_is_replaced_only_where_it_stands_alone(tmp_path, sc
     with use_recording(path, mode="replay", values={"port": "9090"}):
         replayed = _through_facade(context)
     assert final_message(replayed).content[0].text == "listen on 9090, not 18080 or JIRA-80801"
-    assert "".join(e.delta for e in replayed if e.type == "text_delta") == "listen on 9090, not 18080 or JIRA-80801"
+    assert (
+        "".join(e.delta for e in replayed if e.type == "text_delta")
+        == "listen on 9090, not 18080 or JIRA-80801"
+    )
 
 
-def test_case_05_a_literal_token_written_by_the_model_replays_as_the_literal(tmp_path, scripted_faux):
+def test_case_05_a_literal_token_written_by_the_model_replays_as_the_literal(
+    tmp_path, scripted_faux
+):
     text = "the config template reads: listen on {{port}}"
     scripted_faux.events = answer([("text", text)], 3)
     path = tmp_path / "rec.jsonl"
@@ -311,7 +333,7 @@ def _replayed_text(path: Path) -> str:
 @pytest.mark.parametrize("cut", ["p", "pla", "plan"])
 @pytest.mark.parametrize("ending", ["error", "raise"])
 def test_case_06_prose_cut_short_after_a_scheme_word_keeps_the_word(tmp_path, ending, cut):
-    """"In 2024 the basic plan" broken off in (or right at the end of) the word after "basic":
+    """ "In 2024 the basic plan" broken off in (or right at the end of) the word after "basic":
     what streamed up to and including "basic" is stored and replayed as it was; the unfinished
     word after it may be kept or replaced, but the scheme word is prose and stays."""
     prose = tmp_path / "prose.jsonl"
@@ -374,7 +396,10 @@ SLACK_AND_AWS = [
 def test_case_07_slack_tokens_and_aws_key_ids_in_their_documented_forms_still_go(tmp_path, token):
     """The prose rules for ``xoxo-`` and ``ASIA...`` words keep real tokens recognised."""
     path = tmp_path / "rec.jsonl"
-    record(path, answer([("text", f"the bot uses {token} now"), ("tool", json.dumps({"note": token}))], 3))
+    record(
+        path,
+        answer([("text", f"the bot uses {token} now"), ("tool", json.dumps({"note": token}))], 3),
+    )
     assert_no_piece(token[4:], path)
 
 
@@ -394,7 +419,9 @@ MALFORMED_PASSWORD = "Zx9!kLm2#qR8vT"
     ids=["trailing-comma", "single-quotes", "raw-newline"],
 )
 @pytest.mark.parametrize("size", range(1, 17))
-def test_case_08_tool_arguments_that_are_not_json_leave_no_piece_of_a_password(tmp_path, arguments, size):
+def test_case_08_tool_arguments_that_are_not_json_leave_no_piece_of_a_password(
+    tmp_path, arguments, size
+):
     path = tmp_path / "rec.jsonl"
     record(path, answer([("tool", arguments)], size, tool="login"))
     assert_no_piece(MALFORMED_PASSWORD, path)
@@ -419,19 +446,27 @@ def _cli(home: Path, *args: str) -> subprocess.CompletedProcess:
     return result
 
 
-def test_case_09_a_secret_in_a_lane_name_reaches_neither_the_file_nor_the_commands(tmp_path, isolated_home):
+def test_case_09_a_secret_in_a_lane_name_reaches_neither_the_file_nor_the_commands(
+    tmp_path, isolated_home
+):
     assert len(LANE_SECRET) == 40
     path = tmp_path / "lanes.jsonl"
 
     async def go() -> None:
-        recorder = RecordingProvider(ScriptedProvider(answer([("text", "hello from the worker")], 4)), path)
+        recorder = RecordingProvider(
+            ScriptedProvider(answer([("text", "hello from the worker")], 4)), path
+        )
         with lane(f"worker-{LANE_SECRET}"):
             await collect(recorder.stream(MODEL, context_of("go")))
         recorder.sink.close()
 
     asyncio.run(go())
     outputs = {"file": path.read_text()}
-    for args in (["show", str(path)], ["show", str(path), "--json"], ["show", str(path), "--conversation"]):
+    for args in (
+        ["show", str(path)],
+        ["show", str(path), "--json"],
+        ["show", str(path), "--conversation"],
+    ):
         result = _cli(isolated_home, *args)
         assert result.returncode == 0, result.stderr
         outputs[" ".join(args[:1] + args[2:])] = result.stdout + result.stderr
@@ -439,7 +474,9 @@ def test_case_09_a_secret_in_a_lane_name_reaches_neither_the_file_nor_the_comman
     result = _cli(isolated_home, "view", str(path), "--output", str(page))
     assert result.returncode == 0, result.stderr
     outputs["view"] = result.stdout + result.stderr + page.read_text()
-    leaks = {name: found for name, text in outputs.items() if (found := pieces_in(LANE_SECRET, text))}
+    leaks = {
+        name: found for name, text in outputs.items() if (found := pieces_in(LANE_SECRET, text))
+    }
     assert not leaks, f"pieces of the lane's secret: {leaks}"
 
 

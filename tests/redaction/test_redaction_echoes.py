@@ -49,7 +49,11 @@ async def ask(provider, text: str, name: str) -> None:
             pass
 
 
-@pytest.mark.parametrize("name", [SHAPED_KEY, f"worker {ENV_KEY}", f"w={ENV_KEY}"], ids=["shaped", "env key", "env key glued"])
+@pytest.mark.parametrize(
+    "name",
+    [SHAPED_KEY, f"worker {ENV_KEY}", f"w={ENV_KEY}"],
+    ids=["shaped", "env key", "env key glued"],
+)
 def test_a_replay_mismatch_quotes_a_lane_name_redacted(tmp_path, monkeypatch, name):
     monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)
     path = tmp_path / "rec.jsonl"
@@ -58,7 +62,10 @@ def test_a_replay_mismatch_quotes_a_lane_name_redacted(tmp_path, monkeypatch, na
     recorder.sink.close()
     assert secret_runs(path.read_text()) == []
     messages = []
-    for text, other in (("changed", name), ("hi", f"{name} 2")):  # a drift in the lane; a lane not recorded
+    for text, other in (
+        ("changed", name),
+        ("hi", f"{name} 2"),
+    ):  # a drift in the lane; a lane not recorded
         with pytest.raises(ReplayMismatch) as failure:
             asyncio.run(ask(ReplayProvider(path), text, other))
         messages.append(str(failure.value))
@@ -69,7 +76,9 @@ def test_a_replay_mismatch_quotes_a_lane_name_redacted(tmp_path, monkeypatch, na
 def test_a_refused_lane_name_is_described_not_quoted(monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)
     for name in (f"a/{SHAPED_KEY}", f"team/{ENV_KEY}"):
-        with pytest.raises(ValueError, match="a lane name must be a non-empty string without '/'") as failure:
+        with pytest.raises(
+            ValueError, match="a lane name must be a non-empty string without '/'"
+        ) as failure:
             with lane(name):
                 pass
         assert f"a name of {len(name)} characters with '/' at character" in str(failure.value)
@@ -77,7 +86,9 @@ def test_a_refused_lane_name_is_described_not_quoted(monkeypatch):
 
 
 @pytest.mark.parametrize("segments", [("a", SHAPED_KEY), ("team", f"{ENV_KEY}"), (SHAPED_KEY, "b")])
-def test_a_key_that_makes_up_a_lane_segment_reaches_neither_the_file_nor_a_message(tmp_path, monkeypatch, segments):
+def test_a_key_that_makes_up_a_lane_segment_reaches_neither_the_file_nor_a_message(
+    tmp_path, monkeypatch, segments
+):
     """``lane("a")`` then ``lane(key)`` make the path ``a/KEY``: the key is a whole segment, so
     a whole token, though a ``/`` before it reads as part of a base64 word in other text."""
     monkeypatch.setenv("OPENAI_API_KEY", ENV_KEY)
@@ -100,14 +111,20 @@ def test_a_key_that_makes_up_a_lane_segment_reaches_neither_the_file_nor_a_messa
 
 def test_the_proxy_quotes_a_refused_lane_header_redacted(tmp_path):
     path = tmp_path / "rec.jsonl"
-    chunks = c.sse_frames(c.ROLE, c.chunk(json.dumps({"content": "ok"})), c.STOP, c.usage_chunk(10, 5), done=True)
+    chunks = c.sse_frames(
+        c.ROLE, c.chunk(json.dumps({"content": "ok"})), c.STOP, c.usage_chunk(10, 5), done=True
+    )
     body = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "hi"}]}
     with VendorServer() as server:
         server.queue(ScriptedResponse(chunks=chunks))
-        settings = ProxySettings(upstreams={"openai-completions": server.url + "/v1"}, recording=path, mode="record")
+        settings = ProxySettings(
+            upstreams={"openai-completions": server.url + "/v1"}, recording=path, mode="record"
+        )
         with start_proxy(settings) as proxy:
             answer = httpx.post(
-                proxy.url + "/v1/chat/completions", json=body, headers={"X-OpenProgram-Lane": f"team//{SHAPED_KEY}"}
+                proxy.url + "/v1/chat/completions",
+                json=body,
+                headers={"X-OpenProgram-Lane": f"team//{SHAPED_KEY}"},
             )
     assert answer.status_code == 400
     message = answer.json()["error"]["message"]
@@ -124,7 +141,9 @@ def test_a_file_stem_holds_no_secret_and_stays_unique():
     for stem in stems:
         assert stem.startswith("test_x_secret_removed-") and secret_runs(stem) == []
     assert secret_runs(file_stem(f"test_x[{DECLARED}]", (DECLARED,))) == []
-    assert file_stem(f"test_x[{DECLARED}]") == f"test_x_{DECLARED}"  # declared elsewhere: not a secret here
+    assert (
+        file_stem(f"test_x[{DECLARED}]") == f"test_x_{DECLARED}"
+    )  # declared elsewhere: not a secret here
     assert file_stem("test_x[3-abc]") == "test_x_3-abc"  # ordinary ids keep their names
 
 
@@ -147,7 +166,9 @@ def test_agent(token):
 
 def test_a_parametrised_id_holding_a_key_never_becomes_a_file_name(pytester):
     pytester.makepyfile(test_agent_suite=INNER_SUITE)
-    run_inner(pytester, "--llm-record-mode=record", OPENAI_API_KEY=ENV_KEY).assert_outcomes(passed=5)
+    run_inner(pytester, "--llm-record-mode=record", OPENAI_API_KEY=ENV_KEY).assert_outcomes(
+        passed=5
+    )
     folder = pytester.path / "recordings" / "test_agent_suite"
     names = sorted(path.name for path in folder.iterdir())
     recordings = [name for name in names if name.endswith(".jsonl")]

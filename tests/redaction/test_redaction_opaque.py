@@ -65,7 +65,13 @@ def runs_in(secret: str, text: str) -> list[str]:
     return [secret[i : i + 8] for i in range(len(secret) - 7) if secret[i : i + 8] in text]
 
 
-def record(path: Path, events: list[Any], context: Context, options: StreamOptions | None = None, **kwargs: Any) -> list[Any]:
+def record(
+    path: Path,
+    events: list[Any],
+    context: Context,
+    options: StreamOptions | None = None,
+    **kwargs: Any,
+) -> list[Any]:
     recorder = RecordingProvider(ScriptedProvider(events, **kwargs), path)
     try:
         return asyncio.run(collect(recorder.stream(MODEL, context, options)))
@@ -128,7 +134,12 @@ def request_with_opaque_values(secret: str) -> tuple[Context, StreamOptions]:
         messages=[
             UserMessage(content="go", timestamp=1),
             turn,
-            ToolResultMessage(tool_call_id=opaque(secret), tool_name="lookup", content=[TextContent(text="sunny")], timestamp=3),
+            ToolResultMessage(
+                tool_call_id=opaque(secret),
+                tool_name="lookup",
+                content=[TextContent(text="sunny")],
+                timestamp=3,
+            ),
         ]
     )
     options = StreamOptions(
@@ -168,7 +179,11 @@ def test_a_known_value_leaves_every_opaque_place_and_nothing_else_changes(tmp_pa
 def test_the_recorder_says_which_opaque_fields_lost_a_known_value(tmp_path, known, caplog):
     path = tmp_path / "rec.jsonl"
     with caplog.at_level(logging.WARNING, logger="openprogram.recordings"):
-        record(path, answer_with_opaque_values(ENV_KEY), Context(messages=[UserMessage(content="go", timestamp=1)]))
+        record(
+            path,
+            answer_with_opaque_values(ENV_KEY),
+            Context(messages=[UserMessage(content="go", timestamp=1)]),
+        )
     (end,) = [row for row in rows_of(path) if row["type"] == "call_end"]
     paths = {item["path"]: item["rules"] for item in end["redactions"]}
     assert paths == {
@@ -179,7 +194,9 @@ def test_the_recorder_says_which_opaque_fields_lost_a_known_value(tmp_path, know
         "content[4].payload.client_id": ["known-value"],
         "content[4].payload.data": ["known-value"],
     }
-    (warning,) = [record.getMessage() for record in caplog.records if record.name == "openprogram.recordings"]
+    (warning,) = [
+        record.getMessage() for record in caplog.records if record.name == "openprogram.recordings"
+    ]
     assert "content[0].thinking_signature (rule: known-value)" in warning
     assert runs_in(ENV_KEY, warning) == []
 
@@ -195,13 +212,20 @@ def test_value_shapes_stay_off_opaque_data(tmp_path, known):
     assembler.set_thinking_signature(index, shaped)
     events.append(assembler.end_thinking(index))
     assembler.add_server_tool(
-        ServerToolContent(vendor="openai", api="openai-responses", kind="reasoning", payload={"encrypted_content": shaped})
+        ServerToolContent(
+            vendor="openai",
+            api="openai-responses",
+            kind="reasoning",
+            payload={"encrypted_content": shaped},
+        )
     )
     events += assembler.finish()
     path = tmp_path / "rec.jsonl"
     record(path, events, Context(messages=[UserMessage(content="go", timestamp=1)]))
     message = ReplayProvider(path)
-    replayed = asyncio.run(collect(message.stream(MODEL, Context(messages=[UserMessage(content="go", timestamp=1)]))))
+    replayed = asyncio.run(
+        collect(message.stream(MODEL, Context(messages=[UserMessage(content="go", timestamp=1)])))
+    )
     thinking, server = replayed[-1].message.content
     assert thinking.thinking_signature == shaped
     assert server.payload["encrypted_content"] == shaped
@@ -218,11 +242,20 @@ def test_a_dict_the_caller_built_is_the_caller_s_whatever_type_it_names(tmp_path
         }
     )
     path = tmp_path / "rec.jsonl"
-    record(path, answer_with_opaque_values("nothing-secret"), Context(messages=[UserMessage(content="go", timestamp=1)]), options)
+    record(
+        path,
+        answer_with_opaque_values("nothing-secret"),
+        Context(messages=[UserMessage(content="go", timestamp=1)]),
+        options,
+    )
     assert runs_in(shaped[4:], path.read_text()) == []
     (request,) = [row for row in rows_of(path) if row["type"] == "request"]
     metadata = request["options"]["metadata"]
-    assert metadata["attachment"] == {"type": "image", "data": PLACEHOLDER, "mime_type": "image/png"}
+    assert metadata["attachment"] == {
+        "type": "image",
+        "data": PLACEHOLDER,
+        "mime_type": "image/png",
+    }
     assert metadata["step"]["id"] == PLACEHOLDER and metadata["step"]["name"] == "lookup"
 
 
@@ -259,13 +292,31 @@ def server_tools_with_fetched_text() -> list[ServerToolContent]:
     search = {
         "type": "web_search_call",
         "id": "ws_01",
-        "results": [{"url": "https://forum.example.com/t/1", "content": f"{PROSE} Try {UNKNOWN_KEY} as the key."}],
+        "results": [
+            {
+                "url": "https://forum.example.com/t/1",
+                "content": f"{PROSE} Try {UNKNOWN_KEY} as the key.",
+            }
+        ],
     }
-    unlabelled = {"type": "tool_result", "tool_use_id": "srvtoolu_02", "data": f"{PROSE} {UNKNOWN_TOKEN} {ENV_KEY}"}
+    unlabelled = {
+        "type": "tool_result",
+        "tool_use_id": "srvtoolu_02",
+        "data": f"{PROSE} {UNKNOWN_TOKEN} {ENV_KEY}",
+    }
     return [
-        ServerToolContent(vendor="anthropic", api="anthropic-messages", kind="web_fetch_tool_result", payload=web_fetch),
-        ServerToolContent(vendor="openai", api="openai-responses", kind="web_search_call", payload=search),
-        ServerToolContent(vendor="anthropic", api="anthropic-messages", kind="tool_result", payload=unlabelled),
+        ServerToolContent(
+            vendor="anthropic",
+            api="anthropic-messages",
+            kind="web_fetch_tool_result",
+            payload=web_fetch,
+        ),
+        ServerToolContent(
+            vendor="openai", api="openai-responses", kind="web_search_call", payload=search
+        ),
+        ServerToolContent(
+            vendor="anthropic", api="anthropic-messages", kind="tool_result", payload=unlabelled
+        ),
     ]
 
 
@@ -278,7 +329,13 @@ def test_a_fetched_page_holding_the_users_key_leaves_no_piece_of_it(tmp_path, kn
     events += [event, assembler.append_text(index, "I read the page."), assembler.end_text(index)]
     events += assembler.finish()
     # The next turn sends the page back in the request, as an agent does.
-    turn = AssistantMessage(content=server_tools_with_fetched_text(), api="faux", provider="faux", model="m", timestamp=2)
+    turn = AssistantMessage(
+        content=server_tools_with_fetched_text(),
+        api="faux",
+        provider="faux",
+        model="m",
+        timestamp=2,
+    )
     context = Context(messages=[UserMessage(content="read the config page", timestamp=1), turn])
     path = tmp_path / "rec.jsonl"
     record(path, events, context)
@@ -286,7 +343,9 @@ def test_a_fetched_page_holding_the_users_key_leaves_no_piece_of_it(tmp_path, kn
     assert runs_in(ENV_KEY, text) == []
     assert runs_in(UNKNOWN_TOKEN[4:], text) == []
     assert runs_in(UNKNOWN_KEY[8:], text) == []
-    assert text.count(PROSE) >= 6  # three places, in the request and in the answer (and its snapshots)
+    assert (
+        text.count(PROSE) >= 6
+    )  # three places, in the request and in the answer (and its snapshots)
     (end,) = [row for row in rows_of(path) if row["type"] == "call_end"]
     assert {item["path"] for item in end["redactions"]} == {
         "content[0].payload.content.content.source.data",
@@ -302,14 +361,32 @@ def test_encoded_data_in_a_server_tool_stays_opaque(tmp_path, known):
     """Base64 under ``data`` (an image a code-execution tool made, a PDF it fetched) is bytes."""
     shaped = "AKIA" + "Y34FZKBOKMUTVV7A"  # an AWS key id's shape at the start of the data
     payloads = [
-        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": shaped + "iVBORw0KGgo="}},
-        {"type": "document", "source": {"type": "base64", "media_type": "application/pdf", "data": shaped + "JVBERi0xLjQ="}},
+        {
+            "type": "image",
+            "source": {
+                "type": "base64",
+                "media_type": "image/png",
+                "data": shaped + "iVBORw0KGgo=",
+            },
+        },
+        {
+            "type": "document",
+            "source": {
+                "type": "base64",
+                "media_type": "application/pdf",
+                "data": shaped + "JVBERi0xLjQ=",
+            },
+        },
         {"type": "file", "data": shaped + "UEsDBBQAAAAI"},
     ]
     assembler = AssistantStreamAssembler(MODEL, timestamp=5)
     events = [assembler.start()]
     for payload in payloads:
-        assembler.add_server_tool(ServerToolContent(vendor="anthropic", api="anthropic-messages", kind="x", payload=payload))
+        assembler.add_server_tool(
+            ServerToolContent(
+                vendor="anthropic", api="anthropic-messages", kind="x", payload=payload
+            )
+        )
     events += assembler.finish()
     path = tmp_path / "rec.jsonl"
     context = Context(messages=[UserMessage(content="go", timestamp=1)])
@@ -339,13 +416,21 @@ def growing_signature(secret: str, split: int) -> tuple[list[Any], int]:
 
 @pytest.mark.parametrize("name", list(SECRETS))
 @pytest.mark.parametrize("split", [8, 13, 19])
-def test_a_known_value_split_across_a_growing_signature_leaves_no_piece(tmp_path, known, name, split):
+def test_a_known_value_split_across_a_growing_signature_leaves_no_piece(
+    tmp_path, known, name, split
+):
     secret = SECRETS[name]
     events, half = growing_signature(secret, split)
     path = tmp_path / "rec.jsonl"
     record(path, events, Context(messages=[UserMessage(content="go", timestamp=1)]))
     assert runs_in(secret, path.read_text()) == []
-    replayed = asyncio.run(collect(ReplayProvider(path).stream(MODEL, Context(messages=[UserMessage(content="go", timestamp=1)]))))
+    replayed = asyncio.run(
+        collect(
+            ReplayProvider(path).stream(
+                MODEL, Context(messages=[UserMessage(content="go", timestamp=1)])
+            )
+        )
+    )
     assert replayed[-1].message.content[0].thinking_signature == KEPT
     assert replayed[half].partial.content[0].thinking_signature == BEFORE + PLACEHOLDER
 
@@ -356,7 +441,12 @@ def test_a_stream_cut_between_the_pieces_of_a_signature_leaves_no_piece(tmp_path
     events, half = growing_signature(secret, 12)
     path = tmp_path / "rec.jsonl"
     with pytest.raises(RuntimeError, match="provider exploded"):
-        record(path, events, Context(messages=[UserMessage(content="go", timestamp=1)]), raise_after=half + 1)
+        record(
+            path,
+            events,
+            Context(messages=[UserMessage(content="go", timestamp=1)]),
+            raise_after=half + 1,
+        )
     assert runs_in(secret, path.read_text()) == []
 
 

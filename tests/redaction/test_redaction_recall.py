@@ -91,14 +91,28 @@ def forget_noted_keys(patch: pytest.MonkeyPatch) -> None:
 
 # ============================================================================ the check
 
-_CHUNKS = re.compile(".{4}", re.DOTALL).findall  # text[0:4], text[4:8], ... (a shorter tail is never a window's)
+_CHUNKS = re.compile(
+    ".{4}", re.DOTALL
+).findall  # text[0:4], text[4:8], ... (a shorter tail is never a window's)
 # JSON escapes, and those of repr() (a mismatch message) and of the CLI's terminal_safe (\xNN).
 _ESCAPE = re.compile(r"""\\(?:u([0-9a-fA-F]{4})|x([0-9a-fA-F]{2})|(["'\\/bfnrt]))""")
-_SIMPLE_ESCAPES = {'"': '"', "'": "'", "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+_SIMPLE_ESCAPES = {
+    '"': '"',
+    "'": "'",
+    "\\": "\\",
+    "/": "/",
+    "b": "\b",
+    "f": "\f",
+    "n": "\n",
+    "r": "\r",
+    "t": "\t",
+}
 
 
 def _unescaped(text: str) -> str:
-    return _ESCAPE.sub(lambda m: chr(int(m[1] or m[2], 16)) if m[3] is None else _SIMPLE_ESCAPES[m[3]], text)
+    return _ESCAPE.sub(
+        lambda m: chr(int(m[1] or m[2], 16)) if m[3] is None else _SIMPLE_ESCAPES[m[3]], text
+    )
 
 
 def _layers(text: str) -> list[str]:
@@ -255,7 +269,11 @@ def file_leaks(recall: Recall, path: Path, calls: Sequence[str] = ()) -> list[Le
         for number, line in enumerate(lines):
             if recall._in(line):
                 row = rows[number] if number < len(rows) else {}
-                leaks += recall.leaks(line, f"raw file line {number + 1}, {call_name(row.get('call_index'))}", reported)
+                leaks += recall.leaks(
+                    line,
+                    f"raw file line {number + 1}, {call_name(row.get('call_index'))}",
+                    reported,
+                )
     # (b) every JSON string of every line, decoded (and what JSON text inside it reads as)
     decoded = _decoded_strings(raw)
     if recall.found("\x00".join(decoded)):
@@ -265,9 +283,13 @@ def file_leaks(recall: Recall, path: Path, calls: Sequence[str] = ()) -> list[Le
                 leaks += recall.leaks(text, f"decoded string on {line_of(literal)}", reported)
     # (c) the joined stored deltas of each block, and the strings the stored patches grow
     for (call_index, block), text in stored_deltas(rows).items():
-        leaks += recall.leaks(text, f"joined stored deltas of block {block} of {call_name(call_index)}")
+        leaks += recall.leaks(
+            text, f"joined stored deltas of block {block} of {call_name(call_index)}"
+        )
     for call_index, where, text in patched_strings(rows):
-        leaks += recall.leaks(text, f"string grown by partial_patch appends at {where} of {call_name(call_index)}")
+        leaks += recall.leaks(
+            text, f"string grown by partial_patch appends at {where} of {call_name(call_index)}"
+        )
     return leaks
 
 
@@ -296,7 +318,9 @@ def assert_no_piece(
     for label, found in sorted(by_secret.items()):
         first = found[0]
         more = f" (and {len(found) - 1} more window(s)/place(s))" if len(found) > 1 else ""
-        report.append(f"  {label}: window {first.window!r} in {first.where}: ...{first.excerpt!r}...{more}")
+        report.append(
+            f"  {label}: window {first.window!r} in {first.where}: ...{first.excerpt!r}...{more}"
+        )
     raise AssertionError("\n".join(report))
 
 
@@ -337,7 +361,11 @@ def record_calls(path: Path, calls: Sequence[Call]) -> None:
             recorder = RecordingProvider(provider, sink)
             try:
                 with lane(call.lane) if call.lane else nullcontext():
-                    await collect(recorder.stream(MODEL, call.context or plain_context(), call.options or call_options()))
+                    await collect(
+                        recorder.stream(
+                            MODEL, call.context or plain_context(), call.options or call_options()
+                        )
+                    )
             except Exception as error:  # noqa: BLE001 - a cut-short call raises by design
                 call.outcome = error
 
@@ -386,9 +414,27 @@ def ok_answer() -> list[Any]:
 
 
 BRIEF_SHAPES = {
-    "bearer", "basic", "token", "openai", "openai-project", "anthropic", "deepseek", "github",
-    "github-pat", "google", "aws", "slack", "stripe", "huggingface", "jwt", "pem",
-    "url-userinfo", "url-query", "known-env", "known-option", "field",
+    "bearer",
+    "basic",
+    "token",
+    "openai",
+    "openai-project",
+    "anthropic",
+    "deepseek",
+    "github",
+    "github-pat",
+    "google",
+    "aws",
+    "slack",
+    "stripe",
+    "huggingface",
+    "jwt",
+    "pem",
+    "url-userinfo",
+    "url-query",
+    "known-env",
+    "known-option",
+    "field",
 }
 
 
@@ -403,8 +449,19 @@ def test_the_corpus_is_deterministic_and_every_secret_has_its_documented_form():
         assert ("github", prefix) in variants
     for label in ("RSA PRIVATE KEY", "PRIVATE KEY", "OPENSSH PRIVATE KEY"):
         assert ("pem", label) in variants
-    assert {s.variant for s in CORPUS if s.shape == "url-query"} == {"api_key", "apikey", "key", "access_token", "token"}
-    assert {s.field for s in FIELD} == {"Authorization", "x-api-key", "client_secret", *TOOL_ARGUMENT_NAMES}
+    assert {s.variant for s in CORPUS if s.shape == "url-query"} == {
+        "api_key",
+        "apikey",
+        "key",
+        "access_token",
+        "token",
+    }
+    assert {s.field for s in FIELD} == {
+        "Authorization",
+        "x-api-key",
+        "client_secret",
+        *TOOL_ARGUMENT_NAMES,
+    }
     assert {s.env for s in KNOWN_ENV} == {"OPENAI_API_KEY", "ANTHROPIC_API_KEY"}
 
 
@@ -429,13 +486,27 @@ def test_the_check_sees_a_secret_in_pieces_escaped_or_decoded(tmp_path):
     password = next(s for s in CORPUS if s.field == "password")
     path = tmp_path / "hand.jsonl"
     line_break = pem.secret.index("\n")
-    secret_across_lines = pem.secret[line_break - 4 : line_break + 5]  # 4 + newline + 4: only decoded
+    secret_across_lines = pem.secret[
+        line_break - 4 : line_break + 5
+    ]  # 4 + newline + 4: only decoded
 
     rows = [
         {"type": "header", "format_version": 1},
-        {"type": "event", "call_index": 0, "event": {"type": "text_delta", "content_index": 0, "delta": key.secret[:5]}},
-        {"type": "event", "call_index": 0, "event": {"type": "text_delta", "content_index": 0, "delta": key.secret[5:10]}},
-        {"type": "event", "call_index": 0, "event": {"type": "text_delta", "content_index": 1, "delta": secret_across_lines}},
+        {
+            "type": "event",
+            "call_index": 0,
+            "event": {"type": "text_delta", "content_index": 0, "delta": key.secret[:5]},
+        },
+        {
+            "type": "event",
+            "call_index": 0,
+            "event": {"type": "text_delta", "content_index": 0, "delta": key.secret[5:10]},
+        },
+        {
+            "type": "event",
+            "call_index": 0,
+            "event": {"type": "text_delta", "content_index": 1, "delta": secret_across_lines},
+        },
     ]
     path.write_text("".join(json.dumps(row) + "\n" for row in rows))
     with pytest.raises(AssertionError) as caught:
@@ -447,21 +518,34 @@ def test_the_check_sees_a_secret_in_pieces_escaped_or_decoded(tmp_path):
     with pytest.raises(AssertionError, match=re.escape(pem.label)):
         assert_no_piece(CORPUS, context="self-check", outputs={"tool json": tool})
     with pytest.raises(AssertionError, match=re.escape(password.label)):
-        assert_no_piece(CORPUS, context="self-check", outputs={"page": html.escape(password.secret[:9])})
+        assert_no_piece(
+            CORPUS, context="self-check", outputs={"page": html.escape(password.secret[:9])}
+        )
     terminal = secret_across_lines.replace("\n", "\\x0a")  # as the CLI's terminal_safe shows it
     with pytest.raises(AssertionError, match=re.escape(pem.label)):
         assert_no_piece(CORPUS, context="self-check", outputs={"show": terminal, "repr": "x"})
     with pytest.raises(AssertionError, match=re.escape(pem.label)):
-        assert_no_piece(CORPUS, context="self-check", outputs={"repr": repr(secret_across_lines + "'\"")})
-    assert_no_piece(CORPUS, context="self-check", outputs={"clean": f"key [secret removed] {key.secret[:7]}"})
+        assert_no_piece(
+            CORPUS, context="self-check", outputs={"repr": repr(secret_across_lines + "'\"")}
+        )
+    assert_no_piece(
+        CORPUS, context="self-check", outputs={"clean": f"key [secret removed] {key.secret[:7]}"}
+    )
 
 
 # ============================================================================ requests
 
 
 PLACES = (
-    "system_prompt", "user_text", "tool_result", "history_tool_call", "headers", "metadata",
-    "api_key", "session_id", "lane",
+    "system_prompt",
+    "user_text",
+    "tool_result",
+    "history_tool_call",
+    "headers",
+    "metadata",
+    "api_key",
+    "session_id",
+    "lane",
 )
 
 
@@ -484,8 +568,15 @@ def secrets_for(place: str) -> list[Secret]:
 
 def _renamed(name: str) -> str:
     """The same field in another spelling a client might use (still a secret name)."""
-    return {"Authorization": "authorization", "x-api-key": "X-Api-Key", "client_secret": "clientSecret",
-            "password": "Password", "api_key": "apiKey", "token": "Token", "secret": "Secret"}[name]
+    return {
+        "Authorization": "authorization",
+        "x-api-key": "X-Api-Key",
+        "client_secret": "clientSecret",
+        "password": "Password",
+        "api_key": "apiKey",
+        "token": "Token",
+        "secret": "Secret",
+    }[name]
 
 
 @dataclass
@@ -515,19 +606,37 @@ def request_with(place: str, secret: Secret, *, incoming: bool = False) -> Reque
             messages=[
                 UserMessage(content="look it up", timestamp=1),
                 AssistantMessage(
-                    content=[ToolCall(id="call_1", name="lookup", arguments=arguments if place == "history_tool_call" else {"q": "x"})],
-                    api=MODEL.api, provider=MODEL.provider, model=MODEL.id, stop_reason="toolUse", timestamp=2,
+                    content=[
+                        ToolCall(
+                            id="call_1",
+                            name="lookup",
+                            arguments=arguments if place == "history_tool_call" else {"q": "x"},
+                        )
+                    ],
+                    api=MODEL.api,
+                    provider=MODEL.provider,
+                    model=MODEL.id,
+                    stop_reason="toolUse",
+                    timestamp=2,
                 ),
                 ToolResultMessage(
-                    tool_call_id="call_1", tool_name="lookup", timestamp=3,
+                    tool_call_id="call_1",
+                    tool_name="lookup",
+                    timestamp=3,
                     content=[TextContent(text=text if place == "tool_result" else "found it")],
                 ),
             ],
         )
     elif place == "headers":
-        options = call_options(headers={"X-Request-Note": text} if name is None else {"X-Trace": "7", name: secret.text})
+        options = call_options(
+            headers={"X-Request-Note": text}
+            if name is None
+            else {"X-Trace": "7", name: secret.text}
+        )
     elif place == "metadata":
-        options = call_options(metadata={"note": text} if name is None else {"user": "bob", name: secret.text})
+        options = call_options(
+            metadata={"note": text} if name is None else {"user": "bob", name: secret.text}
+        )
     elif place == "api_key":
         # Any api_key, none included, is stored and compared as the placeholder, so a replay
         # cannot differ there: the replayed request passes another key and asks another thing.
@@ -554,12 +663,23 @@ def test_a_secret_anywhere_in_a_request_leaves_no_piece(tmp_path, place):
     calls = []
     for secret in secrets:
         request = request_with(place, secret)
-        calls.append(Call(f"{place}: {secret.label}", ok_answer(), request.context, request.options, request.lane))
+        calls.append(
+            Call(
+                f"{place}: {secret.label}",
+                ok_answer(),
+                request.context,
+                request.options,
+                request.lane,
+            )
+        )
     path = tmp_path / "requests.jsonl"
     record_calls(path, calls)
     assert all(call.outcome is None for call in calls), [call.outcome for call in calls]
     assert_no_piece(
-        [checked_form(place, s) for s in secrets], context=f"place {place}", path=path, calls=[c.name for c in calls]
+        [checked_form(place, s) for s in secrets],
+        context=f"place {place}",
+        path=path,
+        calls=[c.name for c in calls],
     )
 
 
@@ -593,7 +713,9 @@ def _tool_calls_invalid(variant: str, size: int) -> tuple[list[tuple[str, str]],
     JSON."""
     shaped = rotation(TEXT_SECRETS, size)[size % 4 :: 4]
     made = [(f"{s.label} {variant}", _invalid(variant, s.field, s.text)) for s in TOOL_FIELD]
-    made += [(f"query {s.label} {variant}", _invalid(variant, "query", sentence(s))) for s in shaped]
+    made += [
+        (f"query {s.label} {variant}", _invalid(variant, "query", sentence(s))) for s in shaped
+    ]
     return made, [*TOOL_FIELD, *shaped]
 
 
@@ -608,26 +730,42 @@ def test_streamed_output_leaves_no_piece_at_any_delta_size(tmp_path, kind, size)
     if kind == "tool":
         bodies = [(name, json.dumps({"query": text})) for name, text in bodies]
         for secret in rotation((s for s in shaped if s.shape in ("bearer", "basic", "token")), 0):
-            bodies.append((f"Authorization query {secret.label}", json.dumps({"query": f"Authorization: {secret.text}"})))
+            bodies.append(
+                (
+                    f"Authorization query {secret.label}",
+                    json.dumps({"query": f"Authorization: {secret.text}"}),
+                )
+            )
         for secret in TOOL_FIELD:
             bodies.append((secret.label, json.dumps({"user": "bob", secret.field: secret.text})))
             bodies.append((f"{secret.label} alone", json.dumps({secret.field: secret.text})))
         secrets += TOOL_FIELD
-    calls = [Call(f"{kind} {name}, delta size {size}", answer([(kind, body)], size)) for name, body in bodies]
+    calls = [
+        Call(f"{kind} {name}, delta size {size}", answer([(kind, body)], size))
+        for name, body in bodies
+    ]
     path = tmp_path / "stream.jsonl"
     record_calls(path, calls)
-    assert_no_piece(secrets, context=f"{kind} deltas of size {size}", path=path, calls=[c.name for c in calls])
+    assert_no_piece(
+        secrets, context=f"{kind} deltas of size {size}", path=path, calls=[c.name for c in calls]
+    )
 
 
 @pytest.mark.parametrize("size", SIZES)
 @pytest.mark.parametrize("variant", INVALID_JSON)
 def test_invalid_json_tool_arguments_leave_no_piece_at_any_delta_size(tmp_path, variant, size):
     bodies, secrets = _tool_calls_invalid(variant, size)
-    calls = [Call(f"tool {name}, delta size {size}", answer([("tool", body)], size)) for name, body in bodies]
+    calls = [
+        Call(f"tool {name}, delta size {size}", answer([("tool", body)], size))
+        for name, body in bodies
+    ]
     path = tmp_path / "invalid.jsonl"
     record_calls(path, calls)
     assert_no_piece(
-        secrets, context=f"tool arguments as {variant} JSON, deltas of size {size}", path=path, calls=[c.name for c in calls]
+        secrets,
+        context=f"tool arguments as {variant} JSON, deltas of size {size}",
+        path=path,
+        calls=[c.name for c in calls],
     )
 
 
@@ -648,7 +786,13 @@ def _cut_bodies(kind: str) -> list[tuple[Secret, str, int]]:
     if kind == "tool":
         for secret in TOOL_FIELD:
             prefix = f'{{"user": "bob", "{secret.field}": "'
-            made.append((secret, prefix + secret.text + '"}', len(prefix) + secret.text.index(secret.secret)))
+            made.append(
+                (
+                    secret,
+                    prefix + secret.text + '"}',
+                    len(prefix) + secret.text.index(secret.secret),
+                )
+            )
     return made
 
 
@@ -669,13 +813,25 @@ def test_a_stream_cut_inside_a_secret_leaves_no_piece(tmp_path, kind, ending):
             if ending == "error_event":
                 calls.append(Call(name, events))
             else:  # the provider raises right after the last delta, instead of the error event
-                calls.append(Call(name, events[:-1], raise_after=len(events) - 1, error=ConnectionResetError("reset")))
+                calls.append(
+                    Call(
+                        name,
+                        events[:-1],
+                        raise_after=len(events) - 1,
+                        error=ConnectionResetError("reset"),
+                    )
+                )
     path = tmp_path / "cut.jsonl"
     record_calls(path, calls)
     if ending == "provider_raises":
         assert all(isinstance(call.outcome, ConnectionResetError) for call in calls)
     secrets = [*TEXT_SECRETS, *(TOOL_FIELD if kind == "tool" else ())]
-    assert_no_piece(secrets, context=f"{kind} stream cut short ({ending})", path=path, calls=[c.name for c in calls])
+    assert_no_piece(
+        secrets,
+        context=f"{kind} stream cut short ({ending})",
+        path=path,
+        calls=[c.name for c in calls],
+    )
 
 
 # ============================================================================ replay mismatch
@@ -708,10 +864,17 @@ def test_a_replay_mismatch_message_leaves_no_piece(tmp_path, monkeypatch, place)
         else:
             incoming = request_with(where, other, incoming=True)
         path = tmp_path / f"{number}.jsonl"
-        record_calls(path, [Call(place, ok_answer(), recorded.context, recorded.options, recorded.lane)])
-        forget_noted_keys(monkeypatch)  # a new process: only the keys the replay itself passes are known
+        record_calls(
+            path, [Call(place, ok_answer(), recorded.context, recorded.options, recorded.lane)]
+        )
+        forget_noted_keys(
+            monkeypatch
+        )  # a new process: only the keys the replay itself passes are known
         try:
-            with use_recording(path, "replay"), (lane(incoming.lane) if incoming.lane else nullcontext()):
+            with (
+                use_recording(path, "replay"),
+                lane(incoming.lane) if incoming.lane else nullcontext(),
+            ):
                 asyncio.run(collect(facade_stream(MODEL, incoming.context, incoming.options)))
         except ReplayMismatch as error:
             name = f"ReplayMismatch of {place} recorded with {secret.label}, replayed with {other.label}"
@@ -740,16 +903,31 @@ def _everything_calls() -> list[Call]:
                 UserMessage(content=text, timestamp=1),
                 AssistantMessage(
                     content=[ToolCall(id="call_1", name="lookup", arguments={"query": text})],
-                    api=MODEL.api, provider=MODEL.provider, model=MODEL.id, stop_reason="toolUse", timestamp=2,
+                    api=MODEL.api,
+                    provider=MODEL.provider,
+                    model=MODEL.id,
+                    stop_reason="toolUse",
+                    timestamp=2,
                 ),
-                ToolResultMessage(tool_call_id="call_1", tool_name="lookup", content=[TextContent(text=text)], timestamp=3),
+                ToolResultMessage(
+                    tool_call_id="call_1",
+                    tool_name="lookup",
+                    content=[TextContent(text=text)],
+                    timestamp=3,
+                ),
             ],
         )
-        options = call_options(headers={"X-Request-Note": text}, metadata={"note": text}, session_id=text)
+        options = call_options(
+            headers={"X-Request-Note": text}, metadata={"note": text}, session_id=text
+        )
         blocks = [("thinking", text), ("text", text), ("tool", json.dumps({"query": text}))]
-        calls.append(Call(f"everywhere: {secret.label}, size {size}", answer(blocks, size), request, options))
+        calls.append(
+            Call(f"everywhere: {secret.label}, size {size}", answer(blocks, size), request, options)
+        )
         cut = text.index(secret.secret) + len(secret.secret) // 2
-        calls.append(Call(f"cut short: {secret.label}", answer([("text", text[:cut])], size, cut=True)))
+        calls.append(
+            Call(f"cut short: {secret.label}", answer([("text", text[:cut])], size, cut=True))
+        )
     for number, secret in enumerate(FIELD):
         size = 5 + number % 12
         name = secret.field
@@ -763,21 +941,35 @@ def _everything_calls() -> list[Call]:
             messages=[
                 UserMessage(content="log in", timestamp=1),
                 AssistantMessage(
-                    content=[ToolCall(id="call_1", name="login", arguments={"user": "bob", name: secret.text})],
-                    api=MODEL.api, provider=MODEL.provider, model=MODEL.id, stop_reason="toolUse", timestamp=2,
+                    content=[
+                        ToolCall(
+                            id="call_1", name="login", arguments={"user": "bob", name: secret.text}
+                        )
+                    ],
+                    api=MODEL.api,
+                    provider=MODEL.provider,
+                    model=MODEL.id,
+                    stop_reason="toolUse",
+                    timestamp=2,
                 ),
             ],
         )
-        calls.append(Call(f"field {secret.label}", answer([("tool", arguments)], size), history, options))
+        calls.append(
+            Call(f"field {secret.label}", answer([("tool", arguments)], size), history, options)
+        )
     return calls
 
 
 def _lane_calls() -> list[Call]:
-    return [Call(f"lane {s.label}", ok_answer(), lane=lane_segment(sentence(s))) for s in LANE_SECRETS]
+    return [
+        Call(f"lane {s.label}", ok_answer(), lane=lane_segment(sentence(s))) for s in LANE_SECRETS
+    ]
 
 
-VIEW_FILES = {"everything": (_everything_calls, lambda: [*TEXT_SECRETS, *FIELD]),
-              "lanes": (_lane_calls, lambda: [checked_form("lane", s) for s in LANE_SECRETS])}
+VIEW_FILES = {
+    "everything": (_everything_calls, lambda: [*TEXT_SECRETS, *FIELD]),
+    "lanes": (_lane_calls, lambda: [checked_form("lane", s) for s in LANE_SECRETS]),
+}
 
 
 @pytest.fixture(scope="module")
@@ -838,7 +1030,11 @@ def view_outputs(view_files, tmp_path_factory) -> dict[str, dict[str, dict[str, 
     for name, (path, _, _) in view_files.items():
         result = subprocess.run(
             [PYTHON, "-c", _VIEW_SCRIPT, str(path), json.dumps(VIEWS)],
-            env=cli_env(home), capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=300,
+            env=cli_env(home),
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            timeout=300,
         )
         assert result.returncode == 0, result.stderr
         outputs[name] = json.loads(result.stdout.strip().splitlines()[-1])
@@ -852,13 +1048,20 @@ def test_every_view_of_a_recording_leaves_no_piece(view_files, view_outputs, rec
     shown = view_outputs[recording][view]
     assert shown["code"] == 0, shown["stderr"]
     assert "Traceback" not in shown["stderr"], shown["stderr"]
-    outputs = {f"stdout of `recordings {view}`": shown["stdout"], f"stderr of `recordings {view}`": shown["stderr"]}
+    outputs = {
+        f"stdout of `recordings {view}`": shown["stdout"],
+        f"stderr of `recordings {view}`": shown["stderr"],
+    }
     if "page" in shown:
         page, text = shown["page"]
-        assert page.endswith(".html") and Path(page).parent.name == "reports"  # the profile's reports, never beside the recording
+        assert (
+            page.endswith(".html") and Path(page).parent.name == "reports"
+        )  # the profile's reports, never beside the recording
         assert Path(page).parent != path.parent
         outputs[f"the HTML page `recordings view` wrote ({Path(page).name})"] = text
-    assert_no_piece(secrets, context=f"`recordings {view}` of the {recording} recording", outputs=outputs)
+    assert_no_piece(
+        secrets, context=f"`recordings {view}` of the {recording} recording", outputs=outputs
+    )
 
 
 @pytest.mark.parametrize("recording", VIEW_FILES)

@@ -46,7 +46,13 @@ def _record(path: Path, blocks: list[tuple[str, str]], size: int = 4) -> list:
 def test_a_call_whose_answer_lost_a_value_warns_once_and_counts_it(tmp_path, caplog):
     path = tmp_path / "rec.jsonl"
     with caplog.at_level(logging.WARNING, logger="openprogram.recordings"):
-        _record(path, [("text", f"your key is {KEY} ok"), ("tool", json.dumps({"password": "hunter2hunter2", "q": KEY}))])
+        _record(
+            path,
+            [
+                ("text", f"your key is {KEY} ok"),
+                ("tool", json.dumps({"password": "hunter2hunter2", "q": KEY})),
+            ],
+        )
     warnings = [record for record in caplog.records if record.name == "openprogram.recordings"]
     assert len(warnings) == 1  # one per call, naming every field
     message = warnings[0].getMessage()
@@ -69,7 +75,12 @@ def test_a_tool_argument_is_named_by_its_key_path(tmp_path, caplog, valid):
     """The warning names the key inside the arguments, nested keys and list items included;
     a key that itself held a secret is named as stored."""
     arguments = json.dumps(
-        {"user": "bob", "auth": {"client_secret": "s3cr3t-value-99"}, "items": [{"note": "ok"}, {"note": f"use {KEY}"}], KEY: "x"}
+        {
+            "user": "bob",
+            "auth": {"client_secret": "s3cr3t-value-99"},
+            "items": [{"note": "ok"}, {"note": f"use {KEY}"}],
+            KEY: "x",
+        }
     )
     if not valid:
         arguments = arguments[:-1]
@@ -82,7 +93,9 @@ def test_a_tool_argument_is_named_by_its_key_path(tmp_path, caplog, valid):
         {"path": "content[0].arguments.items[1].note", "rules": ["sk-key"]},
         {"path": 'content[0].arguments["[secret removed]"]', "rules": ["sk-key"]},
     ]
-    (warning,) = [record.getMessage() for record in caplog.records if record.name == "openprogram.recordings"]
+    (warning,) = [
+        record.getMessage() for record in caplog.records if record.name == "openprogram.recordings"
+    ]
     assert "content[0].arguments.auth.client_secret (rule: secret-field-name)" in warning
     assert KEY[3:11] not in warning and "s3cr3t-value-99" not in warning
 
@@ -90,7 +103,13 @@ def test_a_tool_argument_is_named_by_its_key_path(tmp_path, caplog, valid):
 def test_an_answer_that_lost_nothing_says_nothing(tmp_path, caplog):
     path = tmp_path / "rec.jsonl"
     with caplog.at_level(logging.WARNING, logger="openprogram.recordings"):
-        _record(path, [("text", "the key point is basic stuff, sk-learn is a library"), ("tool", '{"next_page_token": "CiAKGjBp"}')])
+        _record(
+            path,
+            [
+                ("text", "the key point is basic stuff, sk-learn is a library"),
+                ("tool", '{"next_page_token": "CiAKGjBp"}'),
+            ],
+        )
     assert not [record for record in caplog.records if record.name == "openprogram.recordings"]
     (end,) = [row for row in rows_of(path) if row["type"] == "call_end"]
     assert "redactions" not in end
@@ -101,7 +120,10 @@ def test_a_run_value_is_no_loss(tmp_path, caplog):
     from openprogram.recordings.redaction import use_run_values
 
     path = tmp_path / "rec.jsonl"
-    with caplog.at_level(logging.WARNING, logger="openprogram.recordings"), use_run_values({"port": "8080"}):
+    with (
+        caplog.at_level(logging.WARNING, logger="openprogram.recordings"),
+        use_run_values({"port": "8080"}),
+    ):
         recorder = RecordingProvider(FauxProvider([faux_text("listening on 8080 now")]), path)
         asyncio.run(collect(recorder.stream(FAUX, context_of("port?"))))
         recorder.sink.close()
@@ -125,7 +147,9 @@ def test_show_counts_what_redaction_replaced(tmp_path, isolated_home):
     assert "redaction replaced part of the model's output in 1 call(s)" in shown.stdout
     assert "call 0: content[0].text (sk-key)" in shown.stdout
     as_json = _show(isolated_home, str(path), "--json")
-    assert json.loads(as_json.stdout)["calls"][0]["redactions"] == [{"path": "content[0].text", "rules": ["sk-key"]}]
+    assert json.loads(as_json.stdout)["calls"][0]["redactions"] == [
+        {"path": "content[0].text", "rules": ["sk-key"]}
+    ]
 
 
 def test_show_of_a_clean_recording_has_no_redacted_column(tmp_path, isolated_home):
@@ -145,7 +169,11 @@ def test_a_drift_after_a_redacted_answer_names_it(tmp_path):
 
     async def conversation(provider, second_prompt: str) -> None:
         await collect(provider.stream(FAUX, context_of("key?")))
-        await collect(provider.stream(FAUX, Context(messages=[UserMessage(content=second_prompt, timestamp=1)])))
+        await collect(
+            provider.stream(
+                FAUX, Context(messages=[UserMessage(content=second_prompt, timestamp=1)])
+            )
+        )
 
     # The agent's next request depends on the value it was given: here, its length.
     asyncio.run(conversation(recorder, f"the key has {len(KEY)} characters"))
@@ -155,7 +183,10 @@ def test_a_drift_after_a_redacted_answer_names_it(tmp_path):
     with pytest.raises(ReplayMismatch) as raised:
         asyncio.run(conversation(ReplayProvider(path), "the key has 16 characters"))
     text = str(raised.value)
-    assert "note: the recorded answer of call 0 lost a value to redaction at content[0].text (sk-key)" in text
+    assert (
+        "note: the recorded answer of call 0 lost a value to redaction at content[0].text (sk-key)"
+        in text
+    )
     assert KEY[3:11] not in text
 
 
@@ -167,13 +198,21 @@ CUSTOMER = "acme-7731"  # no shape of its own: secret because the user says so
 def test_use_recording_secrets_are_removed_wherever_they_occur(tmp_path):
     path = tmp_path / "rec.jsonl"
     with use_recording(path, "record", secrets=[CUSTOMER]):
-        message = asyncio.run(complete(FAUX, Context(messages=[UserMessage(content=f"check {CUSTOMER}", timestamp=1)])))
+        message = asyncio.run(
+            complete(
+                FAUX, Context(messages=[UserMessage(content=f"check {CUSTOMER}", timestamp=1)])
+            )
+        )
     assert message.content[0].text == f"echo: check {CUSTOMER}"  # live: untouched
     text = path.read_text()
     assert CUSTOMER not in text and "acme-77" not in text
     assert "echo: check [secret removed]" in text
     with use_recording(path, "replay", secrets=[CUSTOMER]):  # the request matches as redacted
-        replayed = asyncio.run(complete(FAUX, Context(messages=[UserMessage(content=f"check {CUSTOMER}", timestamp=1)])))
+        replayed = asyncio.run(
+            complete(
+                FAUX, Context(messages=[UserMessage(content=f"check {CUSTOMER}", timestamp=1)])
+            )
+        )
     assert replayed.content[0].text == "echo: check [secret removed]"
 
 
@@ -186,10 +225,18 @@ def test_use_recording_refuses_a_bad_secrets_value(tmp_path, secrets):
 
 
 def test_the_configuration_names_secret_environment_variables():
-    assert config.validate_value("record_replay.secret_env", ["INTERNAL_HOST", "DB_URL"]) == ["INTERNAL_HOST", "DB_URL"]
-    with pytest.raises(config.ConfigError, match="record_replay.secret_env: 'db-url' is not an environment variable name"):
+    assert config.validate_value("record_replay.secret_env", ["INTERNAL_HOST", "DB_URL"]) == [
+        "INTERNAL_HOST",
+        "DB_URL",
+    ]
+    with pytest.raises(
+        config.ConfigError,
+        match="record_replay.secret_env: 'db-url' is not an environment variable name",
+    ):
         config.validate_value("record_replay.secret_env", ["db-url"])
-    with pytest.raises(config.ConfigError, match="must be a JSON list of environment variable names"):
+    with pytest.raises(
+        config.ConfigError, match="must be a JSON list of environment variable names"
+    ):
         config.validate_value("record_replay.secret_env", "DB_URL")
 
 
@@ -234,7 +281,15 @@ async def test_customer():
 
 def test_the_marker_declares_secrets(pytester: pytest.Pytester):
     pytester.makepyfile(test_customer=PLUGIN_TEST)
-    args = ("-p", "asyncio", "-o", "asyncio_mode=auto", "-o", "asyncio_default_fixture_loop_scope=function", "-q")
+    args = (
+        "-p",
+        "asyncio",
+        "-o",
+        "asyncio_mode=auto",
+        "-o",
+        "asyncio_default_fixture_loop_scope=function",
+        "-q",
+    )
     pytester.runpytest_subprocess(*args, "--llm-record-mode=record").assert_outcomes(passed=1)
     recording = pytester.path / "recordings" / "test_customer" / "test_customer.jsonl"
     text = recording.read_text()

@@ -46,7 +46,9 @@ def streamed(blocks: list[tuple[str, str]], size: int, *, tool: str = "login") -
         if kind == "tool":
             index, event = assembler.begin_tool_call(f"call_{len(events)}", tool)
             events.append(event)
-            events.extend(assembler.append_tool_arguments(index, piece) for piece in pieces(body, size))
+            events.extend(
+                assembler.append_tool_arguments(index, piece) for piece in pieces(body, size)
+            )
             events.append(assembler.end_tool_call(index))
         elif kind == "thinking":
             index, event = assembler.begin_thinking()
@@ -87,7 +89,9 @@ def assert_no_piece(secret: str, path: Path) -> None:
     for start in range(len(secret) - 7):
         run = secret[start : start + 8]
         assert run not in data, f"{run!r} of the secret is in the file"
-        assert not any(run in text for text in joined), f"{run!r} of the secret is in the joined deltas"
+        assert not any(run in text for text in joined), (
+            f"{run!r} of the secret is in the joined deltas"
+        )
 
 
 def assert_replays_consistently(path: Path) -> list[Any]:
@@ -96,7 +100,11 @@ def assert_replays_consistently(path: Path) -> list[Any]:
     events = list(read_recording_file(path).calls[0].events())
     final = events[-1].message if events[-1].type == "done" else events[-1].error
     for index, block in enumerate(final.content):
-        deltas = "".join(e.delta for e in events if getattr(e, "content_index", None) == index and hasattr(e, "delta"))
+        deltas = "".join(
+            e.delta
+            for e in events
+            if getattr(e, "content_index", None) == index and hasattr(e, "delta")
+        )
         if block.type == "toolCall":
             assert orjson.loads(deltas) == block.arguments
         else:
@@ -137,9 +145,15 @@ def test_an_environment_key_streamed_in_small_deltas_leaves_no_piece(tmp_path, m
 @pytest.mark.parametrize(
     ("text", "secret"),
     [
-        ("connect to https://admin:Zq7Wp2Lm9Xr4Tn8Vb3Ks@db.example.test/x now", "Zq7Wp2Lm9Xr4Tn8Vb3Ks"),
+        (
+            "connect to https://admin:Zq7Wp2Lm9Xr4Tn8Vb3Ks@db.example.test/x now",
+            "Zq7Wp2Lm9Xr4Tn8Vb3Ks",
+        ),
         ("use sk-proj-Ab3De5Gh7Jk9Mn2Pq4St6Vw8Yz0 ok", "sk-proj-Ab3De5Gh7Jk9Mn2Pq4St6Vw8Yz0"),
-        ("send Authorization: Bearer abcdefghijklmnopqrstuvwxyzABCDE7 please", "abcdefghijklmnopqrstuvwxyzABCDE7"),
+        (
+            "send Authorization: Bearer abcdefghijklmnopqrstuvwxyzABCDE7 please",
+            "abcdefghijklmnopqrstuvwxyzABCDE7",
+        ),
     ],
 )
 def test_a_shaped_secret_streamed_in_small_deltas_leaves_no_piece(tmp_path, text, secret):
@@ -150,7 +164,9 @@ def test_a_shaped_secret_streamed_in_small_deltas_leaves_no_piece(tmp_path, text
 
 
 @pytest.mark.parametrize("requires_credentials", [True, False])
-def test_an_api_key_passed_straight_to_the_recording_provider_is_a_known_value(tmp_path, requires_credentials):
+def test_an_api_key_passed_straight_to_the_recording_provider_is_a_known_value(
+    tmp_path, requires_credentials
+):
     key = "odd.shaped/key~value-7Qx"  # matches no shape: only its being known can remove it
     provider = ScriptedProvider(streamed([("text", f"you sent {key} right")], 3))
     provider.requires_credentials = requires_credentials
@@ -161,7 +177,9 @@ def test_an_api_key_passed_straight_to_the_recording_provider_is_a_known_value(t
 
 
 def test_a_keyless_provider_through_the_facade_notes_the_key(monkeypatch):
-    facade = importlib.import_module("openprogram.providers.stream")  # the package exports a function of that name
+    facade = importlib.import_module(
+        "openprogram.providers.stream"
+    )  # the package exports a function of that name
     key = "another.odd/key~value-9Zy"
     seen = []
 
@@ -188,7 +206,10 @@ def test_environment_variables_with_secret_names_are_known_values(tmp_path, monk
     assert known.redact_text("x correct horse battery y") == f"x {PLACEHOLDER} y"
     assert known.redact_text("abc 4096-a-counter-not-a-secret") == "abc 4096-a-counter-not-a-secret"
     path = tmp_path / "rec.jsonl"
-    record(path, streamed([("text", "say correct horse battery staple and tok.value/odd-shape~1 ok")], 2))
+    record(
+        path,
+        streamed([("text", "say correct horse battery staple and tok.value/odd-shape~1 ok")], 2),
+    )
     data = path.read_text()
     assert "horse" not in data and "odd-shape" not in data
     assert_replays_consistently(path)
@@ -208,7 +229,9 @@ PROSE = [
 @pytest.mark.parametrize("size", [1, 2, 3, 5, 8, 13])
 @pytest.mark.parametrize("text", PROSE)
 def test_prose_replays_byte_identical_deltas_included(tmp_path, text, size):
-    events = streamed([("thinking", text), ("text", text), ("tool", orjson.dumps({"q": text}).decode())], size)
+    events = streamed(
+        [("thinking", text), ("text", text), ("tool", orjson.dumps({"q": text}).decode())], size
+    )
     path = tmp_path / "rec.jsonl"
     live = record(path, events)
     assert list(read_recording_file(path).calls[0].events()) == live
@@ -225,7 +248,11 @@ BASE32 = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567"
 def _body(alphabet: str, size: int) -> st.SearchStrategy[str]:
     # A digit and some variety, so each secret is unlike prose and unlike the others.
     return st.text(alphabet=alphabet, min_size=size, max_size=size).filter(
-        lambda s: any(c.isdigit() for c in s) and any(c.isalpha() for c in s) and len(set(s)) >= min(8, size // 2)
+        lambda s: (
+            any(c.isdigit() for c in s)
+            and any(c.isalpha() for c in s)
+            and len(set(s)) >= min(8, size // 2)
+        )
     )
 
 
@@ -239,12 +266,18 @@ SHAPED = st.one_of(
     _body(ALNUM, 30).map(lambda s: "hf_" + s),
     _body(ALNUM, 28).map(lambda s: "sk-proj-" + s),
     _body(ALNUM, 28).map(lambda s: "key=sk-" + s),
-    st.tuples(_body(ALNUM, 20), _body(ALNUM, 24), _body(ALNUM, 30)).map(lambda p: f"eyJ{p[0]}.{p[1]}.{p[2]}"),
+    st.tuples(_body(ALNUM, 20), _body(ALNUM, 24), _body(ALNUM, 30)).map(
+        lambda p: f"eyJ{p[0]}.{p[1]}.{p[2]}"
+    ),
     _body(ALNUM, 24).map(lambda s: "Bearer " + s),
     _body(ALNUM, 20).map(lambda s: f"https://user:{s}@host.test/p"),
 )
-WORDS = st.lists(st.sampled_from(["the", "key", "is", "Basic", "token", "sk-learn", "ok", "\n", "é"]), max_size=4)
-SECRET_NAMES = st.sampled_from(["password", "token", "api_key", "clientSecret", "refresh_token", "secret"])
+WORDS = st.lists(
+    st.sampled_from(["the", "key", "is", "Basic", "token", "sk-learn", "ok", "\n", "é"]), max_size=4
+)
+SECRET_NAMES = st.sampled_from(
+    ["password", "token", "api_key", "clientSecret", "refresh_token", "secret"]
+)
 
 
 def _secret_part(planted: str) -> str:
@@ -258,7 +291,11 @@ def _secret_part(planted: str) -> str:
     return planted
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(
     planted=SHAPED,
     field_secret=_body(ALNUM, 24),
@@ -267,9 +304,13 @@ def _secret_part(planted: str) -> str:
     after=WORDS,
     size=st.integers(min_value=1, max_value=16),
 )
-def test_no_piece_of_any_planted_secret_reaches_the_file(tmp_path_factory, planted, field_secret, name, before, after, size):
+def test_no_piece_of_any_planted_secret_reaches_the_file(
+    tmp_path_factory, planted, field_secret, name, before, after, size
+):
     text = " ".join([*before, planted, *after])
-    arguments = orjson.dumps({"query": " ".join(before), name: field_secret, "note": planted}).decode()
+    arguments = orjson.dumps(
+        {"query": " ".join(before), name: field_secret, "note": planted}
+    ).decode()
     path = tmp_path_factory.mktemp("rec") / "rec.jsonl"
     record(path, streamed([("thinking", text), ("text", text), ("tool", arguments)], size))
     assert_no_piece(_secret_part(planted), path)
@@ -279,7 +320,24 @@ def test_no_piece_of_any_planted_secret_reaches_the_file(tmp_path_factory, plant
 
 @settings(max_examples=25, deadline=None)
 @given(
-    words=st.lists(st.sampled_from(["the", "Bearer", "bearer", "of", "news", "k=v&", "sk-learn", " ", "\n", "日本", "x" * 40]), max_size=30),
+    words=st.lists(
+        st.sampled_from(
+            [
+                "the",
+                "Bearer",
+                "bearer",
+                "of",
+                "news",
+                "k=v&",
+                "sk-learn",
+                " ",
+                "\n",
+                "日本",
+                "x" * 40,
+            ]
+        ),
+        max_size=30,
+    ),
     size=st.integers(min_value=1, max_value=16),
 )
 def test_prose_streamed_in_any_delta_size_replays_byte_identical(tmp_path_factory, words, size):
@@ -322,7 +380,10 @@ def _redaction_work(path: Path, kilobytes: int) -> int:
 
 
 def test_recording_whitespace_free_text_does_linear_redaction_work(tmp_path):
-    counts = {kilobytes: _redaction_work(tmp_path / f"{kilobytes}.jsonl", kilobytes) for kilobytes in (25, 50, 100)}
+    counts = {
+        kilobytes: _redaction_work(tmp_path / f"{kilobytes}.jsonl", kilobytes)
+        for kilobytes in (25, 50, 100)
+    }
     assert counts[25] >= 25 * 1024  # the text was looked at
     # Twice the text, about twice the work (quadratic work would be four times).
     assert counts[50] <= 2.2 * counts[25]
@@ -333,7 +394,13 @@ def test_recording_whitespace_free_text_does_linear_redaction_work(tmp_path):
 
 
 def test_held_deltas_are_written_when_the_call_fails(tmp_path):
-    events = streamed([("text", "no-safe-point-here-at-all"), ("tool", '{"password": "Hunter2Hunter2Hunter2xyz"}')], 4)
+    events = streamed(
+        [
+            ("text", "no-safe-point-here-at-all"),
+            ("tool", '{"password": "Hunter2Hunter2Hunter2xyz"}'),
+        ],
+        4,
+    )
     failing_at = next(i for i, e in enumerate(events) if e.type == "toolcall_end")
     provider = ScriptedProvider(events, raise_after=failing_at)
     path = tmp_path / "rec.jsonl"
@@ -363,7 +430,12 @@ def test_a_consumer_that_stops_early_still_gets_every_held_line_written(tmp_path
         await stream.aclose()
 
     asyncio.run(take(6))
-    assert rows_of(path)[-1] == {"type": "call_end", "call_index": 0, "event_count": 6, "outcome": "abandoned"}
+    assert rows_of(path)[-1] == {
+        "type": "call_end",
+        "call_index": 0,
+        "event_count": 6,
+        "outcome": "abandoned",
+    }
     assert len(list(read_recording_file(path).calls[0].events())) == 6
 
 
@@ -371,13 +443,19 @@ def test_a_consumer_that_stops_early_still_gets_every_held_line_written(tmp_path
     ("pieces_in", "target", "expected"),
     [
         (["ab", "cd", "ef"], "abcdef", ["ab", "cd", "ef"]),
-        (["the k", "ey AI", "zaXYZ", " done"], "the key [X] done", ["the k", "ey [X]", "", " done"]),
+        (
+            ["the k", "ey AI", "zaXYZ", " done"],
+            "the key [X] done",
+            ["the k", "ey [X]", "", " done"],
+        ),
         (["ab", "cd"], "abXd", ["ab", "Xd"]),
         (["", ""], "xy", ["", "xy"]),
         ([], "", []),
     ],
 )
-def test_spread_keeps_shared_text_in_place_and_gives_the_middle_where_it_starts(pieces_in, target, expected):
+def test_spread_keeps_shared_text_in_place_and_gives_the_middle_where_it_starts(
+    pieces_in, target, expected
+):
     result = spread(pieces_in, target)
     assert result == expected and "".join(result) == target
 
@@ -386,7 +464,9 @@ def test_a_faux_answer_with_options_key_in_text_through_stream_simple(tmp_path):
     key = "zz.odd/shape~key-42abc"
     path = tmp_path / "rec.jsonl"
     provider = RecordingProvider(FauxProvider([faux_text(f"echo {key} back")], timestamp=1), path)
-    asyncio.run(collect(provider.stream_simple(MODEL, context_of(key), SimpleStreamOptions(api_key=key))))
+    asyncio.run(
+        collect(provider.stream_simple(MODEL, context_of(key), SimpleStreamOptions(api_key=key)))
+    )
     assert "odd/shape" not in path.read_text()
 
 
@@ -402,7 +482,9 @@ def test_block_text_that_was_never_streamed_is_still_redacted(tmp_path):
 
     for number, event in enumerate(events):
         if event.type == "text_end":
-            events[number] = event.model_copy(update={"content": block.text, "partial": with_block(event.partial)})
+            events[number] = event.model_copy(
+                update={"content": block.text, "partial": with_block(event.partial)}
+            )
         elif event.type == "done":
             events[number] = event.model_copy(update={"message": with_block(event.message)})
     path = tmp_path / "rec.jsonl"
@@ -415,7 +497,9 @@ def test_block_text_that_was_never_streamed_is_still_redacted(tmp_path):
 # ============================================================================ streams cut short
 
 
-def cut_short(kind: str, body: str, size: int, keep: int, ending: str) -> tuple[list[Any], ScriptedProvider]:
+def cut_short(
+    kind: str, body: str, size: int, keep: int, ending: str
+) -> tuple[list[Any], ScriptedProvider]:
     """The events of one ``kind`` block (``"text"`` or ``"tool"``) streaming ``body`` whose
     stream stops after ``keep`` deltas: with an ``error`` event (``ending == "error"``), or
     with the provider raising (``"raise"``) or simply ending without a terminal event
@@ -438,7 +522,18 @@ def cut_short(kind: str, body: str, size: int, keep: int, ending: str) -> tuple[
     return events, ScriptedProvider(events)
 
 
-_PUBLIC_PREFIXES = ("ghp_", "github_pat_", "AIza", "AKIA", "xoxb-", "sk_live_", "hf_", "sk-proj-", "sess-sk-", "eyJ")
+_PUBLIC_PREFIXES = (
+    "ghp_",
+    "github_pat_",
+    "AIza",
+    "AKIA",
+    "xoxb-",
+    "sk_live_",
+    "hf_",
+    "sk-proj-",
+    "sess-sk-",
+    "eyJ",
+)
 
 
 def _secret_body(planted: str) -> str:
@@ -449,7 +544,11 @@ def _secret_body(planted: str) -> str:
     return planted[len(prefix) :]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 @given(
     planted=SHAPED,
     before=WORDS,

@@ -78,7 +78,9 @@ def _graph() -> dict[str, set[str]]:
     graph: dict[str, set[str]] = {}
     for path in paths:
         # ``from .x import name`` names a module only when that module exists.
-        graph[_module_name(path)] = {m for m in _imports(path) if m in modules} - {_module_name(path)}
+        graph[_module_name(path)] = {m for m in _imports(path) if m in modules} - {
+            _module_name(path)
+        }
     return graph
 
 
@@ -138,7 +140,10 @@ def test_the_proxy_reaches_record_replay_only_through_the_public_faces():
     reaches into the engine, and only the command line and the ``llm_proxy`` fixture start it."""
     assert _violations("openprogram.proxy", "openprogram.recordings") == []
     importers = sorted(
-        module for module, imports in GRAPH.items() if any(_in(m, "openprogram.proxy") for m in imports) and not _in(module, "openprogram.proxy")
+        module
+        for module, imports in GRAPH.items()
+        if any(_in(m, "openprogram.proxy") for m in imports)
+        and not _in(module, "openprogram.proxy")
     )
     assert importers == ["openprogram.cli.proxy_cmd", "openprogram.testing.proxy_fixture"]
 
@@ -200,7 +205,9 @@ def test_the_state_folder_basics_import_nothing_of_openprogram_and_the_store_onl
 
 
 def test_only_the_cli_changes_the_configuration():
-    importers = sorted(module for module, imports in GRAPH.items() if "openprogram.config" in imports)
+    importers = sorted(
+        module for module, imports in GRAPH.items() if "openprogram.config" in imports
+    )
     assert importers and all(_in(module, "openprogram.cli") for module in importers), importers
 
 
@@ -209,7 +216,11 @@ def test_only_the_cli_changes_the_configuration():
 RECORDINGS = "openprogram.recordings"
 #: The stages of the record pipeline in the order data flows (docs/architecture.md): each may
 #: import the ones after it, never one before it.
-PIPELINE = [f"{RECORDINGS}.record.stream_redaction", f"{RECORDINGS}.record.encoder", f"{RECORDINGS}.file.sink"]
+PIPELINE = [
+    f"{RECORDINGS}.record.stream_redaction",
+    f"{RECORDINGS}.record.encoder",
+    f"{RECORDINGS}.file.sink",
+]
 
 
 @pytest.mark.parametrize("position", range(len(PIPELINE)))
@@ -217,7 +228,9 @@ def test_the_record_pipeline_imports_one_way(position):
     graph = _graph()
     stage = PIPELINE[position]
     earlier = set(PIPELINE[:position]) | {f"{RECORDINGS}.record.recorder"}
-    assert not (graph[stage] & earlier), f"{stage} imports a stage before it: {graph[stage] & earlier}"
+    assert not (graph[stage] & earlier), (
+        f"{stage} imports a stage before it: {graph[stage] & earlier}"
+    )
 
 
 #: The jobs of ``recordings/`` (docs/architecture.md) and which others each may use: the file
@@ -236,7 +249,9 @@ JOBS: dict[str, set[str]] = {
 #: The one vocabulary of modes: every job may name a mode (it imports nothing).
 VOCABULARY = f"{RECORDINGS}.modes.vocabulary"
 #: The old import paths of the modules that moved to ``modes/`` (tests and users import them).
-COMPATIBILITY_PATHS = {f"{RECORDINGS}.store.{name}" for name in ("activation", "scoped", "updating")}
+COMPATIBILITY_PATHS = {
+    f"{RECORDINGS}.store.{name}" for name in ("activation", "scoped", "updating")
+}
 
 
 @pytest.mark.parametrize("job", sorted(JOBS))
@@ -245,7 +260,9 @@ def test_each_job_of_recordings_uses_only_the_jobs_below_it(job):
     offenders = [
         violation
         for other in sorted(forbidden)
-        for violation in _violations(f"{RECORDINGS}.{job}", f"{RECORDINGS}.{other}", COMPATIBILITY_PATHS)
+        for violation in _violations(
+            f"{RECORDINGS}.{job}", f"{RECORDINGS}.{other}", COMPATIBILITY_PATHS
+        )
         if not violation.endswith(f" -> {VOCABULARY}")
     ]
     assert offenders == []
@@ -265,7 +282,11 @@ def test_recordings_is_grouped_by_job():
     """Every module of ``recordings/`` is in a job's sub-package, but the shared rules and helper."""
     top = sorted(path.stem for path in (PACKAGE / "recordings").glob("*.py"))
     assert top == ["__init__", "redaction", "text_diff"]
-    assert {path.name for path in (PACKAGE / "recordings").iterdir() if path.is_dir() and path.name != "__pycache__"} == set(JOBS)
+    assert {
+        path.name
+        for path in (PACKAGE / "recordings").iterdir()
+        if path.is_dir() and path.name != "__pycache__"
+    } == set(JOBS)
 
 
 def test_the_encoder_only_writes_lines():
@@ -283,7 +304,16 @@ def _string_constants(path: Path) -> list[str]:
 
 #: What only a redaction rule needs to spell out: the credential prefixes of the value shapes
 #: and the secret field names.
-RULE_MARKERS = ("AKIA", "ghp_", "xox", "AIza", "-----BEGIN", "k_live_", "client_secret", "x-goog-api-key")
+RULE_MARKERS = (
+    "AKIA",
+    "ghp_",
+    "xox",
+    "AIza",
+    "-----BEGIN",
+    "k_live_",
+    "client_secret",
+    "x-goog-api-key",
+)
 
 
 def test_only_the_redactor_defines_redaction_rules():
@@ -293,15 +323,22 @@ def test_only_the_redactor_defines_redaction_rules():
     for path in sorted(PACKAGE.rglob("*.py")):
         if path == owner:
             continue
-        spelled = [marker for text in _string_constants(path) for marker in RULE_MARKERS if marker in text]
-        assert not spelled, f"{path.relative_to(PACKAGE)} spells out redaction rules: {sorted(set(spelled))}"
+        spelled = [
+            marker for text in _string_constants(path) for marker in RULE_MARKERS if marker in text
+        ]
+        assert not spelled, (
+            f"{path.relative_to(PACKAGE)} spells out redaction rules: {sorted(set(spelled))}"
+        )
 
 
 # ============================================================================ the file format's one owner
 
 LINE_TYPE_NAMES = {"header", "request", "event", "call_end"}
 #: The modules that make and read line shapes; every other one goes through them.
-FORMAT_OWNERS = {PACKAGE / "recordings" / "file" / "format.py", PACKAGE / "recordings" / "file" / "reader.py"}
+FORMAT_OWNERS = {
+    PACKAGE / "recordings" / "file" / "format.py",
+    PACKAGE / "recordings" / "file" / "reader.py",
+}
 
 
 def _line_shapes_spelled_out(path: Path) -> list[str]:
@@ -312,8 +349,10 @@ def _line_shapes_spelled_out(path: Path) -> list[str]:
         if isinstance(node, ast.Dict):
             for key, value in zip(node.keys, node.values, strict=True):
                 if (
-                    isinstance(key, ast.Constant) and key.value == "type"
-                    and isinstance(value, ast.Constant) and value.value in LINE_TYPE_NAMES
+                    isinstance(key, ast.Constant)
+                    and key.value == "type"
+                    and isinstance(value, ast.Constant)
+                    and value.value in LINE_TYPE_NAMES
                 ):
                     found.append(f"line {node.lineno}: builds a {value.value} line")
         elif isinstance(node, ast.Compare):
@@ -388,10 +427,15 @@ def _cli_room_offenders(graph: dict[str, set[str]]) -> list[str]:
 def test_the_recordings_verbs_meet_only_in_the_command_module():
     assert _cli_room_offenders(GRAPH) == []
     # the wiring reaches every room it may; only the old module path reaches in from outside
-    wired = {m.removeprefix(CLI_RECORDINGS + ".") for m in GRAPH[f"{CLI_RECORDINGS}.command"] if m.startswith(CLI_RECORDINGS + ".")}
+    wired = {
+        m.removeprefix(CLI_RECORDINGS + ".")
+        for m in GRAPH[f"{CLI_RECORDINGS}.command"]
+        if m.startswith(CLI_RECORDINGS + ".")
+    }
     assert wired == CLI_ROOMS["command"]
     outside = sorted(
-        module for module, imports in GRAPH.items()
+        module
+        for module, imports in GRAPH.items()
         if not _in(module, CLI_RECORDINGS) and any(_in(m, CLI_RECORDINGS) for m in imports)
     )
     assert outside == ["openprogram.cli.recordings_cmd"]
@@ -432,6 +476,7 @@ def test_no_module_of_the_recordings_command_outgrows_one_job():
     }
     assert long == {}
 
+
 # ============================================================================ the modes
 
 MODE_WORDS = {"off", "record", "replay", "update", "rewrite", "blocked"}
@@ -446,7 +491,11 @@ def _mode_lists(path: Path) -> list[str]:
         # ``Literal["off", "replay"]`` holds its values in a tuple, seen as any other.
         if not isinstance(node, (ast.Tuple, ast.List, ast.Set)):
             continue
-        words = {item.value for item in node.elts if isinstance(item, ast.Constant) and isinstance(item.value, str)}
+        words = {
+            item.value
+            for item in node.elts
+            if isinstance(item, ast.Constant) and isinstance(item.value, str)
+        }
         if len(words & MODE_WORDS) >= 2:
             found.append(f"line {node.lineno}: {sorted(words & MODE_WORDS)}")
     return found
@@ -466,7 +515,7 @@ def test_one_vocabulary_of_modes():
 def test_the_mode_check_sees_a_list_of_modes(tmp_path):
     hand_made = tmp_path / "hand_made.py"
     hand_made.write_text(
-        'from typing import Literal\n'
+        "from typing import Literal\n"
         'Mode = Literal["record", "replay"]\n'
         'MODES = ("off", "record", "update")\n'
         'if mode in ["record", "update"]:\n    pass\n'
@@ -477,7 +526,13 @@ def test_the_mode_check_sees_a_list_of_modes(tmp_path):
 
 #: What turns a mode into providers; only ``recordings/modes/routes.py`` builds them (the
 #: update session builds the replay and the recorders it is made of).
-ROUTE_PARTS = {"ReplayProvider", "RecordingProvider", "UpdateSession", "Route", "ChoosingReplayProvider"}
+ROUTE_PARTS = {
+    "ReplayProvider",
+    "RecordingProvider",
+    "UpdateSession",
+    "Route",
+    "ChoosingReplayProvider",
+}
 ROUTE_BUILDERS = {
     PACKAGE / "recordings" / "modes" / "routes.py": ROUTE_PARTS,
     PACKAGE / "recordings" / "modes" / "updating.py": {"ReplayProvider", "RecordingProvider"},
@@ -490,7 +545,8 @@ def _route_parts_built(path: Path) -> list[str]:
     imported = {
         alias.asname or alias.name
         for node in ast.walk(tree)
-        if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("openprogram"))
+        if isinstance(node, ast.ImportFrom)
+        and (node.level or (node.module or "").startswith("openprogram"))
         for alias in node.names
         if alias.name in ROUTE_PARTS
     }
@@ -528,7 +584,8 @@ def _touches_the_route(path: Path) -> list[str]:
     return [
         f"line {node.lineno}"
         for node in ast.walk(ast.parse(path.read_text(), str(path)))
-        if (getattr(node, "id", None) or getattr(node, "attr", None) or getattr(node, "name", None)) == "_scoped_route"
+        if (getattr(node, "id", None) or getattr(node, "attr", None) or getattr(node, "name", None))
+        == "_scoped_route"
     ]
 
 
@@ -547,8 +604,11 @@ def test_no_module_but_the_registry_touches_its_route():
 
 def test_the_route_name_check_sees_an_import(tmp_path):
     hand_made = tmp_path / "hand_made.py"
-    hand_made.write_text("from openprogram.providers.api_registry import _scoped_route\n_scoped_route.set(None)\n")
+    hand_made.write_text(
+        "from openprogram.providers.api_registry import _scoped_route\n_scoped_route.set(None)\n"
+    )
     assert len(_touches_the_route(hand_made)) == 2
+
 
 # ============================================================================ the vendors
 
@@ -608,7 +668,9 @@ def test_every_translator_has_the_one_shape(vendor):
     for name, parameters in (("handle", ["self", "raw"]), ("finish", ["self"])):
         signature = inspect.signature(getattr(translator, name))
         assert len(signature.parameters) == len(parameters), f"{vendor.api}: {name}{signature}"
-        assert str(signature.return_annotation).startswith("list["), f"{vendor.api}: {name}{signature}"
+        assert str(signature.return_annotation).startswith("list["), (
+            f"{vendor.api}: {name}{signature}"
+        )
 
 
 def _type_comparisons(cls: type) -> dict[str, int]:
@@ -642,7 +704,11 @@ def test_every_encoder_dispatches_by_on_methods(vendor):
     assert issubclass(encoder, roles.StreamEncoder)
     assert "encode" not in vars(encoder), f"{vendor.api} overrides encode"
     assert any(name.startswith("_on_") for name in vars(encoder)), vendor.api
-    chains = {name: count for name, count in _type_comparisons(encoder).items() if name not in ENCODER_HOOKS}
+    chains = {
+        name: count
+        for name, count in _type_comparisons(encoder).items()
+        if name not in ENCODER_HOOKS
+    }
     assert chains == {}, f"{vendor.api} compares event types in {chains}"
 
 

@@ -18,18 +18,27 @@ async def conversation(model: Model) -> list[list[tuple]]:
     config = AgentLoopConfig(model=model)
     said = []
     for turn, prompt in enumerate(["/calculator 6*7", "/calculator 2+3\n/calculator 4", "hello"]):
-        events = [e async for e in agent_loop([UserMessage(content=prompt, timestamp=turn)], context, config)]
-        said.append([
-            tuple(getattr(b, "text", None) or (b.name, b.arguments) for b in message.content)
-            for message in events[-1].messages
-            if message.role == "assistant"
-        ])
+        events = [
+            e
+            async for e in agent_loop(
+                [UserMessage(content=prompt, timestamp=turn)], context, config
+            )
+        ]
+        said.append(
+            [
+                tuple(getattr(b, "text", None) or (b.name, b.arguments) for b in message.content)
+                for message in events[-1].messages
+                if message.role == "assistant"
+            ]
+        )
     return said
 
 
 async def test_the_echo_server_answers_as_faux_echo_does():
     with EchoServer() as server:
-        served = Model(id="echo", api="openai-completions", provider="local", base_url=server.base_url)
+        served = Model(
+            id="echo", api="openai-completions", provider="local", base_url=server.base_url
+        )
         over_http = await conversation(served)
     assert over_http == await conversation(get_model("faux/echo"))
     assert over_http[0] == [(("calculator", {"expression": "6*7"}),), ("calculator returned: 42",)]

@@ -39,7 +39,12 @@ def tutorial_steps(text: str) -> list[tuple[str, str, str]]:
 def test_tutorial_has_files_and_commands():
     steps = tutorial_steps((REPO_ROOT / "docs" / "tutorial.md").read_text())
     assert {name for kind, name, _ in steps if kind == "file"} == {
-        "agent.py", "pytest.ini", "test_agent.py", "test_concurrent.py", "test_what_goes_wrong.py", "test_spend.py",
+        "agent.py",
+        "pytest.ini",
+        "test_agent.py",
+        "test_concurrent.py",
+        "test_what_goes_wrong.py",
+        "test_spend.py",
         "pyproject.toml",
     }
     assert sum(1 for kind, _, _ in steps if kind == "command") >= 10
@@ -52,8 +57,10 @@ def test_every_tutorial_command_runs_as_written(tmp_path, isolated_home):
     env = cli_env(
         isolated_home,
         PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
-        GIT_AUTHOR_NAME="Tutorial", GIT_AUTHOR_EMAIL="tutorial@example.invalid",
-        GIT_COMMITTER_NAME="Tutorial", GIT_COMMITTER_EMAIL="tutorial@example.invalid",
+        GIT_AUTHOR_NAME="Tutorial",
+        GIT_AUTHOR_EMAIL="tutorial@example.invalid",
+        GIT_COMMITTER_NAME="Tutorial",
+        GIT_COMMITTER_EMAIL="tutorial@example.invalid",
     )
     env.pop("PYTHONPATH", None)  # the tutorial uses the installed package, like a user
     outputs = {}
@@ -67,7 +74,9 @@ def test_every_tutorial_command_runs_as_written(tmp_path, isolated_home):
             command, shell=True, cwd=project, env=env, capture_output=True, text=True, timeout=300
         )
         wanted = int(expected.group(1)) if expected else 0
-        assert result.returncode == wanted, f"{command!r} exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
+        assert result.returncode == wanted, (
+            f"{command!r} exited {result.returncode}:\n{result.stdout}\n{result.stderr}"
+        )
         assert "Traceback" not in result.stderr, command
         outputs.setdefault(command, []).append(result.stdout + result.stderr)  # every run, in order
 
@@ -75,9 +84,13 @@ def test_every_tutorial_command_runs_as_written(tmp_path, isolated_home):
     assert "--llm-record-mode=record" in outputs["pytest -q"][0]
     recording = project / "recordings" / "test_agent" / "test_uses_the_calculator.jsonl"
     assert recording.exists()
-    conversation = outputs[f"openprogram recordings show {recording.relative_to(project)} --conversation"][0]
+    conversation = outputs[
+        f"openprogram recordings show {recording.relative_to(project)} --conversation"
+    ][0]
     assert "calculator" in conversation and "42" in conversation
-    concurrent = project / "recordings" / "test_concurrent" / "test_sub_agents_in_a_dated_session.jsonl"
+    concurrent = (
+        project / "recordings" / "test_concurrent" / "test_sub_agents_in_a_dated_session.jsonl"
+    )
     assert "{{tmp_path}}" in concurrent.read_text() and "pytest-of-" not in concurrent.read_text()
     # Section 4, as written: the changed test fails with the mismatch it shows, and the diff
     # of the two recordings shows the change.
@@ -90,8 +103,15 @@ def test_every_tutorial_command_runs_as_written(tmp_path, isolated_home):
     assert "6*7" in diff and "6*8" in diff and "identical" not in diff
     # Section 7: the faults, the re-chunking and the random seed it picked, and no recording changed.
     assert "3 passed" in outputs["pytest -q test_what_goes_wrong.py"][0]
-    assert "3 passed" in outputs["pytest -q test_what_goes_wrong.py --llm-fault=server_error --llm-rechunk=random"][0]
-    tracked = subprocess.run(["git", "ls-files"], cwd=project, capture_output=True, text=True).stdout.split()
+    assert (
+        "3 passed"
+        in outputs[
+            "pytest -q test_what_goes_wrong.py --llm-fault=server_error --llm-rechunk=random"
+        ][0]
+    )
+    tracked = subprocess.run(
+        ["git", "ls-files"], cwd=project, capture_output=True, text=True
+    ).stdout.split()
     assert str(recording.relative_to(project)) in tracked
     # Section 8, as written: usage, a budget that fails in replay, the prompt cache, the doctor.
     usage = outputs["pytest -q --llm-usage"][0]
@@ -101,9 +121,16 @@ def test_every_tutorial_command_runs_as_written(tmp_path, isolated_home):
     over = outputs["pytest -q test_agent.py"][0]
     assert "calls 2 > budget 1 (over by 1, 100%); call 1 (echo) crossed it, from 1 to 2" in over
     assert "1 passed" in outputs["pytest -q test_agent.py"][1]
-    cache = outputs["openprogram recordings show recordings/test_spend/test_adds_within_budget.jsonl --cache"][0]
+    cache = outputs[
+        "openprogram recordings show recordings/test_spend/test_adds_within_budget.jsonl --cache"
+    ][0]
     assert "every call keeps the whole request before it as a prefix" in cache and "100%" in cache
-    doctor = next(text for command, texts in outputs.items() if command.startswith("openprogram recordings doctor") for text in texts)
+    doctor = next(
+        text
+        for command, texts in outputs.items()
+        if command.startswith("openprogram recordings doctor")
+        for text in texts
+    )
     assert "datetime in context.system_prompt" in doctor and "No other difference." in doctor
     assert "two live runs compared" in outputs["pytest -q test_concurrent.py --llm-doctor"][0]
 
@@ -115,8 +142,20 @@ def test_examples_run_offline_from_their_committed_recordings(isolated_home):
     env = cli_env(isolated_home)
     env.pop("PYTHONPATH", None)
     result = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *shlex.split("-o addopts=")],
-        cwd=example, env=env, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            *shlex.split("-o addopts="),
+        ],
+        cwd=example,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert "2 passed" in result.stdout
@@ -162,9 +201,13 @@ def test_no_install_resolves_to_the_registry_project_of_that_name():
     """``grep -rn "pip install" README.md docs openprogram CHANGELOG.md`` finds no command that
     installs PyPI's ``openprogram``, an unrelated project: every one names this project's source."""
     sources = [REPO_ROOT / "README.md", REPO_ROOT / "CHANGELOG.md"]
-    sources += sorted((REPO_ROOT / "docs").rglob("*.md")) + sorted((REPO_ROOT / "openprogram").rglob("*.py"))
+    sources += sorted((REPO_ROOT / "docs").rglob("*.md")) + sorted(
+        (REPO_ROOT / "openprogram").rglob("*.py")
+    )
     found = {
-        f"{path.relative_to(REPO_ROOT)}: pip install {' '.join(words)}": installs_the_registry_project(words)
+        f"{path.relative_to(REPO_ROOT)}: pip install {' '.join(words)}": installs_the_registry_project(
+            words
+        )
         for path in sources
         for words in pip_installs(path.read_text())
     }
@@ -174,15 +217,22 @@ def test_no_install_resolves_to_the_registry_project_of_that_name():
 
 def test_the_check_catches_the_registry_name_in_every_spelling():
     for bad in (
-        "pip install openprogram pytest", "pip install -U openprogram)", "pip install 'openprogram[proxy]'",
-        'pip install "openprogram==0.1.0"', "pip install -q OpenProgram[proxy]>=0.1",
+        "pip install openprogram pytest",
+        "pip install -U openprogram)",
+        "pip install 'openprogram[proxy]'",
+        'pip install "openprogram==0.1.0"',
+        "pip install -q OpenProgram[proxy]>=0.1",
     ):
         assert installs_the_registry_project(pip_installs(bad)[0]), bad
     for good in (
-        "pip install -e .", "pip install -e \".[proxy]\"", "pip install path/to/openprogram pytest",
-        "pip install 'path/to/openprogram[proxy]'", "pip install wheels/openprogram-*.whl",
+        "pip install -e .",
+        'pip install -e ".[proxy]"',
+        "pip install path/to/openprogram pytest",
+        "pip install 'path/to/openprogram[proxy]'",
+        "pip install wheels/openprogram-*.whl",
         'pip install "openprogram[proxy] @ git+https://example.invalid/openprogram.git"',
-        "pip install -r openprogram", "pip install 'starlette>=0.40' 'uvicorn>=0.29'",
+        "pip install -r openprogram",
+        "pip install 'starlette>=0.40' 'uvicorn>=0.29'",
     ):
         assert not installs_the_registry_project(pip_installs(good)[0]), good
 
@@ -210,9 +260,14 @@ def test_the_docs_state_the_format_versions_the_code_reads_and_writes():
     cli = (REPO_ROOT / "docs" / "recordings-cli.md").read_text()
     readable = " and ".join(map(str, READABLE_FORMAT_VERSIONS))
     assert "equality" not in file_format
-    assert f"New files are written as version {RECORDING_FORMAT_VERSION}. Readers read versions {readable}" in file_format
+    assert (
+        f"New files are written as version {RECORDING_FORMAT_VERSION}. Readers read versions {readable}"
+        in file_format
+    )
     assert f'accepts the versions under\n"Versions" ({readable})' in file_format
     newer = version_problem(RECORDING_FORMAT_VERSION + 1)
-    assert newer is not None and " ".join(newer.split()) in " ".join(file_format.split())  # quoted as said
+    assert newer is not None and " ".join(newer.split()) in " ".join(
+        file_format.split()
+    )  # quoted as said
     row = next(line for line in cli.splitlines() if line.startswith("| `wrong_version` |"))
     assert f"({readable})" in row and "is not 1 " not in row

@@ -23,7 +23,11 @@ def test_the_page_has_its_examples():
 @pytest.mark.parametrize("number", range(len(BLOCKS)))
 def test_every_example_of_the_scripted_provider_runs(number, isolated_home, tmp_path):
     result = subprocess.run(
-        [sys.executable, "-c", BLOCKS[number]], cwd=tmp_path, env=cli_env(isolated_home),
-        capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", BLOCKS[number]],
+        cwd=tmp_path,
+        env=cli_env(isolated_home),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 0, result.stdout + result.stderr

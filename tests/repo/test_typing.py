@@ -69,7 +69,9 @@ def test_mistakes_against_the_public_api_are_reported_where_they_are(cache):
     assert result.returncode == 1, result.stdout + result.stderr
     reported = {
         int(match.group(1)): match.group(2)
-        for match in re.finditer(r"bad_user\.py:(\d+): error: .*\[([a-z-]+)\]$", result.stdout, re.MULTILINE)
+        for match in re.finditer(
+            r"bad_user\.py:(\d+): error: .*\[([a-z-]+)\]$", result.stdout, re.MULTILINE
+        )
     }
     assert reported == expected, result.stdout
 

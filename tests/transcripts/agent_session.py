@@ -25,5 +25,7 @@ async def run_echo_session(
     tool = AgentTool(name="echo", description="Echo a value", parameters=ECHO_SCHEMA, execute=echo)
     context = AgentContext(system_prompt="You are terse.", messages=[], tools=[tool])
     config = AgentLoopConfig(model=model, api_key=api_key, **options)
-    events = [event async for event in agent_loop([UserMessage(content="use echo")], context, config)]
+    events = [
+        event async for event in agent_loop([UserMessage(content="use echo")], context, config)
+    ]
     return events, received

@@ -13,10 +13,14 @@ MODEL_ID = "claude-haiku-4-5"
 
 def frame(payload: dict) -> bytes:
     """One SSE event, as Anthropic writes it."""
-    return f"event: {payload['type']}\ndata: {json.dumps(payload, separators=(',', ':'))}\n\n".encode()
+    return (
+        f"event: {payload['type']}\ndata: {json.dumps(payload, separators=(',', ':'))}\n\n".encode()
+    )
 
 
-def message_start(input_tokens: int = 25, cache_read: int = 0, cache_write: int = 0, model: str = MODEL_ID) -> bytes:
+def message_start(
+    input_tokens: int = 25, cache_read: int = 0, cache_write: int = 0, model: str = MODEL_ID
+) -> bytes:
     return frame(
         {
             "type": "message_start",
@@ -83,7 +87,10 @@ def tool_block(index: int, call_id: str, name: str, *json_pieces: str) -> list[b
     return [
         block_start(index, {"type": "tool_use", "id": call_id, "name": name, "input": {}}),
         delta(index, {"type": "input_json_delta", "partial_json": ""}),
-        *(delta(index, {"type": "input_json_delta", "partial_json": piece}) for piece in json_pieces),
+        *(
+            delta(index, {"type": "input_json_delta", "partial_json": piece})
+            for piece in json_pieces
+        ),
         block_stop(index),
     ]
 
@@ -129,7 +136,16 @@ THINKING_THEN_TEXT = [
 ONE_TOOL_CALL = [
     message_start(input_tokens=300),
     *text_block(0, "Checking."),
-    *tool_block(1, "toolu_01A", "get_weather", '{"loca', 'tion": "San', ' Francisco, CA"', ', "unit": "c', 'elsius"}'),
+    *tool_block(
+        1,
+        "toolu_01A",
+        "get_weather",
+        '{"loca',
+        'tion": "San',
+        ' Francisco, CA"',
+        ', "unit": "c',
+        'elsius"}',
+    ),
     message_delta("tool_use", 89),
     MESSAGE_STOP,
 ]
@@ -147,7 +163,13 @@ SEVERAL_TOOL_CALLS = [
 USAGE_ONLY_FINAL = [
     message_start(input_tokens=0),
     *text_block(0, "ok"),
-    message_delta("end_turn", 7, input_tokens=12, cache_read_input_tokens=2048, cache_creation_input_tokens=512),
+    message_delta(
+        "end_turn",
+        7,
+        input_tokens=12,
+        cache_read_input_tokens=2048,
+        cache_creation_input_tokens=512,
+    ),
     MESSAGE_STOP,
 ]
 
@@ -221,7 +243,9 @@ WEB_SEARCH = [
     delta(1, {"type": "input_json_delta", "partial_json": '{"query": "Oslo'}),
     delta(1, {"type": "input_json_delta", "partial_json": ' weather"}'}),
     block_stop(1),
-    block_start(2, {"type": "web_search_tool_result", "tool_use_id": SEARCH_ID, "content": [SEARCH_RESULT]}),
+    block_start(
+        2, {"type": "web_search_tool_result", "tool_use_id": SEARCH_ID, "content": [SEARCH_RESULT]}
+    ),
     block_stop(2),
     block_start(3, {"type": "text", "text": "", "citations": []}),
     delta(3, {"type": "citations_delta", "citation": CITATION}),
@@ -234,7 +258,9 @@ WEB_SEARCH = [
 EXEC_ID = "srvtoolu_01Exec"
 CODE_EXECUTION = [
     message_start(input_tokens=900),
-    block_start(0, {"type": "server_tool_use", "id": EXEC_ID, "name": "code_execution", "input": {}}),
+    block_start(
+        0, {"type": "server_tool_use", "id": EXEC_ID, "name": "code_execution", "input": {}}
+    ),
     delta(0, {"type": "input_json_delta", "partial_json": '{"code": "print(2 + 2)"}'}),
     block_stop(0),
     block_start(
@@ -242,7 +268,12 @@ CODE_EXECUTION = [
         {
             "type": "code_execution_tool_result",
             "tool_use_id": EXEC_ID,
-            "content": {"type": "code_execution_result", "stdout": "4\n", "stderr": "", "return_code": 0},
+            "content": {
+                "type": "code_execution_result",
+                "stdout": "4\n",
+                "stderr": "",
+                "return_code": 0,
+            },
         },
     ),
     block_stop(1),
@@ -254,12 +285,26 @@ CODE_EXECUTION = [
 MCP_ID = "mcptoolu_01Mcp"
 MCP = [
     message_start(input_tokens=500),
-    block_start(0, {"type": "mcp_tool_use", "id": MCP_ID, "name": "echo", "server_name": "example", "input": {}}),
+    block_start(
+        0,
+        {
+            "type": "mcp_tool_use",
+            "id": MCP_ID,
+            "name": "echo",
+            "server_name": "example",
+            "input": {},
+        },
+    ),
     delta(0, {"type": "input_json_delta", "partial_json": '{"text": "hi"}'}),
     block_stop(0),
     block_start(
         1,
-        {"type": "mcp_tool_result", "tool_use_id": MCP_ID, "is_error": False, "content": [{"type": "text", "text": "hi"}]},
+        {
+            "type": "mcp_tool_result",
+            "tool_use_id": MCP_ID,
+            "is_error": False,
+            "content": [{"type": "text", "text": "hi"}],
+        },
     ),
     block_stop(1),
     *text_block(2, "The server said hi."),
@@ -278,7 +323,9 @@ PAUSED = [
 ]
 RESUMED = [
     message_start(input_tokens=2200),
-    block_start(0, {"type": "web_search_tool_result", "tool_use_id": SEARCH_ID, "content": [SEARCH_RESULT]}),
+    block_start(
+        0, {"type": "web_search_tool_result", "tool_use_id": SEARCH_ID, "content": [SEARCH_RESULT]}
+    ),
     block_stop(0),
     *text_block(1, "It is 4 C."),
     message_delta("end_turn", 10),

@@ -78,7 +78,11 @@ THINKING_THEN_TEXT = [
 
 ONE_TOOL_CALL = [
     chunk(
-        call("get_weather", {"location": "San Francisco, CA", "unit": "celsius"}, thoughtSignature=CALL_SIGNATURE),
+        call(
+            "get_weather",
+            {"location": "San Francisco, CA", "unit": "celsius"},
+            thoughtSignature=CALL_SIGNATURE,
+        ),
         finish="STOP",
         usage=usage(300, 12),
     ),
@@ -94,7 +98,13 @@ SEVERAL_TOOL_CALLS = [
 USAGE_ONLY_FINAL = [
     chunk({"text": "ok"}),
     chunk({"text": ""}, finish="MAX_TOKENS"),
-    frame({"usageMetadata": usage(50, 1, cached=20), "modelVersion": MODEL_ID, "responseId": RESPONSE_ID}),
+    frame(
+        {
+            "usageMetadata": usage(50, 1, cached=20),
+            "modelVersion": MODEL_ID,
+            "responseId": RESPONSE_ID,
+        }
+    ),
 ]
 
 BREAKS_OFF = [
@@ -130,14 +140,22 @@ AGENT_TEXT_TURN = [
 
 CODE_EXECUTION = [
     chunk({"text": "Let me compute."}),
-    chunk({"executableCode": {"language": "PYTHON", "code": "print(2 + 2)\n"}, "thoughtSignature": CODE_SIGNATURE}),
+    chunk(
+        {
+            "executableCode": {"language": "PYTHON", "code": "print(2 + 2)\n"},
+            "thoughtSignature": CODE_SIGNATURE,
+        }
+    ),
     chunk({"codeExecutionResult": {"outcome": "OUTCOME_OK", "output": "4\n"}}),
     chunk({"text": "It is 4."}, finish="STOP", usage=usage(40, 30)),
 ]
 
 URL_CONTEXT_METADATA = {
     "urlMetadata": [
-        {"retrievedUrl": "https://example.com/hello", "urlRetrievalStatus": "URL_RETRIEVAL_STATUS_SUCCESS"}
+        {
+            "retrievedUrl": "https://example.com/hello",
+            "urlRetrievalStatus": "URL_RETRIEVAL_STATUS_SUCCESS",
+        }
     ]
 }
 
@@ -165,14 +183,20 @@ TOOL_USE_PROMPT = [
 GEMINI_3_ID = "gemini-3-pro-preview"
 
 SEARCH_CALL_PART = {
-    "toolCall": {"id": "srch_1", "toolType": "GOOGLE_SEARCH_WEB", "args": {"queries": ["Oslo weather"]}},
+    "toolCall": {
+        "id": "srch_1",
+        "toolType": "GOOGLE_SEARCH_WEB",
+        "args": {"queries": ["Oslo weather"]},
+    },
     "thoughtSignature": SEARCH_SIGNATURE,
 }
 SEARCH_RESPONSE_PART = {
     "toolResponse": {
         "id": "srch_1",
         "toolType": "GOOGLE_SEARCH_WEB",
-        "response": {"results": [{"title": "Oslo forecast", "url": "https://weather.example/oslo"}]},
+        "response": {
+            "results": [{"title": "Oslo forecast", "url": "https://weather.example/oslo"}]
+        },
     }
 }
 GROUNDING_METADATA = {

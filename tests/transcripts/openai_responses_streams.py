@@ -183,9 +183,14 @@ class Transcript:
             item={**item, "status": "completed", "arguments": arguments},
         )
 
-    def completed(self, status: str = "completed", output: list | None = None, **usage_fields: int) -> list[bytes]:
+    def completed(
+        self, status: str = "completed", output: list | None = None, **usage_fields: int
+    ) -> list[bytes]:
         """The terminal event; ``output`` is the completed response's list of items."""
-        self.add(f"response.{status}", response=response_body(status, usage(**usage_fields), output=output))
+        self.add(
+            f"response.{status}",
+            response=response_body(status, usage(**usage_fields), output=output),
+        )
         return self.frames()
 
 
@@ -245,10 +250,16 @@ def server_item(transcript: Transcript, item: dict, progress: tuple[str, ...]) -
     transcript.output_index += 1
     at = {"output_index": transcript.output_index, "item_id": item["id"]}
     kind = item["type"]
-    transcript.add("response.output_item.added", output_index=transcript.output_index, item={**item, "status": "in_progress"})
+    transcript.add(
+        "response.output_item.added",
+        output_index=transcript.output_index,
+        item={**item, "status": "in_progress"},
+    )
     for step in progress:
         transcript.add(f"response.{kind}.{step}", **at)
-    return transcript.add("response.output_item.done", output_index=transcript.output_index, item=item)
+    return transcript.add(
+        "response.output_item.done", output_index=transcript.output_index, item=item
+    )
 
 
 WEB_SEARCH_ITEM = {
@@ -306,7 +317,9 @@ MCP_ITEM = {
 OTHER_TOOLS = (
     server_item(
         server_item(
-            server_item(Transcript(), CODE_INTERPRETER_ITEM, ("in_progress", "interpreting", "completed")),
+            server_item(
+                Transcript(), CODE_INTERPRETER_ITEM, ("in_progress", "interpreting", "completed")
+            ),
             FILE_SEARCH_ITEM,
             ("in_progress", "searching", "completed"),
         ),
@@ -318,27 +331,54 @@ OTHER_TOOLS = (
 )
 
 #: max_output_tokens reached: the stream ends with response.incomplete.
-INCOMPLETE = Transcript().message("msg_01", "It was a dark").completed("incomplete", input_tokens=10, output_tokens=4)
+INCOMPLETE = (
+    Transcript()
+    .message("msg_01", "It was a dark")
+    .completed("incomplete", input_tokens=10, output_tokens=4)
+)
 
 
 def parallel_tool_calls() -> list[bytes]:
     """Two function calls whose argument deltas interleave, as parallel calls may."""
     transcript = Transcript()
     items = {}
-    for position, (item_id, call_id) in enumerate((("fc_01", "call_paris"), ("fc_02", "call_rome"))):
+    for position, (item_id, call_id) in enumerate(
+        (("fc_01", "call_paris"), ("fc_02", "call_rome"))
+    ):
         items[item_id] = {
-            "id": item_id, "type": "function_call", "status": "in_progress",
-            "arguments": "", "call_id": call_id, "name": "get_weather",
+            "id": item_id,
+            "type": "function_call",
+            "status": "in_progress",
+            "arguments": "",
+            "call_id": call_id,
+            "name": "get_weather",
         }
         transcript.add("response.output_item.added", output_index=position, item=items[item_id])
-    pieces = [("fc_01", 0, '{"city": '), ("fc_02", 1, '{"city": '), ("fc_02", 1, '"Rome"}'), ("fc_01", 0, '"Paris"}')]
+    pieces = [
+        ("fc_01", 0, '{"city": '),
+        ("fc_02", 1, '{"city": '),
+        ("fc_02", 1, '"Rome"}'),
+        ("fc_01", 0, '"Paris"}'),
+    ]
     for item_id, position, piece in pieces:
-        transcript.add("response.function_call_arguments.delta", item_id=item_id, output_index=position, delta=piece)
+        transcript.add(
+            "response.function_call_arguments.delta",
+            item_id=item_id,
+            output_index=position,
+            delta=piece,
+        )
     for position, (item_id, city) in enumerate((("fc_01", "Paris"), ("fc_02", "Rome"))):
         arguments = f'{{"city": "{city}"}}'
-        transcript.add("response.function_call_arguments.done", item_id=item_id, output_index=position, arguments=arguments)
         transcript.add(
-            "response.output_item.done", output_index=position, item={**items[item_id], "status": "completed", "arguments": arguments}
+            "response.function_call_arguments.done",
+            item_id=item_id,
+            output_index=position,
+            arguments=arguments,
+        )
+        transcript.add(
+            "response.output_item.done",
+            output_index=position,
+            item={**items[item_id], "status": "completed", "arguments": arguments},
         )
     return transcript.completed(input_tokens=90, output_tokens=40)
 
@@ -364,7 +404,9 @@ def mcp_list(item_id: str, label: str, *tools: str) -> dict:
 
 def added(transcript: Transcript, item: dict) -> Transcript:
     transcript.output_index += 1
-    return transcript.add("response.output_item.added", output_index=transcript.output_index, item=item)
+    return transcript.add(
+        "response.output_item.added", output_index=transcript.output_index, item=item
+    )
 
 
 def listing(transcript: Transcript, item_id: str) -> Transcript:
@@ -403,7 +445,11 @@ WEATHER_TOOL = {
     "type": "function",
     "name": "get_weather",
     "description": "Current weather for a city",
-    "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+    "parameters": {
+        "type": "object",
+        "properties": {"city": {"type": "string"}},
+        "required": ["city"],
+    },
     "strict": True,
 }
 SEARCH_CALL = {
@@ -439,7 +485,12 @@ TOOL_SEARCH_SERVER = (
 )
 
 #: A tool search the client was meant to run.
-CLIENT_SEARCH_CALL = {**SEARCH_CALL, "id": "tsc_02", "execution": "client", "call_id": "call_search"}
+CLIENT_SEARCH_CALL = {
+    **SEARCH_CALL,
+    "id": "tsc_02",
+    "execution": "client",
+    "call_id": "call_search",
+}
 TOOL_SEARCH_CLIENT = tool_search_items(Transcript(), CLIENT_SEARCH_CALL).completed(
     input_tokens=40, output_tokens=6
 )

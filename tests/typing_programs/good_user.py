@@ -61,7 +61,9 @@ SHOUT = AgentTool(
 
 
 async def ask(prompt: str) -> str:
-    message: AssistantMessage = await complete(ECHO, Context(messages=[UserMessage(content=prompt)]))
+    message: AssistantMessage = await complete(
+        ECHO, Context(messages=[UserMessage(content=prompt)])
+    )
     first = message.content[0]
     return first.text if isinstance(first, TextContent) else ""
 
@@ -70,7 +72,9 @@ async def deltas(prompt: str) -> list[str]:
     found: list[str] = []
     options = SimpleStreamOptions(temperature=0.0, max_tokens=64)
     event: AssistantMessageEvent
-    async for event in stream_simple(ECHO, Context(messages=[UserMessage(content=prompt)]), options):
+    async for event in stream_simple(
+        ECHO, Context(messages=[UserMessage(content=prompt)]), options
+    ):
         if event.type == "text_delta":
             found.append(event.delta)
     return found
@@ -79,11 +83,15 @@ async def deltas(prompt: str) -> list[str]:
 async def run_agent(prompt: str) -> list[str]:
     context = AgentContext(tools=[SHOUT, *builtin_tools(["calculator"])])
     texts: list[str] = []
-    async for event in agent_loop([UserMessage(content=prompt)], context, AgentLoopConfig(model=ECHO, max_turns=3)):
+    async for event in agent_loop(
+        [UserMessage(content=prompt)], context, AgentLoopConfig(model=ECHO, max_turns=3)
+    ):
         if isinstance(event, AgentEndEvent):
             for message in event.messages:
                 if isinstance(message, AssistantMessage):
-                    texts.extend(block.text for block in message.content if isinstance(block, TextContent))
+                    texts.extend(
+                        block.text for block in message.content if isinstance(block, TextContent)
+                    )
     return texts
 
 

@@ -80,7 +80,13 @@ class Answer:
 #: completion tokens were reasoning.
 _COMPLETIONS_HEAD = "chatcmpl-B9MHDbslfkBeAs8l4bebGdFOJ6PeG"
 COMPLETIONS = Answer(
-    c.sse_frames(c.ROLE, c.chunk('{"content":"Four."}'), c.STOP, c.usage_chunk(20, 210, reasoning=192), done=True),
+    c.sse_frames(
+        c.ROLE,
+        c.chunk('{"content":"Four."}'),
+        c.STOP,
+        c.usage_chunk(20, 210, reasoning=192),
+        done=True,
+    ),
     _COMPLETIONS_HEAD,
     "gpt-4o-mini-2024-07-18",
     output=210,
@@ -88,11 +94,16 @@ COMPLETIONS = Answer(
     total=230,
 )
 #: A Responses reasoning model: a summary, then the answer; 100 of 120 output tokens reasoning.
-RESPONSES = Answer(r.THINKING_THEN_TEXT, r.RESP_ID, "gpt-5-mini-2025-08-07", output=120, reasoning=100, total=150)
+RESPONSES = Answer(
+    r.THINKING_THEN_TEXT, r.RESP_ID, "gpt-5-mini-2025-08-07", output=120, reasoning=100, total=150
+)
 #: Anthropic counts thinking inside ``output_tokens`` and reports no part of it apart; the
 #: message names the dated model version that answered.
 ANTHROPIC = Answer(
-    [a.message_start(input_tokens=40, model="claude-haiku-4-5-20251001"), *a.THINKING_THEN_TEXT[1:]],
+    [
+        a.message_start(input_tokens=40, model="claude-haiku-4-5-20251001"),
+        *a.THINKING_THEN_TEXT[1:],
+    ],
     "msg_01XFDUDYJgAACzvnptvVoYEL",
     "claude-haiku-4-5-20251001",
     output=30,
@@ -132,7 +143,9 @@ def _events(api: str) -> list[Any]:
     case = CASE[api]
     with VendorServer() as server:
         server.queue(ScriptedResponse(chunks=ANSWERS[api].chunks))
-        return asyncio.run(collect(case.provider().stream(case.model(server.url), HELLO, case.options())))
+        return asyncio.run(
+            collect(case.provider().stream(case.model(server.url), HELLO, case.options()))
+        )
 
 
 # --------------------------------------------------------------------------- read by each provider
@@ -144,11 +157,20 @@ def test_each_provider_reads_the_answer_s_id_model_version_and_reasoning_tokens(
     events = _events(api)
     message = events[-1].message
     assert events[-1].type == "done"
-    assert (message.response_id, message.response_model) == (answer.response_id, answer.response_model)
+    assert (message.response_id, message.response_model) == (
+        answer.response_id,
+        answer.response_model,
+    )
     # reasoning is part of the output, never added to it: the total and the cost keep their meaning
     usage = message.usage
-    assert (usage.output, usage.reasoning, usage.total_tokens) == (answer.output, answer.reasoning, answer.total)
-    assert usage.cost.output == pytest.approx(answer.output * CASE[api].model("http://x").cost.output / 1e6)
+    assert (usage.output, usage.reasoning, usage.total_tokens) == (
+        answer.output,
+        answer.reasoning,
+        answer.total,
+    )
+    assert usage.cost.output == pytest.approx(
+        answer.output * CASE[api].model("http://x").cost.output / 1e6
+    )
     # start waits for the vendor's first chunk, which names the answer: every event carries it
     assert events[0].type == "start"
     named = {(event.partial.response_id, event.partial.response_model) for event in events[:-1]}
@@ -157,12 +179,16 @@ def test_each_provider_reads_the_answer_s_id_model_version_and_reasoning_tokens(
 
 def test_a_vendor_that_names_no_answer_leaves_the_fields_empty():
     """A compatible server may send chunks without ``id`` or ``model``."""
-    frames = [frame.replace(b'"id":"' + _COMPLETIONS_HEAD.encode() + b'",', b"") for frame in c.PLAIN_TEXT]
+    frames = [
+        frame.replace(b'"id":"' + _COMPLETIONS_HEAD.encode() + b'",', b"") for frame in c.PLAIN_TEXT
+    ]
     frames = [frame.replace(b'"model":"gpt-4o-mini-2024-07-18",', b"") for frame in frames]
     case = CASE["openai-completions"]
     with VendorServer() as server:
         server.queue(ScriptedResponse(chunks=frames))
-        events = asyncio.run(collect(case.provider().stream(case.model(server.url), HELLO, case.options())))
+        events = asyncio.run(
+            collect(case.provider().stream(case.model(server.url), HELLO, case.options()))
+        )
     assert b"chatcmpl-" not in b"".join(frames)
     message = events[-1].message
     assert (message.response_id, message.response_model, message.usage.reasoning) == (None, None, 0)
@@ -180,16 +206,27 @@ def _openai(url: str, key: str) -> Any:
 
 def _read_completions(url: str, key: str, streaming: bool) -> dict[str, Any]:
     client = _openai(url, key)
-    request: dict[str, Any] = {"model": "gpt-4o-mini", "messages": [{"role": "user", "content": "Say hello"}]}
+    request: dict[str, Any] = {
+        "model": "gpt-4o-mini",
+        "messages": [{"role": "user", "content": "Say hello"}],
+    }
     if streaming:
-        chunks = list(client.chat.completions.create(**request, stream=True, stream_options={"include_usage": True}))
+        chunks = list(
+            client.chat.completions.create(
+                **request, stream=True, stream_options={"include_usage": True}
+            )
+        )
         usage = next(chunk.usage for chunk in reversed(chunks) if chunk.usage)
         ids, models = {chunk.id for chunk in chunks}, {chunk.model for chunk in chunks}
     else:
         completion = client.chat.completions.create(**request)
         usage, ids, models = completion.usage, {completion.id}, {completion.model}
     details = usage.completion_tokens_details
-    counts = (usage.completion_tokens, details.reasoning_tokens if details else None, usage.total_tokens)
+    counts = (
+        usage.completion_tokens,
+        details.reasoning_tokens if details else None,
+        usage.total_tokens,
+    )
     return {"ids": ids, "models": models, "counts": counts}
 
 
@@ -205,14 +242,22 @@ def _read_responses(url: str, key: str, streaming: bool) -> dict[str, Any]:
         responses = [client.responses.create(**request)]
     usage = responses[-1].usage
     counts = (usage.output_tokens, usage.output_tokens_details.reasoning_tokens, usage.total_tokens)
-    return {"ids": {one.id for one in responses}, "models": {one.model for one in responses}, "counts": counts}
+    return {
+        "ids": {one.id for one in responses},
+        "models": {one.model for one in responses},
+        "counts": counts,
+    }
 
 
 def _read_anthropic(url: str, key: str, streaming: bool) -> dict[str, Any]:
     import anthropic
 
     client = anthropic.Anthropic(base_url=url, api_key=key, max_retries=0)
-    request: dict[str, Any] = {"model": a.MODEL_ID, "max_tokens": 1024, "messages": [{"role": "user", "content": "Say hello"}]}
+    request: dict[str, Any] = {
+        "model": a.MODEL_ID,
+        "max_tokens": 1024,
+        "messages": [{"role": "user", "content": "Say hello"}],
+    }
     if streaming:
         with client.messages.stream(**request) as stream:
             starts = [event.message for event in stream if event.type == "message_start"]
@@ -222,21 +267,33 @@ def _read_anthropic(url: str, key: str, streaming: bool) -> dict[str, Any]:
         messages = [client.messages.create(**request)]
     usage = messages[-1].usage
     counts = (usage.output_tokens, None, usage.input_tokens + usage.output_tokens)
-    return {"ids": {one.id for one in messages}, "models": {one.model for one in messages}, "counts": counts}
+    return {
+        "ids": {one.id for one in messages},
+        "models": {one.model for one in messages},
+        "counts": counts,
+    }
 
 
 def _read_gemini(url: str, key: str, streaming: bool) -> dict[str, Any]:
     from google import genai
 
-    client = genai.Client(api_key=key, http_options={"base_url": url, "retry_options": {"attempts": 1}})
+    client = genai.Client(
+        api_key=key, http_options={"base_url": url, "retry_options": {"attempts": 1}}
+    )
     if streaming:
-        responses = list(client.models.generate_content_stream(model=g.MODEL_ID, contents="Say hello"))
+        responses = list(
+            client.models.generate_content_stream(model=g.MODEL_ID, contents="Say hello")
+        )
     else:
         responses = [client.models.generate_content(model=g.MODEL_ID, contents="Say hello")]
     usage = responses[-1].usage_metadata
     assert usage is not None
     counts = (usage.candidates_token_count, usage.thoughts_token_count, usage.total_token_count)
-    return {"ids": {one.response_id for one in responses}, "models": {one.model_version for one in responses}, "counts": counts}
+    return {
+        "ids": {one.response_id for one in responses},
+        "models": {one.model_version for one in responses},
+        "counts": counts,
+    }
 
 
 READERS = {
@@ -247,7 +304,9 @@ READERS = {
 }
 #: The request body each encoder is given (a Chat Completions stream carries usage only when
 #: the client asked for it).
-REQUEST_BODIES: dict[str, dict[str, Any]] = {"openai-completions": {"stream": True, "stream_options": {"include_usage": True}}}
+REQUEST_BODIES: dict[str, dict[str, Any]] = {
+    "openai-completions": {"stream": True, "stream_options": {"include_usage": True}}
+}
 
 
 def _read(api: str, response: ScriptedResponse, streaming: bool) -> dict[str, Any]:
@@ -263,7 +322,9 @@ def _encoded(api: str, events: list[Any], streaming: bool) -> ScriptedResponse:
         encoder = module.StreamEncoder(body)
         return ScriptedResponse(chunks=[frame for frame in map(encoder.encode, events) if frame])
     answer = module.response_body(events[-1].message, body)
-    return ScriptedResponse(chunks=[json.dumps(answer).encode()], headers={"content-type": "application/json"})
+    return ScriptedResponse(
+        chunks=[json.dumps(answer).encode()], headers={"content-type": "application/json"}
+    )
 
 
 @pytest.mark.parametrize("streaming", [True, False], ids=["stream", "json"])
@@ -279,13 +340,22 @@ def test_the_encoded_answer_gives_the_client_the_vendor_s_id_model_and_token_cou
 
 
 def test_gemini_thoughts_reach_the_client_apart_from_the_answer_s_tokens():
-    encoded = _read("google-generative-ai", _encoded("google-generative-ai", _events("google-generative-ai"), True), True)
+    encoded = _read(
+        "google-generative-ai",
+        _encoded("google-generative-ai", _events("google-generative-ai"), True),
+        True,
+    )
     assert encoded["counts"] == (27, 284, 323)
 
 
 def _message(**fields: Any) -> AssistantMessage:
     return AssistantMessage(
-        content=[TextContent(text="Four.")], api="x", provider="openai", model="asked-model", timestamp=1_700_000_000_000, **fields
+        content=[TextContent(text="Four.")],
+        api="x",
+        provider="openai",
+        model="asked-model",
+        timestamp=1_700_000_000_000,
+        **fields,
     )
 
 
@@ -295,25 +365,44 @@ def test_an_answer_recorded_without_them_is_encoded_as_before():
     out, and Responses' required one as 0."""
     message = _message(usage=Usage(input=5, output=7, total_tokens=12))
     completion = openai_completions.response_body(message, {})
-    assert (completion["id"], completion["model"]) == (wire.wire_id("chatcmpl-", message), "asked-model")
+    assert (completion["id"], completion["model"]) == (
+        wire.wire_id("chatcmpl-", message),
+        "asked-model",
+    )
     assert "completion_tokens_details" not in completion["usage"]
     response = openai_responses.response_body(message, {})
     assert (response["id"], response["model"]) == (wire.wire_id("resp_", message), "asked-model")
     assert response["usage"]["output_tokens_details"] == {"reasoning_tokens": 0}
     assert anthropic_messages.response_body(message, {})["id"] == wire.wire_id("msg_", message)
     gemini = google_generative_ai.response_body(message, {})
-    assert (gemini["responseId"], gemini["modelVersion"]) == (wire.wire_id("", message), "asked-model")
-    assert gemini["usageMetadata"]["candidatesTokenCount"] == 7 and "thoughtsTokenCount" not in gemini["usageMetadata"]
+    assert (gemini["responseId"], gemini["modelVersion"]) == (
+        wire.wire_id("", message),
+        "asked-model",
+    )
+    assert (
+        gemini["usageMetadata"]["candidatesTokenCount"] == 7
+        and "thoughtsTokenCount" not in gemini["usageMetadata"]
+    )
 
 
 def test_the_encoders_use_the_answer_s_own_id_and_model():
-    message = _message(response_id="resp_own", response_model="model-2025-01-01", usage=Usage(output=9, reasoning=4, total_tokens=9))
+    message = _message(
+        response_id="resp_own",
+        response_model="model-2025-01-01",
+        usage=Usage(output=9, reasoning=4, total_tokens=9),
+    )
     for module in MODULES.values():
         body = module.response_body(message, {})
         assert orjson.dumps(body).count(b"resp_own") == 1
-        assert b"model-2025-01-01" in orjson.dumps(body) and b"asked-model" not in orjson.dumps(body)
-    assert openai_completions.response_body(message, {})["usage"]["completion_tokens_details"] == {"reasoning_tokens": 4}
-    assert openai_responses.response_body(message, {})["usage"]["output_tokens_details"] == {"reasoning_tokens": 4}
+        assert b"model-2025-01-01" in orjson.dumps(body) and b"asked-model" not in orjson.dumps(
+            body
+        )
+    assert openai_completions.response_body(message, {})["usage"]["completion_tokens_details"] == {
+        "reasoning_tokens": 4
+    }
+    assert openai_responses.response_body(message, {})["usage"]["output_tokens_details"] == {
+        "reasoning_tokens": 4
+    }
     gemini = google_generative_ai.response_body(message, {})["usageMetadata"]
     assert (gemini["candidatesTokenCount"], gemini["thoughtsTokenCount"]) == (5, 4)
 
@@ -325,7 +414,10 @@ def _conversation(**answer_fields: Any) -> Context:
     """A tool round trip whose assistant turn carries ``answer_fields``."""
     call = ToolCall(id="call_1", name="echo", arguments={"value": "hi"})
     answer = AssistantMessage(
-        content=[ThinkingContent(thinking="Use echo.", thinking_signature="reasoning_content"), call],
+        content=[
+            ThinkingContent(thinking="Use echo.", thinking_signature="reasoning_content"),
+            call,
+        ],
         api="openai-completions",
         provider="openai",
         model="gpt-4o-mini",
@@ -333,8 +425,13 @@ def _conversation(**answer_fields: Any) -> Context:
         timestamp=2,
         **answer_fields,
     )
-    result = ToolResultMessage(tool_call_id="call_1", tool_name="echo", content=[TextContent(text="hi")], timestamp=3)
-    return Context(system_prompt="Be brief.", messages=[UserMessage(content="Echo hi", timestamp=1), answer, result])
+    result = ToolResultMessage(
+        tool_call_id="call_1", tool_name="echo", content=[TextContent(text="hi")], timestamp=3
+    )
+    return Context(
+        system_prompt="Be brief.",
+        messages=[UserMessage(content="Echo hi", timestamp=1), answer, result],
+    )
 
 
 ANSWERED = {
@@ -381,10 +478,14 @@ def test_two_runs_whose_answers_differ_only_in_id_model_and_reasoning_count_matc
     path = tmp_path / "echo.jsonl"
     _record_echo(path, _conversation(**ANSWERED))
     _replays(path, _conversation(**ANSWERED_AGAIN))
-    request = next(orjson.loads(line) for line in path.read_bytes().splitlines() if b'"request"' in line)
+    request = next(
+        orjson.loads(line) for line in path.read_bytes().splitlines() if b'"request"' in line
+    )
     answer = request["context"]["messages"][1]
     # the request as recorded is the request as compared: what no vendor was sent is not in it
-    assert {"response_id", "response_model"}.isdisjoint(answer) and "reasoning" not in answer["usage"]
+    assert {"response_id", "response_model"}.isdisjoint(answer) and "reasoning" not in answer[
+        "usage"
+    ]
     assert answer["usage"]["output"] == 30  # the rest of the usage is compared, as before
 
 
@@ -403,7 +504,9 @@ def test_a_recording_made_before_the_fields_existed_replays_with_messages_that_c
     ``reasoning: 0``) and given the id and model version a live answer now carries, matches."""
     rows = [orjson.loads(line) for line in FIXTURE.read_bytes().splitlines()]
     requests = [row for row in rows if row["type"] == "request"]
-    contexts: dict[int, Any] = {call.call_index: call.context for call in read_recording_file(FIXTURE).calls[:2]}
+    contexts: dict[int, Any] = {
+        call.call_index: call.context for call in read_recording_file(FIXTURE).calls[:2]
+    }
     second = requests[1]
     recorded_answer = contexts[1]["messages"][1]
     assert recorded_answer["role"] == "assistant" and "reasoning" not in recorded_answer["usage"]
@@ -412,15 +515,22 @@ def test_a_recording_made_before_the_fields_existed_replays_with_messages_that_c
     assert isinstance(live_answer, AssistantMessage)
     live_answer.response_id, live_answer.response_model = "chatcmpl-live", "scripted-2026-01-01"
     replay = ReplayProvider(FIXTURE)
-    model, options = Model.model_validate(second["model"]), SimpleStreamOptions.model_validate(second["options"])
-    replay.take(Model.model_validate(requests[0]["model"]), Context.model_validate(contexts[0]), options)
+    model, options = (
+        Model.model_validate(second["model"]),
+        SimpleStreamOptions.model_validate(second["options"]),
+    )
+    replay.take(
+        Model.model_validate(requests[0]["model"]), Context.model_validate(contexts[0]), options
+    )
     assert replay.take(model, context, options).call_index == 1
 
 
 # --------------------------------------------------------------------------- shown
 
 
-def test_show_and_view_give_each_call_its_reasoning_tokens_and_who_answered(tmp_path, isolated_home, capsys):
+def test_show_and_view_give_each_call_its_reasoning_tokens_and_who_answered(
+    tmp_path, isolated_home, capsys
+):
     path = tmp_path / "reasoning.jsonl"
     case = CASE["openai-completions"]
     with VendorServer() as server:
@@ -438,7 +548,10 @@ def test_show_and_view_give_each_call_its_reasoning_tokens_and_who_answered(tmp_
     assert main(["recordings", "show", str(path), "--json"]) == 0
     call = json.loads(capsys.readouterr().out)["calls"][0]
     assert call["usage"]["reasoning"] == 192 and call["usage"]["output"] == 210
-    assert (call["response_model"], call["response_id"]) == ("gpt-4o-mini-2024-07-18", _COMPLETIONS_HEAD)
+    assert (call["response_model"], call["response_id"]) == (
+        "gpt-4o-mini-2024-07-18",
+        _COMPLETIONS_HEAD,
+    )
 
     page = render_recording_page(read_recording(path))
     assert "20 in / 210 out tokens (192 reasoning)" in page and f"answered by {answered}" in page
@@ -447,7 +560,9 @@ def test_show_and_view_give_each_call_its_reasoning_tokens_and_who_answered(tmp_
 def test_show_reads_a_file_written_before_answers_kept_their_names(isolated_home, capsys):
     assert main(["recordings", "show", str(FIXTURE), "--json"]) == 0
     calls = json.loads(capsys.readouterr().out)["calls"]
-    assert {(call["response_id"], call["response_model"], call["usage"]["reasoning"]) for call in calls} == {(None, None, 0)}
+    assert {
+        (call["response_id"], call["response_model"], call["usage"]["reasoning"]) for call in calls
+    } == {(None, None, 0)}
     assert main(["recordings", "show", str(FIXTURE)]) == 0
     shown = capsys.readouterr().out
     assert "ANSWERED BY" not in shown and "reasoning" not in shown

@@ -30,7 +30,6 @@ from tests.vendors.test_vendor_contract import ANTHROPIC as CASE
 KEY = CASE.key
 
 
-
 @pytest.fixture
 def model(server) -> Model:
     return CASE.model(server.url)
@@ -66,11 +65,20 @@ def rich_context() -> Context:
             Tool(
                 name="get_weather",
                 description="Weather for a city",
-                parameters={"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+                parameters={
+                    "type": "object",
+                    "properties": {"city": {"type": "string"}},
+                    "required": ["city"],
+                },
             )
         ],
         messages=[
-            UserMessage(content=[TextContent(text="What is this?"), ImageContent(data=PNG, mime_type="image/png")]),
+            UserMessage(
+                content=[
+                    TextContent(text="What is this?"),
+                    ImageContent(data=PNG, mime_type="image/png"),
+                ]
+            ),
             AssistantMessage(
                 api="anthropic-messages",
                 provider="anthropic",
@@ -84,7 +92,9 @@ def rich_context() -> Context:
                     ToolCall(id="call|2", name="get_weather", arguments={"city": "Rome"}),
                 ],
             ),
-            ToolResultMessage(tool_call_id="toolu_1", tool_name="get_weather", content=[TextContent(text="18C")]),
+            ToolResultMessage(
+                tool_call_id="toolu_1", tool_name="get_weather", content=[TextContent(text="18C")]
+            ),
             ToolResultMessage(
                 tool_call_id="call|2",
                 tool_name="get_weather",
@@ -106,7 +116,11 @@ EXPECTED_BODY = {
         {
             "name": "get_weather",
             "description": "Weather for a city",
-            "input_schema": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            "input_schema": {
+                "type": "object",
+                "properties": {"city": {"type": "string"}},
+                "required": ["city"],
+            },
         }
     ],
     "messages": [
@@ -114,7 +128,10 @@ EXPECTED_BODY = {
             "role": "user",
             "content": [
                 {"type": "text", "text": "What is this?"},
-                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": PNG},
+                },
             ],
         },
         {
@@ -123,26 +140,47 @@ EXPECTED_BODY = {
                 {"type": "thinking", "thinking": "Need weather.", "signature": "sig-1"},
                 {"type": "redacted_thinking", "data": "opaque"},
                 {"type": "text", "text": "Let me check."},
-                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "Paris"}},
-                {"type": "tool_use", "id": "call_2", "name": "get_weather", "input": {"city": "Rome"}},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": "get_weather",
+                    "input": {"city": "Paris"},
+                },
+                {
+                    "type": "tool_use",
+                    "id": "call_2",
+                    "name": "get_weather",
+                    "input": {"city": "Rome"},
+                },
             ],
         },
         {
             "role": "user",
             "content": [
-                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "18C", "is_error": False},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_1",
+                    "content": "18C",
+                    "is_error": False,
+                },
                 {
                     "type": "tool_result",
                     "tool_use_id": "call_2",
                     "content": [
                         {"type": "text", "text": "(see attached image)"},
-                        {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}},
+                        {
+                            "type": "image",
+                            "source": {"type": "base64", "media_type": "image/png", "data": PNG},
+                        },
                     ],
                     "is_error": True,
                 },
             ],
         },
-        {"role": "user", "content": [{"type": "text", "text": "Thanks", "cache_control": {"type": "ephemeral"}}]},
+        {
+            "role": "user",
+            "content": [{"type": "text", "text": "Thanks", "cache_control": {"type": "ephemeral"}}],
+        },
     ],
 }
 
@@ -166,9 +204,13 @@ async def test_cache_retention_none_sends_no_cache_control(server, model, provid
     ("level", "budgets", "max_tokens", "budget"),
     [("low", None, 2000 + 2048, 2048), ("high", {"high": 5000}, 2000 + 5000, 5000)],
 )
-async def test_reasoning_maps_to_a_thinking_budget(server, model, provider, level, budgets, max_tokens, budget):
+async def test_reasoning_maps_to_a_thinking_budget(
+    server, model, provider, level, budgets, max_tokens, budget
+):
     server.queue(ScriptedResponse(chunks=t.THINKING_THEN_TEXT))
-    opts = SimpleStreamOptions(api_key=KEY, max_tokens=2000, reasoning=level, thinking_budgets=budgets)
+    opts = SimpleStreamOptions(
+        api_key=KEY, max_tokens=2000, reasoning=level, thinking_budgets=budgets
+    )
     events = await collect(provider.stream_simple(model, hello(), opts))
     assert events[-1].type == "done"
     body = server.requests[0].json
@@ -179,7 +221,9 @@ async def test_reasoning_maps_to_a_thinking_budget(server, model, provider, leve
 async def test_adaptive_thinking_for_models_that_use_it(server, provider):
     model = CASE.model(server.url, id="claude-opus-4-6")
     server.queue(ScriptedResponse(chunks=t.PLAIN_TEXT))
-    await collect(provider.stream_simple(model, hello(), SimpleStreamOptions(api_key=KEY, reasoning="medium")))
+    await collect(
+        provider.stream_simple(model, hello(), SimpleStreamOptions(api_key=KEY, reasoning="medium"))
+    )
     body = server.requests[0].json
     assert body["thinking"] == {"type": "adaptive"}
     assert body["output_config"] == {"effort": "medium"}
@@ -202,7 +246,10 @@ async def test_server_tool_blocks_go_back_on_the_next_turn(server, model, provid
     first = (await run(provider, model))[-1].message
     foreign = first.content[1].model_copy(update={"api": "google-generative-ai"})
     other = AssistantMessage(
-        content=[foreign, TextContent(text="Elsewhere.")], api="google-generative-ai", provider="google", model="g"
+        content=[foreign, TextContent(text="Elsewhere.")],
+        api="google-generative-ai",
+        provider="google",
+        model="g",
     )
     context = hello()
     context.messages += [first, other, UserMessage(content="Thanks", timestamp=2)]
@@ -212,8 +259,17 @@ async def test_server_tool_blocks_go_back_on_the_next_turn(server, model, provid
         "role": "assistant",
         "content": [
             {"type": "text", "text": "Let me search."},
-            {"type": "server_tool_use", "id": t.SEARCH_ID, "name": "web_search", "input": {"query": "Oslo weather"}},
-            {"type": "web_search_tool_result", "tool_use_id": t.SEARCH_ID, "content": [t.SEARCH_RESULT]},
+            {
+                "type": "server_tool_use",
+                "id": t.SEARCH_ID,
+                "name": "web_search",
+                "input": {"query": "Oslo weather"},
+            },
+            {
+                "type": "web_search_tool_result",
+                "tool_use_id": t.SEARCH_ID,
+                "content": [t.SEARCH_RESULT],
+            },
             {"type": "text", "text": "It is 4 C and raining.", "citations": [t.CITATION]},
         ],
     }
@@ -229,7 +285,9 @@ async def test_pause_turn_continues_the_turn_in_the_agent_loop(server, model, fr
     server.queue(ScriptedResponse(chunks=t.PAUSED), ScriptedResponse(chunks=t.RESUMED))
     context = AgentContext(system_prompt=None, messages=[], tools=[])
     config = AgentLoopConfig(model=model, api_key=KEY)
-    events = [e async for e in agent_loop([UserMessage(content="Weather in Oslo?")], context, config)]
+    events = [
+        e async for e in agent_loop([UserMessage(content="Weather in Oslo?")], context, config)
+    ]
     end = events[-1]
     assert [m.role for m in end.messages] == ["user", "assistant", "assistant"]
     assert end.messages[-1].content[-1] == TextContent(text="It is 4 C.")
@@ -237,7 +295,12 @@ async def test_pause_turn_continues_the_turn_in_the_agent_loop(server, model, fr
     assert server.requests[1].json["messages"][-1] == {
         "role": "assistant",
         "content": [
-            {"type": "server_tool_use", "id": t.SEARCH_ID, "name": "web_search", "input": {"query": "Oslo weather"}}
+            {
+                "type": "server_tool_use",
+                "id": t.SEARCH_ID,
+                "name": "web_search",
+                "input": {"query": "Oslo weather"},
+            }
         ],
     }
 

@@ -154,7 +154,9 @@ async def test_a_faulted_call_is_not_consumed_and_the_retry_gets_the_recording(t
     assert path.read_bytes() == before
 
 
-async def test_times_faults_before_the_call_is_served_and_unused_calls_still_fail(tmp_path, scripted):
+async def test_times_faults_before_the_call_is_served_and_unused_calls_still_fail(
+    tmp_path, scripted
+):
     path = tmp_path / "r.jsonl"
     await record_two(path, scripted)
     with use_recording(path, "replay", faults=[Fault("server_error", call=0, times=3)]) as scope:
@@ -172,7 +174,9 @@ async def test_a_fault_without_a_call_fails_every_call_once(tmp_path, scripted):
     path = tmp_path / "r.jsonl"
     await record_two(path, scripted)
     with use_recording(path, "replay", faults=["overloaded"]) as scope:
-        outcomes = [(await complete(MODEL, ask(text))).stop_reason for text in ("one", "one", "two", "two")]
+        outcomes = [
+            (await complete(MODEL, ask(text))).stop_reason for text in ("one", "one", "two", "two")
+        ]
         scope.assert_consumed()
     assert outcomes == ["error", "stop", "error", "stop"]
 
@@ -182,7 +186,9 @@ async def test_faults_fire_in_order_for_the_same_call(tmp_path, scripted):
     await record_two(path, scripted)
     with use_recording(path, "replay", faults=["network@0", "timeout@0x2"]):
         messages = [await complete(MODEL, ask("one")) for _ in range(4)]
-    assert [m.error_message.split(": ", 1)[1][:40] if m.error_message else "served" for m in messages] == [
+    assert [
+        m.error_message.split(": ", 1)[1][:40] if m.error_message else "served" for m in messages
+    ] == [
         "connection failed (ConnectionError): Con",
         "connection failed (ConnectionError): Req",
         "connection failed (ConnectionError): Req",
@@ -198,7 +204,9 @@ async def test_a_mismatch_is_still_a_mismatch_under_faults(tmp_path, scripted):
             await complete(MODEL, ask("not recorded"))
 
 
-async def test_cut_serves_the_events_up_to_its_event_then_the_dropped_connection(tmp_path, scripted):
+async def test_cut_serves_the_events_up_to_its_event_then_the_dropped_connection(
+    tmp_path, scripted
+):
     path = tmp_path / "r.jsonl"
     scripted.queue(faux_text("one two three four five six"))
     with use_recording(path, "record"):
@@ -217,7 +225,9 @@ async def test_cut_serves_the_events_up_to_its_event_then_the_dropped_connection
     assert served == recorded
 
 
-async def test_cut_without_an_event_breaks_midway_and_past_the_end_before_the_terminal(tmp_path, scripted):
+async def test_cut_without_an_event_breaks_midway_and_past_the_end_before_the_terminal(
+    tmp_path, scripted
+):
     path = tmp_path / "r.jsonl"
     scripted.queue(faux_text("one two three four five six"))
     with use_recording(path, "record"):
@@ -276,11 +286,18 @@ async def run_agent(retries: int) -> str:
             return message.content[0].text
         for call in calls:
             context.messages.append(
-                ToolResultMessage(tool_call_id=call.id, tool_name=call.name, content=[TextContent(text="sunny")], timestamp=0)
+                ToolResultMessage(
+                    tool_call_id=call.id,
+                    tool_name=call.name,
+                    content=[TextContent(text="sunny")],
+                    timestamp=0,
+                )
             )
 
 
-async def test_an_agent_with_retries_passes_a_rate_limit_and_one_without_fails_with_it(tmp_path, scripted):
+async def test_an_agent_with_retries_passes_a_rate_limit_and_one_without_fails_with_it(
+    tmp_path, scripted
+):
     path = tmp_path / "agent.jsonl"
     scripted.queue(faux_tool_call("weather", {"city": "Paris"}), faux_text("It is sunny."))
     with use_recording(path, "record"):
@@ -342,7 +359,9 @@ def short_timeouts(case: VendorCase, kind: str) -> Iterator[None]:
 
 
 def live_provider(case: VendorCase, kind: str = ""):
-    extra = {"timeout": 0.3} if case.api == "anthropic-messages" and kind.startswith("timeout") else {}
+    extra = (
+        {"timeout": 0.3} if case.api == "anthropic-messages" and kind.startswith("timeout") else {}
+    )
     return case.provider(max_retries=0, **extra)
 
 
@@ -351,11 +370,13 @@ async def live_failure(case: VendorCase, kind: str, server: VendorServer) -> lis
     model = case.model(server.url)
     if kind in ("rate_limit", "overloaded", "server_error"):
         answer = FAULT_ANSWERS[VENDOR_OF_API[case.api]][kind]
-        server.queue(ScriptedResponse(
-            status=answer.status,
-            headers={"content-type": "application/json", **answer.headers},
-            chunks=[json.dumps(answer.body).encode()],
-        ))
+        server.queue(
+            ScriptedResponse(
+                status=answer.status,
+                headers={"content-type": "application/json", **answer.headers},
+                chunks=[json.dumps(answer.body).encode()],
+            )
+        )
     elif kind == "network":
         model = case.model(closed_port_url().removesuffix("/v1"))
     elif kind == "cut":
@@ -366,8 +387,9 @@ async def live_failure(case: VendorCase, kind: str, server: VendorServer) -> lis
         return await collect(live_provider(case, kind).stream(model, HELLO, case.options()))
 
 
-
-@pytest.mark.parametrize("kind", ["rate_limit", "overloaded", "server_error", "network", "cut", "timeout", "timeout-mid"])
+@pytest.mark.parametrize(
+    "kind", ["rate_limit", "overloaded", "server_error", "network", "cut", "timeout", "timeout-mid"]
+)
 @pytest.mark.parametrize("case", CASES, ids=[case.api for case in CASES])
 async def test_a_replayed_fault_is_what_the_vendor_provider_gives_live(
     case, kind, server, tmp_path, fresh_registry
@@ -384,7 +406,9 @@ async def test_a_replayed_fault_is_what_the_vendor_provider_gives_live(
         listener, url = silent_server()
         try:
             with short_timeouts(case, kind):
-                live = await collect(live_provider(case, kind).stream(case.model(url), HELLO, case.options()))
+                live = await collect(
+                    live_provider(case, kind).stream(case.model(url), HELLO, case.options())
+                )
         finally:
             listener.close()
     else:

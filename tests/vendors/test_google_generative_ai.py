@@ -34,7 +34,6 @@ KEY = CASE.key
 JSON = {"content-type": "application/json"}
 
 
-
 @pytest.fixture
 def model(server) -> Model:
     return CASE.model(server.url)
@@ -65,9 +64,13 @@ async def run(provider, model, context=None, opts=None) -> list:
 async def test_retryable_status_is_retried_and_others_are_not(server, model):
     retrying = GoogleGenerativeAIProvider(max_retries=1, retry_initial_delay=0.0)
     server.queue(
-        ScriptedResponse(status=503, headers=JSON, chunks=[t.error_body(503, "UNAVAILABLE", "overloaded")]),
+        ScriptedResponse(
+            status=503, headers=JSON, chunks=[t.error_body(503, "UNAVAILABLE", "overloaded")]
+        ),
         ScriptedResponse(chunks=t.PLAIN_TEXT),
-        ScriptedResponse(status=400, headers=JSON, chunks=[t.error_body(400, "INVALID_ARGUMENT", "bad")]),
+        ScriptedResponse(
+            status=400, headers=JSON, chunks=[t.error_body(400, "INVALID_ARGUMENT", "bad")]
+        ),
     )
     events = await run(retrying, model)
     assert events[-1].type == "done" and len(server.requests) == 2
@@ -90,28 +93,43 @@ async def test_safety_finish_reason_is_an_error(server, model, provider):
 
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg=="
-WEATHER_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+WEATHER_SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}},
+    "required": ["city"],
+}
 
 
 def rich_context(model_id: str = t.MODEL_ID) -> Context:
     return Context(
         system_prompt="You are terse.",
-        tools=[Tool(name="get_weather", description="Weather for a city", parameters=WEATHER_SCHEMA)],
+        tools=[
+            Tool(name="get_weather", description="Weather for a city", parameters=WEATHER_SCHEMA)
+        ],
         messages=[
-            UserMessage(content=[TextContent(text="What is this?"), ImageContent(data=PNG, mime_type="image/png")]),
+            UserMessage(
+                content=[
+                    TextContent(text="What is this?"),
+                    ImageContent(data=PNG, mime_type="image/png"),
+                ]
+            ),
             AssistantMessage(
                 api="google-generative-ai",
                 provider="google",
                 model=model_id,
                 stop_reason="toolUse",
                 content=[
-                    ThinkingContent(thinking="Need weather.", thinking_signature=t.THOUGHT_SIGNATURE),
+                    ThinkingContent(
+                        thinking="Need weather.", thinking_signature=t.THOUGHT_SIGNATURE
+                    ),
                     TextContent(text="Let me check.", text_signature=t.TEXT_SIGNATURE),
                     ToolCall(id="c1", name="get_weather", arguments={"city": "Paris"}),
                     ToolCall(id="c2", name="get_weather", arguments={"city": "Rome"}),
                 ],
             ),
-            ToolResultMessage(tool_call_id="c1", tool_name="get_weather", content=[TextContent(text="18C")]),
+            ToolResultMessage(
+                tool_call_id="c1", tool_name="get_weather", content=[TextContent(text="18C")]
+            ),
             ToolResultMessage(
                 tool_call_id="c2",
                 tool_name="get_weather",
@@ -129,7 +147,10 @@ EXPECTED_BODY = {
     "contents": [
         {
             "role": "user",
-            "parts": [{"text": "What is this?"}, {"inlineData": {"data": PNG, "mime_type": "image/png"}}],
+            "parts": [
+                {"text": "What is this?"},
+                {"inlineData": {"data": PNG, "mime_type": "image/png"}},
+            ],
         },
         {
             "role": "model",
@@ -145,8 +166,20 @@ EXPECTED_BODY = {
         {
             "role": "user",
             "parts": [
-                {"functionResponse": {"id": "c1", "name": "get_weather", "response": {"output": "18C"}}},
-                {"functionResponse": {"id": "c2", "name": "get_weather", "response": {"error": "(see attached image)"}}},
+                {
+                    "functionResponse": {
+                        "id": "c1",
+                        "name": "get_weather",
+                        "response": {"output": "18C"},
+                    }
+                },
+                {
+                    "functionResponse": {
+                        "id": "c2",
+                        "name": "get_weather",
+                        "response": {"error": "(see attached image)"},
+                    }
+                },
                 {"inlineData": {"data": PNG, "mime_type": "image/png"}},
             ],
         },
@@ -156,7 +189,11 @@ EXPECTED_BODY = {
     "tools": [
         {
             "functionDeclarations": [
-                {"description": "Weather for a city", "name": "get_weather", "parameters_json_schema": WEATHER_SCHEMA}
+                {
+                    "description": "Weather for a city",
+                    "name": "get_weather",
+                    "parameters_json_schema": WEATHER_SCHEMA,
+                }
             ]
         }
     ],
@@ -171,7 +208,9 @@ EXPECTED_BODY = {
 
 async def test_exact_request_body(server, model, provider):
     server.queue(ScriptedResponse(chunks=t.PLAIN_TEXT))
-    opts = SimpleStreamOptions(api_key=KEY, temperature=0.5, max_tokens=1000, reasoning="low", tool_choice="any")
+    opts = SimpleStreamOptions(
+        api_key=KEY, temperature=0.5, max_tokens=1000, reasoning="low", tool_choice="any"
+    )
     events = await collect(provider.stream_simple(model, rich_context(), opts))
     assert events[-1].type == "done"
     assert server.requests[0].json == EXPECTED_BODY
@@ -183,7 +222,10 @@ async def test_gemini_3_thinking_level_and_function_call_signature(server, provi
     opts = SimpleStreamOptions(api_key=KEY, reasoning="medium")
     await collect(provider.stream_simple(model, rich_context(model.id), opts))
     body = server.requests[0].json
-    assert body["generationConfig"]["thinkingConfig"] == {"include_thoughts": True, "thinking_level": "HIGH"}
+    assert body["generationConfig"]["thinkingConfig"] == {
+        "include_thoughts": True,
+        "thinking_level": "HIGH",
+    }
     calls = [part for part in body["contents"][1]["parts"] if "functionCall" in part]
     # The SDK writes bytes in URL-safe base64, so the documented placeholder appears verbatim.
     assert [part["thoughtSignature"] for part in calls] == ["skip_thought_signature_validator"] * 2
@@ -239,7 +281,9 @@ async def test_code_execution_block_recorded_before_whole_parts_were_kept_still_
         ],
     )
     server.queue(ScriptedResponse(chunks=t.PLAIN_TEXT))
-    await run(provider, model, Context(messages=[*hello().messages, legacy, UserMessage(content="And?")]))
+    await run(
+        provider, model, Context(messages=[*hello().messages, legacy, UserMessage(content="And?")])
+    )
     assert server.requests[0].json["contents"][1] == {
         "role": "model",
         "parts": [{"executableCode": {"code": "print(1)", "language": "PYTHON"}}],

@@ -39,7 +39,6 @@ API = "openai-completions"
 KEY = CASE.key
 
 
-
 def gpt(server: VendorServer, **overrides) -> Model:
     return CASE.model(server.url, **overrides)
 
@@ -51,7 +50,13 @@ def provider(**kwargs) -> OpenAICompletionsProvider:
 HELLO = Context(messages=[UserMessage(content="Say hello", timestamp=1)])
 
 
-async def stream(server: VendorServer, transcript: list[bytes], model: Model, context: Context = HELLO, options=None):
+async def stream(
+    server: VendorServer,
+    transcript: list[bytes],
+    model: Model,
+    context: Context = HELLO,
+    options=None,
+):
     server.queue(ScriptedResponse(chunks=transcript))
     return await collect(provider().stream(model, context, options or StreamOptions(api_key=KEY)))
 
@@ -62,9 +67,15 @@ async def stream(server: VendorServer, transcript: list[bytes], model: Model, co
 async def test_tool_calls_without_index_are_told_apart_by_id(server):
     # Some compatible servers omit "index" and repeat the id on every chunk.
     transcript = sse_frames(
-        chunk('{"role":"assistant","tool_calls":[{"id":"call_a","type":"function","function":{"name":"get_weather","arguments":"{\\"city\\":"}}]}'),
-        chunk('{"tool_calls":[{"id":"call_a","type":"function","function":{"arguments":"\\"Oslo\\"}"}}]}'),
-        chunk('{"tool_calls":[{"id":"call_b","type":"function","function":{"name":"get_weather","arguments":"{\\"city\\":\\"Bergen\\"}"}}]}'),
+        chunk(
+            '{"role":"assistant","tool_calls":[{"id":"call_a","type":"function","function":{"name":"get_weather","arguments":"{\\"city\\":"}}]}'
+        ),
+        chunk(
+            '{"tool_calls":[{"id":"call_a","type":"function","function":{"arguments":"\\"Oslo\\"}"}}]}'
+        ),
+        chunk(
+            '{"tool_calls":[{"id":"call_b","type":"function","function":{"name":"get_weather","arguments":"{\\"city\\":\\"Bergen\\"}"}}]}'
+        ),
         STOP,
         done=True,
     )
@@ -82,9 +93,14 @@ async def test_tool_calls_without_index_are_told_apart_by_id(server):
     ]
 
 
-
 async def test_content_filter_stop_is_an_error(server):
-    transcript = sse_frames(ROLE, chunk('{"content":"I"}'), chunk("{}", '"content_filter"'), usage_chunk(5, 1), done=True)
+    transcript = sse_frames(
+        ROLE,
+        chunk('{"content":"I"}'),
+        chunk("{}", '"content_filter"'),
+        usage_chunk(5, 1),
+        done=True,
+    )
     events = await stream(server, transcript, gpt(server))
     assert outline(events)[-1] == ("error", "error")
     assert "content_filter" in events[-1].error.error_message
@@ -102,7 +118,10 @@ def rich_context(model: Model) -> Context:
         system_prompt="You are terse.",
         messages=[
             UserMessage(
-                content=[TextContent(text="Weather where this photo was taken?"), ImageContent(data=PNG, mime_type="image/png")],
+                content=[
+                    TextContent(text="Weather where this photo was taken?"),
+                    ImageContent(data=PNG, mime_type="image/png"),
+                ],
                 timestamp=1,
             ),
             AssistantMessage(
@@ -110,15 +129,24 @@ def rich_context(model: Model) -> Context:
                 provider=model.provider,
                 model=model.id,
                 content=[
-                    ThinkingContent(thinking="Looks like Paris.", thinking_signature="reasoning_content"),
+                    ThinkingContent(
+                        thinking="Looks like Paris.", thinking_signature="reasoning_content"
+                    ),
                     TextContent(text="Checking."),
                     ToolCall(id="call_paris", name="get_weather", arguments={"city": "Paris"}),
-                    ToolCall(id="call_cam|fc_0123456789abcdef0123456789", name="camera", arguments={}),
+                    ToolCall(
+                        id="call_cam|fc_0123456789abcdef0123456789", name="camera", arguments={}
+                    ),
                 ],
                 stop_reason="toolUse",
                 timestamp=2,
             ),
-            ToolResultMessage(tool_call_id="call_paris", tool_name="get_weather", content=[TextContent(text="18C, sunny")], timestamp=3),
+            ToolResultMessage(
+                tool_call_id="call_paris",
+                tool_name="get_weather",
+                content=[TextContent(text="18C, sunny")],
+                timestamp=3,
+            ),
             ToolResultMessage(
                 tool_call_id="call_cam|fc_0123456789abcdef0123456789",
                 tool_name="camera",
@@ -129,14 +157,25 @@ def rich_context(model: Model) -> Context:
                 api="anthropic-messages",
                 provider="anthropic",
                 model="claude-sonnet-4-5",
-                content=[ThinkingContent(thinking="Summarise.", thinking_signature="EqQBCkgIAhABGAIiQL"), TextContent(text="18C and sunny.")],
+                content=[
+                    ThinkingContent(thinking="Summarise.", thinking_signature="EqQBCkgIAhABGAIiQL"),
+                    TextContent(text="18C and sunny."),
+                ],
                 timestamp=5,
             ),
             UserMessage(content="Thanks", timestamp=6),
         ],
         tools=[
-            Tool(name="get_weather", description="Current weather for a city", parameters=WEATHER_SCHEMA),
-            Tool(name="camera", description="Take a photo", parameters={"type": "object", "properties": {}}),
+            Tool(
+                name="get_weather",
+                description="Current weather for a city",
+                parameters=WEATHER_SCHEMA,
+            ),
+            Tool(
+                name="camera",
+                description="Take a photo",
+                parameters={"type": "object", "properties": {}},
+            ),
         ],
     )
 
@@ -157,52 +196,98 @@ async def test_request_body(server):
         "temperature": 0.2,
         "messages": [
             {"role": "system", "content": "You are terse."},
-            {"role": "user", "content": [{"type": "text", "text": "Weather where this photo was taken?"}, image]},
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "Weather where this photo was taken?"}, image],
+            },
             {
                 "role": "assistant",
                 "content": "Checking.",
                 "reasoning_content": "Looks like Paris.",
                 "tool_calls": [
-                    {"id": "call_paris", "type": "function", "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'}},
-                    {"id": camera_id, "type": "function", "function": {"name": "camera", "arguments": "{}"}},
+                    {
+                        "id": "call_paris",
+                        "type": "function",
+                        "function": {"name": "get_weather", "arguments": '{"city":"Paris"}'},
+                    },
+                    {
+                        "id": camera_id,
+                        "type": "function",
+                        "function": {"name": "camera", "arguments": "{}"},
+                    },
                 ],
             },
             {"role": "tool", "tool_call_id": "call_paris", "content": "18C, sunny"},
             {"role": "tool", "tool_call_id": camera_id, "content": "(see attached image)"},
-            {"role": "user", "content": [{"type": "text", "text": "Attached image(s) from tool result:"}, image]},
+            {
+                "role": "user",
+                "content": [{"type": "text", "text": "Attached image(s) from tool result:"}, image],
+            },
             # another vendor's thinking arrives as text, its signature dropped
             {"role": "assistant", "content": "Summarise.18C and sunny."},
             {"role": "user", "content": "Thanks"},
         ],
         "tools": [
-            {"type": "function", "function": {"name": "get_weather", "description": "Current weather for a city", "parameters": WEATHER_SCHEMA}},
-            {"type": "function", "function": {"name": "camera", "description": "Take a photo", "parameters": {"type": "object", "properties": {}}}},
+            {
+                "type": "function",
+                "function": {
+                    "name": "get_weather",
+                    "description": "Current weather for a city",
+                    "parameters": WEATHER_SCHEMA,
+                },
+            },
+            {
+                "type": "function",
+                "function": {
+                    "name": "camera",
+                    "description": "Take a photo",
+                    "parameters": {"type": "object", "properties": {}},
+                },
+            },
         ],
     }
     assert request.json == expected
     # the id with a "|" was normalised to what Chat Completions accepts, the same for call and result
-    assert len(camera_id) <= 40 and set(camera_id) <= set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-")
+    assert len(camera_id) <= 40 and set(camera_id) <= set(
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-"
+    )
 
 
 @pytest.mark.parametrize(
     ("reasoning_model", "level", "expected"),
-    [(True, "xhigh", "high"), (True, "minimal", "minimal"), (True, None, None), (False, "high", None)],
+    [
+        (True, "xhigh", "high"),
+        (True, "minimal", "minimal"),
+        (True, None, None),
+        (False, "high", None),
+    ],
 )
 async def test_reasoning_level_maps_to_reasoning_effort(server, reasoning_model, level, expected):
     model = gpt(server, id="o4-mini", reasoning=reasoning_model)
     server.queue(ScriptedResponse(chunks=PLAIN_TEXT))
     options = SimpleStreamOptions(api_key=KEY, reasoning=level)
-    await collect(provider().stream_simple(model, Context(system_prompt="Be brief.", messages=HELLO.messages), options))
+    await collect(
+        provider().stream_simple(
+            model, Context(system_prompt="Be brief.", messages=HELLO.messages), options
+        )
+    )
     body = server.requests[0].json
     assert body.get("reasoning_effort") == expected
     # OpenAI reasoning models take the system prompt in the developer role
-    assert body["messages"][0] == {"role": "developer" if reasoning_model else "system", "content": "Be brief."}
+    assert body["messages"][0] == {
+        "role": "developer" if reasoning_model else "system",
+        "content": "Be brief.",
+    }
 
 
 async def test_compatible_server_gets_max_tokens_and_no_developer_role(server):
     model = gpt(server, provider="vllm", id="Qwen/Qwen3-8B", reasoning=True)
     server.queue(ScriptedResponse(chunks=PLAIN_TEXT))
-    await collect(provider().stream(model, Context(system_prompt="s", messages=HELLO.messages), StreamOptions(max_tokens=64)))
+    await collect(
+        provider().stream(
+            model, Context(system_prompt="s", messages=HELLO.messages), StreamOptions(max_tokens=64)
+        )
+    )
     body = server.requests[0].json
     assert body["max_tokens"] == 64 and "max_completion_tokens" not in body
     assert body["messages"][0]["role"] == "system"
@@ -222,10 +307,15 @@ async def test_reasoning_details_go_back_whole_on_the_next_turn(server):
     await stream(server, c.PLAIN_TEXT, model, context)
     sent = server.requests[1].json["messages"][1]
     assert sent["content"] == "Hi there."
-    assert [item["type"] for item in sent["reasoning_details"]] == ["reasoning.text", "reasoning.encrypted"]
+    assert [item["type"] for item in sent["reasoning_details"]] == [
+        "reasoning.text",
+        "reasoning.encrypted",
+    ]
     assert sent["reasoning_details"][0]["text"] == "The user greets me."
     assert sent["reasoning_details"][1]["data"] == c.ENCRYPTED_DETAIL
-    await stream(server, c.PLAIN_TEXT, gpt(server, id="other-model", provider="openrouter"), context)
+    await stream(
+        server, c.PLAIN_TEXT, gpt(server, id="other-model", provider="openrouter"), context
+    )
     assert "reasoning_details" not in server.requests[2].json["messages"][1]
 
 
@@ -239,4 +329,7 @@ async def test_server_tool_blocks_are_not_sent_back_by_chat_completions(server):
     assert first.content[-1].type == "serverTool"
     context = Context(messages=[*HELLO.messages, first, UserMessage(content="And?", timestamp=2)])
     await stream(server, c.PLAIN_TEXT, model, context)
-    assert server.requests[1].json["messages"][1] == {"role": "assistant", "content": "It is 4 C in Oslo."}
+    assert server.requests[1].json["messages"][1] == {
+        "role": "assistant",
+        "content": "It is 4 C in Oslo.",
+    }

@@ -40,7 +40,6 @@ API = "openai-responses"
 KEY = CASE.key
 
 
-
 def gpt5(server: VendorServer, **overrides) -> Model:
     return CASE.model(server.url, **overrides)
 
@@ -52,7 +51,13 @@ def provider(**kwargs) -> OpenAIResponsesProvider:
 HELLO = Context(messages=[UserMessage(content="Say hello", timestamp=1)])
 
 
-async def stream(server: VendorServer, transcript: list[bytes], model: Model, context: Context = HELLO, options=None):
+async def stream(
+    server: VendorServer,
+    transcript: list[bytes],
+    model: Model,
+    context: Context = HELLO,
+    options=None,
+):
     server.queue(ScriptedResponse(chunks=transcript))
     return await collect(provider().stream(model, context, options or StreamOptions(api_key=KEY)))
 
@@ -68,7 +73,9 @@ def counts(message: AssistantMessage) -> tuple[int, int, int, int, int]:
 async def test_reasoning_item_is_sent_back_on_the_next_turn(server):
     model = gpt5(server)
     first = await stream(server, THINKING_THEN_TEXT, model)
-    follow_up = Context(messages=[*HELLO.messages, first[-1].message, UserMessage(content="Again", timestamp=3)])
+    follow_up = Context(
+        messages=[*HELLO.messages, first[-1].message, UserMessage(content="Again", timestamp=3)]
+    )
     await stream(server, PLAIN_TEXT, model, follow_up)
     sent = server.requests[1].json["input"]
     assert sent[1:] == [
@@ -85,7 +92,11 @@ async def test_reasoning_item_is_sent_back_on_the_next_turn(server):
 
 
 async def test_incomplete_response_stops_for_length(server):
-    transcript = Transcript().message("msg_01", "Once upon").completed("incomplete", input_tokens=10, output_tokens=16)
+    transcript = (
+        Transcript()
+        .message("msg_01", "Once upon")
+        .completed("incomplete", input_tokens=10, output_tokens=16)
+    )
     events = await stream(server, transcript, gpt5(server))
     assert outline(events)[-1] == ("done", "length")
     assert events[-1].message.content == [TextContent(text="Once upon", text_signature="msg_01")]
@@ -97,17 +108,30 @@ async def test_incomplete_response_stops_for_length(server):
 
 async def test_failed_response_is_an_error_with_the_vendor_message(server):
     transcript = Transcript()
-    transcript.add("response.failed", response=response_body("failed", usage(5, 0), {"code": "rate_limit_exceeded", "message": "Slow down."}))
+    transcript.add(
+        "response.failed",
+        response=response_body(
+            "failed", usage(5, 0), {"code": "rate_limit_exceeded", "message": "Slow down."}
+        ),
+    )
     server.queue(ScriptedResponse(chunks=transcript.frames()))
     events = await collect(provider().stream(gpt5(server), HELLO, StreamOptions(api_key=KEY)))
     assert outline(events) == [("start",), ("error", "error")]
-    assert events[-1].error.error_message == "openai: OpenAIStreamError: Slow down. (code rate_limit_exceeded)"
+    assert (
+        events[-1].error.error_message
+        == "openai: OpenAIStreamError: Slow down. (code rate_limit_exceeded)"
+    )
 
 
 # -------------------------------------------------------------------------------- request
 
 PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8/5+hHgAHggJ/PchI7wAAAABJRU5ErkJggg=="
-REASONING_ITEM = {"id": "rs_01", "type": "reasoning", "encrypted_content": "gAAAAB", "summary": [{"type": "summary_text", "text": "Paris?"}]}
+REASONING_ITEM = {
+    "id": "rs_01",
+    "type": "reasoning",
+    "encrypted_content": "gAAAAB",
+    "summary": [{"type": "summary_text", "text": "Paris?"}],
+}
 
 
 def rich_context(model: Model) -> Context:
@@ -117,7 +141,10 @@ def rich_context(model: Model) -> Context:
         system_prompt="You are terse.",
         messages=[
             UserMessage(
-                content=[TextContent(text="Weather where this photo was taken?"), ImageContent(data=PNG, mime_type="image/png")],
+                content=[
+                    TextContent(text="Weather where this photo was taken?"),
+                    ImageContent(data=PNG, mime_type="image/png"),
+                ],
                 timestamp=1,
             ),
             AssistantMessage(
@@ -125,15 +152,24 @@ def rich_context(model: Model) -> Context:
                 provider=model.provider,
                 model=model.id,
                 content=[
-                    ThinkingContent(thinking="Paris?", thinking_signature=json.dumps(REASONING_ITEM)),
+                    ThinkingContent(
+                        thinking="Paris?", thinking_signature=json.dumps(REASONING_ITEM)
+                    ),
                     TextContent(text="Checking.", text_signature="msg_01"),
-                    ToolCall(id="call_paris|fc_01", name="get_weather", arguments={"city": "Paris"}),
+                    ToolCall(
+                        id="call_paris|fc_01", name="get_weather", arguments={"city": "Paris"}
+                    ),
                     ToolCall(id="call_cam|fc_02", name="camera", arguments={}),
                 ],
                 stop_reason="toolUse",
                 timestamp=2,
             ),
-            ToolResultMessage(tool_call_id="call_paris|fc_01", tool_name="get_weather", content=[TextContent(text="18C, sunny")], timestamp=3),
+            ToolResultMessage(
+                tool_call_id="call_paris|fc_01",
+                tool_name="get_weather",
+                content=[TextContent(text="18C, sunny")],
+                timestamp=3,
+            ),
             ToolResultMessage(
                 tool_call_id="call_cam|fc_02",
                 tool_name="camera",
@@ -147,17 +183,34 @@ def rich_context(model: Model) -> Context:
                 content=[
                     ThinkingContent(thinking="Check Rome too.", thinking_signature="EqQBCkgIAhAB"),
                     TextContent(text="And Rome:"),
-                    ToolCall(id="toolu_01A09q90qw90lq917835lq9", name="get_weather", arguments={"city": "Rome"}),
+                    ToolCall(
+                        id="toolu_01A09q90qw90lq917835lq9",
+                        name="get_weather",
+                        arguments={"city": "Rome"},
+                    ),
                 ],
                 stop_reason="toolUse",
                 timestamp=5,
             ),
-            ToolResultMessage(tool_call_id="toolu_01A09q90qw90lq917835lq9", tool_name="get_weather", content=[TextContent(text="21C")], timestamp=6),
+            ToolResultMessage(
+                tool_call_id="toolu_01A09q90qw90lq917835lq9",
+                tool_name="get_weather",
+                content=[TextContent(text="21C")],
+                timestamp=6,
+            ),
             UserMessage(content="Thanks", timestamp=7),
         ],
         tools=[
-            Tool(name="get_weather", description="Current weather for a city", parameters=WEATHER_SCHEMA),
-            Tool(name="camera", description="Take a photo", parameters={"type": "object", "properties": {}}),
+            Tool(
+                name="get_weather",
+                description="Current weather for a city",
+                parameters=WEATHER_SCHEMA,
+            ),
+            Tool(
+                name="camera",
+                description="Take a photo",
+                parameters={"type": "object", "properties": {}},
+            ),
         ],
     )
 
@@ -187,7 +240,13 @@ async def test_request_body(server):
         "prompt_cache_key": "session-42",
         "input": [
             {"role": "developer", "content": "You are terse."},
-            {"role": "user", "content": [{"type": "input_text", "text": "Weather where this photo was taken?"}, image]},
+            {
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": "Weather where this photo was taken?"},
+                    image,
+                ],
+            },
             REASONING_ITEM,
             {
                 "type": "message",
@@ -196,20 +255,57 @@ async def test_request_body(server):
                 "status": "completed",
                 "content": [{"type": "output_text", "text": "Checking.", "annotations": []}],
             },
-            {"type": "function_call", "call_id": "call_paris", "name": "get_weather", "arguments": '{"city":"Paris"}', "id": "fc_01"},
-            {"type": "function_call", "call_id": "call_cam", "name": "camera", "arguments": "{}", "id": "fc_02"},
+            {
+                "type": "function_call",
+                "call_id": "call_paris",
+                "name": "get_weather",
+                "arguments": '{"city":"Paris"}',
+                "id": "fc_01",
+            },
+            {
+                "type": "function_call",
+                "call_id": "call_cam",
+                "name": "camera",
+                "arguments": "{}",
+                "id": "fc_02",
+            },
             {"type": "function_call_output", "call_id": "call_paris", "output": "18C, sunny"},
-            {"type": "function_call_output", "call_id": "call_cam", "output": [{"type": "input_text", "text": "photo"}, image]},
+            {
+                "type": "function_call_output",
+                "call_id": "call_cam",
+                "output": [{"type": "input_text", "text": "photo"}, image],
+            },
             # another vendor's turn: thinking as plain text, no item ids, no signatures
             {"role": "assistant", "content": "Check Rome too."},
             {"role": "assistant", "content": "And Rome:"},
-            {"type": "function_call", "call_id": "toolu_01A09q90qw90lq917835lq9", "name": "get_weather", "arguments": '{"city":"Rome"}'},
-            {"type": "function_call_output", "call_id": "toolu_01A09q90qw90lq917835lq9", "output": "21C"},
+            {
+                "type": "function_call",
+                "call_id": "toolu_01A09q90qw90lq917835lq9",
+                "name": "get_weather",
+                "arguments": '{"city":"Rome"}',
+            },
+            {
+                "type": "function_call_output",
+                "call_id": "toolu_01A09q90qw90lq917835lq9",
+                "output": "21C",
+            },
             {"role": "user", "content": [{"type": "input_text", "text": "Thanks"}]},
         ],
         "tools": [
-            {"type": "function", "name": "get_weather", "description": "Current weather for a city", "parameters": WEATHER_SCHEMA, "strict": False},
-            {"type": "function", "name": "camera", "description": "Take a photo", "parameters": {"type": "object", "properties": {}}, "strict": False},
+            {
+                "type": "function",
+                "name": "get_weather",
+                "description": "Current weather for a city",
+                "parameters": WEATHER_SCHEMA,
+                "strict": False,
+            },
+            {
+                "type": "function",
+                "name": "camera",
+                "description": "Take a photo",
+                "parameters": {"type": "object", "properties": {}},
+                "strict": False,
+            },
         ],
     }
     assert request.json == expected
@@ -219,7 +315,9 @@ async def test_non_reasoning_model_gets_no_reasoning_fields(server):
     model = gpt5(server, id="gpt-4.1-mini", reasoning=False)
     server.queue(ScriptedResponse(chunks=PLAIN_TEXT))
     context = Context(system_prompt="Be brief.", messages=HELLO.messages)
-    await collect(provider().stream_simple(model, context, SimpleStreamOptions(api_key=KEY, reasoning="high")))
+    await collect(
+        provider().stream_simple(model, context, SimpleStreamOptions(api_key=KEY, reasoning="high"))
+    )
     body = server.requests[0].json
     assert "reasoning" not in body and "include" not in body
     assert body["input"][0] == {"role": "system", "content": "Be brief."}
@@ -243,10 +341,14 @@ async def test_server_tool_items_and_annotations_go_back_on_the_next_turn(server
         provider="openai",
         model="gpt-4o",
     )
-    context = Context(messages=[*HELLO.messages, first, foreign, UserMessage(content="And?", timestamp=2)])
+    context = Context(
+        messages=[*HELLO.messages, first, foreign, UserMessage(content="And?", timestamp=2)]
+    )
     await collect(provider().stream(model, context, StreamOptions(api_key=KEY)))
     sent = server.requests[1].json["input"]
     assert sent[1] == r.WEB_SEARCH_ITEM
     assert sent[2]["id"] == "msg_01"
-    assert sent[2]["content"] == [{"type": "output_text", "text": "Rain in Oslo.", "annotations": [r.URL_CITATION]}]
+    assert sent[2]["content"] == [
+        {"type": "output_text", "text": "Rain in Oslo.", "annotations": [r.URL_CITATION]}
+    ]
     assert sent[3:] == [{"role": "user", "content": [{"type": "input_text", "text": "And?"}]}]

@@ -140,7 +140,9 @@ class VendorCase:
 def server_tool(api: str, kind: str, payload: dict, text: str | None) -> ServerToolContent:
     """A server tool block as the provider of ``api`` makes it (the vendor is the model's
     provider: these tests use the vendors' own)."""
-    return ServerToolContent(vendor=builtin.vendor(api).sdk, api=api, kind=kind, payload=payload, text=text)
+    return ServerToolContent(
+        vendor=builtin.vendor(api).sdk, api=api, kind=kind, payload=payload, text=text
+    )
 
 
 def block_rows(kind: str, index: int, *deltas: str, end: Any = None) -> list[tuple]:
@@ -815,7 +817,9 @@ ANTHROPIC = VendorCase(
             a.MCP,
             answer(text_rows(2, "The server said hi.")),
             check=lambda message: _server_kinds(
-                message, ["mcp_tool_use", "mcp_tool_result", "text"], ['echo({"text":"hi"})', "hi", None]
+                message,
+                ["mcp_tool_use", "mcp_tool_result", "text"],
+                ['echo({"text":"hi"})', "hi", None],
             ),
         ),
         # pause_turn leaves a marker block (the agent loop continues the turn)
@@ -825,7 +829,10 @@ ANTHROPIC = VendorCase(
             check=lambda message: _server_kinds(
                 message,
                 ["server_tool_use", "pause_turn"],
-                ['web_search({"query":"Oslo weather"})', "paused by the server; the turn continues"],
+                [
+                    'web_search({"query":"Oslo weather"})',
+                    "paused by the server; the turn continues",
+                ],
             ),
         ),
         # the final message_delta carries the whole usage, cache counts included
@@ -1063,7 +1070,9 @@ GOOGLE = VendorCase(
             counts=(40, 12, 0, 0, 52),
         ),
         "length": Scenario(
-            g.MAX_TOKENS, answer(text_rows(0, "It was a dark"), reason="length"), counts=(8, 4, 0, 0, 12)
+            g.MAX_TOKENS,
+            answer(text_rows(0, "It was a dark"), reason="length"),
+            counts=(8, 4, 0, 0, 12),
         ),
         "usage_only_final": Scenario(
             g.USAGE_ONLY_FINAL,
@@ -1116,7 +1125,6 @@ every_vendor = pytest.mark.parametrize("case", CASES, ids=lambda case: case.api)
 
 
 # --------------------------------------------------------------------------- helpers
-
 
 
 async def stream(

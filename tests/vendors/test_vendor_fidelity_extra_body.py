@@ -21,7 +21,6 @@ from tests.vendors.test_vendor_contract import ANTHROPIC, COMPLETIONS, GOOGLE, R
 HELLO = Context(messages=[UserMessage(content="Say hello", timestamp=1)])
 
 
-
 #: Per vendor: the typed options, the extra body, and what the wire body must then hold (top
 #: level keys). Each overrides a typed field, adds an untyped one, and merges into an object
 #: a typed option wrote.
@@ -39,7 +38,11 @@ EXTRA_BODIES: list[tuple[VendorCase, dict[str, Any], dict[str, Any], dict[str, A
     (
         RESPONSES,
         {"max_tokens": 512, "reasoning": "low"},
-        {"max_output_tokens": 99, "parallel_tool_calls": False, "reasoning": {"summary": "detailed"}},
+        {
+            "max_output_tokens": 99,
+            "parallel_tool_calls": False,
+            "reasoning": {"summary": "detailed"},
+        },
         {
             "max_output_tokens": 99,
             "parallel_tool_calls": False,
@@ -72,7 +75,9 @@ every_vendor = pytest.mark.parametrize(
 
 
 @every_vendor
-async def test_extra_body_reaches_the_wire_and_overrides_a_typed_field(server, case, typed, extra, wire):
+async def test_extra_body_reaches_the_wire_and_overrides_a_typed_field(
+    server, case, typed, extra, wire
+):
     server.queue(ScriptedResponse(chunks=case.plain.chunks))
     options = SimpleStreamOptions(api_key=case.key, extra_body=extra, **typed)
     events = await collect(case.provider().stream_simple(case.model(server.url), HELLO, options))
@@ -105,7 +110,9 @@ async def test_the_agent_loop_passes_extra_body_on_every_turn(server, fresh_regi
     case = COMPLETIONS
     fresh_registry.register_api_provider(case.api, case.provider())
     server.queue(*(ScriptedResponse(chunks=turn) for turn in case.agent_turns))
-    events, received = await run_echo_session(case.model(server.url), case.key, extra_body={"seed": 3})
+    events, received = await run_echo_session(
+        case.model(server.url), case.key, extra_body={"seed": 3}
+    )
     assert received == [{"value": "hi"}] and events[-1].type == "agent_end"
     assert [request.json["seed"] for request in server.requests] == [3, 3]
 

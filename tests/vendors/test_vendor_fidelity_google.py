@@ -35,7 +35,6 @@ HELLO = Context(messages=[UserMessage(content="Weather in Oslo?", timestamp=1)])
 THEN = UserMessage(content="Thanks", timestamp=3)
 
 
-
 def sdk_base64(signature: str) -> str:
     """A signature as the SDK writes it on the wire: the same bytes, URL-safe base64."""
     return base64.urlsafe_b64encode(base64.b64decode(signature)).decode()
@@ -59,7 +58,9 @@ async def follow_up(
         if isinstance(b, ToolCall)
     ]
     server.queue(ScriptedResponse(chunks=case.plain.chunks))
-    events = await collect(case.provider().stream(model, Context(messages=[*messages, THEN]), case.options()))
+    events = await collect(
+        case.provider().stream(model, Context(messages=[*messages, THEN]), case.options())
+    )
     assert events[-1].type == "done"
     return server.requests[-1].json
 
@@ -105,7 +106,9 @@ async def test_gemini_3_search_parts_keep_their_signature_in_gemini_s_alphabet(s
     ],
     ids=["function_call", "code_execution", "google_search", "url_context"],
 )
-async def test_kept_parts_survive_record_then_replay(server, fresh_registry, tmp_path, chunks, kinds):
+async def test_kept_parts_survive_record_then_replay(
+    server, fresh_registry, tmp_path, chunks, kinds
+):
     """Recorded through the wire, replayed offline: the same blocks come back, and every
     signature is in the file as Gemini sent it."""
     fresh_registry.register_api_provider(GOOGLE.api, GOOGLE.provider())
@@ -151,7 +154,10 @@ async def test_gemini_s_own_call_ids_go_back_on_the_call_and_its_response(server
     model = GOOGLE.model(server.url, id=g.GEMINI_3_ID)
     chunks = [
         g.chunk(
-            {"functionCall": {"id": "fc_7k2q", "name": "get_weather", "args": {"city": "Paris"}}, "thoughtSignature": g.CALL_SIGNATURE},
+            {
+                "functionCall": {"id": "fc_7k2q", "name": "get_weather", "args": {"city": "Paris"}},
+                "thoughtSignature": g.CALL_SIGNATURE,
+            },
             g.call("get_weather", {"city": "Rome"}),
             finish="STOP",
             usage=g.usage(60, 10),
@@ -161,7 +167,11 @@ async def test_gemini_s_own_call_ids_go_back_on_the_call_and_its_response(server
     assert [b.id for b in first.content if isinstance(b, ToolCall)][0] == "fc_7k2q"
     body = await follow_up(server, GOOGLE, model, first)
     assert [part["functionCall"].get("id") for part in model_turn(body)] == ["fc_7k2q", None]
-    (results,) = [c["parts"] for c in body["contents"] if c["role"] == "user" and "functionResponse" in c["parts"][0]]
+    (results,) = [
+        c["parts"]
+        for c in body["contents"]
+        if c["role"] == "user" and "functionResponse" in c["parts"][0]
+    ]
     assert [part["functionResponse"].get("id") for part in results] == ["fc_7k2q", None]
 
 
@@ -177,7 +187,9 @@ async def test_a_call_that_never_had_a_signature_gets_the_placeholder_on_gemini_
     )
     signatures = []
     for model_id in (g.GEMINI_3_ID, g.MODEL_ID):
-        parts = model_turn(await follow_up(server, GOOGLE, GOOGLE.model(server.url, id=model_id), unsigned))
+        parts = model_turn(
+            await follow_up(server, GOOGLE, GOOGLE.model(server.url, id=model_id), unsigned)
+        )
         signatures.append(parts[0].get("thoughtSignature"))
     assert signatures == ["skip_thought_signature_validator", None]
 
@@ -189,7 +201,11 @@ async def test_gemini_3_search_parts_go_back_whole_and_grounding_does_not(server
     # the SDK writes the nested field names in snake_case, which Gemini accepts
     assert parts == [
         {
-            "toolCall": {"id": "srch_1", "tool_type": "GOOGLE_SEARCH_WEB", "args": {"queries": ["Oslo weather"]}},
+            "toolCall": {
+                "id": "srch_1",
+                "tool_type": "GOOGLE_SEARCH_WEB",
+                "args": {"queries": ["Oslo weather"]},
+            },
             "thoughtSignature": sdk_base64(g.SEARCH_SIGNATURE),
         },
         {
@@ -214,7 +230,9 @@ async def test_url_context_metadata_is_not_sent_back(server):
 
 @pytest.mark.parametrize("case", [COMPLETIONS, RESPONSES, ANTHROPIC], ids=lambda case: case.api)
 @pytest.mark.parametrize(
-    "chunks", [g.PARALLEL_FIRST_SIGNED, g.GOOGLE_SEARCH, g.CODE_EXECUTION], ids=["calls", "search", "code"]
+    "chunks",
+    [g.PARALLEL_FIRST_SIGNED, g.GOOGLE_SEARCH, g.CODE_EXECUTION],
+    ids=["calls", "search", "code"],
 )
 async def test_other_vendors_skip_gemini_signatures_and_parts(server, case, chunks):
     first = await answer(server, chunks, GOOGLE.model(server.url, id=g.GEMINI_3_ID))
@@ -237,7 +255,12 @@ async def test_gemini_sends_no_other_vendor_s_signatures(server):
         stop_reason="toolUse",
         content=[
             TextContent(text="Checking.", text_signature="msg_abcd"),
-            ToolCall(id="call_1|fc_1", name="get_weather", arguments={"city": "Oslo"}, thought_signature="c2ln"),
+            ToolCall(
+                id="call_1|fc_1",
+                name="get_weather",
+                arguments={"city": "Oslo"},
+                thought_signature="c2ln",
+            ),
         ],
     )
     parts = model_turn(await follow_up(server, GOOGLE, GOOGLE.model(server.url), foreign))
@@ -250,12 +273,17 @@ async def test_gemini_sends_no_other_vendor_s_signatures(server):
 # --------------------------------------------------------------------------- agent loop
 
 
-async def test_two_turn_gemini_3_tool_session_sends_each_call_its_own_signature(server, fresh_registry):
+async def test_two_turn_gemini_3_tool_session_sends_each_call_its_own_signature(
+    server, fresh_registry
+):
     fresh_registry.register_api_provider(GOOGLE.api, GOOGLE.provider())
     server.queue(
-        ScriptedResponse(chunks=g.AGENT_SIGNED_TOOL_TURN), ScriptedResponse(chunks=g.AGENT_SIGNED_TEXT_TURN)
+        ScriptedResponse(chunks=g.AGENT_SIGNED_TOOL_TURN),
+        ScriptedResponse(chunks=g.AGENT_SIGNED_TEXT_TURN),
     )
-    events, received = await run_echo_session(GOOGLE.model(server.url, id=g.GEMINI_3_ID), GOOGLE.key)
+    events, received = await run_echo_session(
+        GOOGLE.model(server.url, id=g.GEMINI_3_ID), GOOGLE.key
+    )
     assert received == [{"value": "hi"}, {"value": "ho"}]
     assert events[-1].messages[-1].stop_reason == "stop"
     body = server.requests[1].json
@@ -268,5 +296,6 @@ async def test_two_turn_gemini_3_tool_session_sends_each_call_its_own_signature(
     ]
     assert "skip_thought_signature_validator" not in json.dumps(body)
     assert body["contents"][-1]["parts"] == [
-        {"functionResponse": {"name": "echo", "response": {"output": f"echo:{value}"}}} for value in ("hi", "ho")
+        {"functionResponse": {"name": "echo", "response": {"output": f"echo:{value}"}}}
+        for value in ("hi", "ho")
     ]

@@ -34,10 +34,13 @@ HELLO = Context(messages=[UserMessage(content="Use the tools", timestamp=1)])
 THEN = UserMessage(content="Thanks", timestamp=3)
 
 
-
 async def events_of(server: VendorServer, chunks: list[bytes], model: Model | None = None) -> list:
     server.queue(ScriptedResponse(chunks=chunks))
-    return await collect(RESPONSES.provider().stream(model or RESPONSES.model(server.url), HELLO, RESPONSES.options()))
+    return await collect(
+        RESPONSES.provider().stream(
+            model or RESPONSES.model(server.url), HELLO, RESPONSES.options()
+        )
+    )
 
 
 async def answer(server: VendorServer, chunks: list[bytes]) -> AssistantMessage:
@@ -52,18 +55,24 @@ async def follow_up(
     """The wire body of the next turn, sent to ``case``'s vendor, after ``first``."""
     messages: list[Any] = [*HELLO.messages, first]
     messages += [
-        ToolResultMessage(tool_call_id=b.id, tool_name=b.name, content=[TextContent(text="4 C")], timestamp=2)
+        ToolResultMessage(
+            tool_call_id=b.id, tool_name=b.name, content=[TextContent(text="4 C")], timestamp=2
+        )
         for b in first.content
         if isinstance(b, ToolCall)
     ]
     server.queue(ScriptedResponse(chunks=case.plain.chunks))
-    events = await collect(case.provider().stream(model, Context(messages=[*messages, THEN]), case.options()))
+    events = await collect(
+        case.provider().stream(model, Context(messages=[*messages, THEN]), case.options())
+    )
     assert events[-1].type == "done"
     return server.requests[-1].json
 
 
 def server_block(kind: str, payload: dict[str, Any], text: str | None) -> ServerToolContent:
-    return ServerToolContent(vendor="openai", api=RESPONSES.api, kind=kind, payload=payload, text=text)
+    return ServerToolContent(
+        vendor="openai", api=RESPONSES.api, kind=kind, payload=payload, text=text
+    )
 
 
 # --------------------------------------------------------------------------- kept
@@ -124,7 +133,12 @@ async def test_server_executed_tool_search_is_server_activity(server):
 
 
 async def test_any_item_marked_execution_server_is_kept(server):
-    future = {"id": "fx_01", "type": "future_tool_call", "execution": "server", "status": "completed"}
+    future = {
+        "id": "fx_01",
+        "type": "future_tool_call",
+        "execution": "server",
+        "status": "completed",
+    }
     chunks = r.tool_search_items(r.Transcript(), future).completed(input_tokens=5, output_tokens=1)
     message = await answer(server, chunks)
     assert message.content == [server_block("future_tool_call", future, None)]
@@ -150,8 +164,10 @@ async def test_client_executed_tool_search_is_an_error_not_an_empty_stop(server)
 
 
 async def test_client_executed_item_known_only_from_the_completed_response_is_an_error(server):
-    chunks = r.Transcript().message("msg_01", "Searching.").completed(
-        output=[r.CLIENT_SEARCH_CALL], input_tokens=5, output_tokens=2
+    chunks = (
+        r.Transcript()
+        .message("msg_01", "Searching.")
+        .completed(output=[r.CLIENT_SEARCH_CALL], input_tokens=5, output_tokens=2)
     )
     events = await events_of(server, chunks)
     assert outline(events)[-1] == ("error", "error")
@@ -160,17 +176,51 @@ async def test_client_executed_item_known_only_from_the_completed_response_is_an
 
 #: Items of client-run tools that have no home in openprogram, shaped as the SDK's types.
 UNSUPPORTED_CLIENT_ITEMS = [
-    {"type": "custom_tool_call", "id": "ctc_01", "call_id": "call_c", "name": "sql", "input": "SELECT 1", "status": "completed"},
-    {"type": "shell_call", "id": "sh_01", "call_id": "call_s", "action": {"commands": ["ls"]}, "status": "completed"},
-    {"type": "local_shell_call", "id": "lsh_01", "call_id": "call_l", "action": {"type": "exec", "command": ["ls"], "env": {}}, "status": "completed"},
-    {"type": "apply_patch_call", "id": "ap_01", "call_id": "call_p", "operation": {"type": "create_file", "path": "a.txt", "diff": "+hi"}, "status": "completed"},
-    {"type": "computer_call", "id": "cu_01", "call_id": "call_u", "action": {"type": "screenshot"}, "pending_safety_checks": [], "status": "completed"},
+    {
+        "type": "custom_tool_call",
+        "id": "ctc_01",
+        "call_id": "call_c",
+        "name": "sql",
+        "input": "SELECT 1",
+        "status": "completed",
+    },
+    {
+        "type": "shell_call",
+        "id": "sh_01",
+        "call_id": "call_s",
+        "action": {"commands": ["ls"]},
+        "status": "completed",
+    },
+    {
+        "type": "local_shell_call",
+        "id": "lsh_01",
+        "call_id": "call_l",
+        "action": {"type": "exec", "command": ["ls"], "env": {}},
+        "status": "completed",
+    },
+    {
+        "type": "apply_patch_call",
+        "id": "ap_01",
+        "call_id": "call_p",
+        "operation": {"type": "create_file", "path": "a.txt", "diff": "+hi"},
+        "status": "completed",
+    },
+    {
+        "type": "computer_call",
+        "id": "cu_01",
+        "call_id": "call_u",
+        "action": {"type": "screenshot"},
+        "pending_safety_checks": [],
+        "status": "completed",
+    },
 ]
 
 
 @pytest.mark.parametrize("item", UNSUPPORTED_CLIENT_ITEMS, ids=lambda item: item["type"])
 async def test_a_client_run_item_openprogram_cannot_run_is_an_error_naming_it(server, item):
-    events = await events_of(server, r.tool_search_items(r.Transcript(), item).completed(input_tokens=5, output_tokens=1))
+    events = await events_of(
+        server, r.tool_search_items(r.Transcript(), item).completed(input_tokens=5, output_tokens=1)
+    )
     assert outline(events) == [("start",), ("error", "error")]
     assert events[-1].error.error_message == (
         f"openai: OpenAIStreamError: the response asks the client to run a {item['type']} item, which "
@@ -180,7 +230,9 @@ async def test_a_client_run_item_openprogram_cannot_run_is_an_error_naming_it(se
 
 async def test_a_shell_call_the_server_runs_is_server_activity(server):
     item = {**UNSUPPORTED_CLIENT_ITEMS[1], "execution": "server"}
-    message = await answer(server, r.tool_search_items(r.Transcript(), item).completed(input_tokens=5, output_tokens=1))
+    message = await answer(
+        server, r.tool_search_items(r.Transcript(), item).completed(input_tokens=5, output_tokens=1)
+    )
     assert [block.kind for block in message.content] == ["shell_call"]
 
 
@@ -197,7 +249,9 @@ async def test_a_shell_call_the_server_runs_is_server_activity(server):
     ],
     ids=["mcp_list_tools_late", "tool_search", "compaction", "completed_late"],
 )
-async def test_kept_items_survive_record_then_replay(server, fresh_registry, tmp_path, chunks, kinds):
+async def test_kept_items_survive_record_then_replay(
+    server, fresh_registry, tmp_path, chunks, kinds
+):
     fresh_registry.register_api_provider(RESPONSES.api, RESPONSES.provider())
     server.queue(ScriptedResponse(chunks=chunks))
     model = RESPONSES.model(server.url)
@@ -232,7 +286,13 @@ async def test_tool_search_items_go_back_before_the_call_they_led_to(server):
     assert sent[1:5] == [
         r.SEARCH_CALL,
         r.SEARCH_OUTPUT,
-        {"type": "function_call", "call_id": "call_weather", "name": "get_weather", "arguments": '{"city":"Oslo"}', "id": "fc_01"},
+        {
+            "type": "function_call",
+            "call_id": "call_weather",
+            "name": "get_weather",
+            "arguments": '{"city":"Oslo"}',
+            "id": "fc_01",
+        },
         {"type": "function_call_output", "call_id": "call_weather", "output": "4 C"},
     ]
 
@@ -242,19 +302,31 @@ async def test_compaction_goes_back_on_the_next_stateless_turn_to_its_own_model(
     own = (await follow_up(server, RESPONSES, RESPONSES.model(server.url), first))["input"]
     assert own[1] == r.COMPACTION_ITEM
     # another model of the same api cannot read it, and still has the whole conversation
-    other = (await follow_up(server, RESPONSES, RESPONSES.model(server.url, id="gpt-5"), first))["input"]
+    other = (await follow_up(server, RESPONSES, RESPONSES.model(server.url, id="gpt-5"), first))[
+        "input"
+    ]
     assert r.COMPACTED not in json.dumps(other)
     assert other[1] == {"role": "assistant", "content": "Go on."}
 
 
 @pytest.mark.parametrize("case", [COMPLETIONS, ANTHROPIC, GOOGLE], ids=lambda case: case.api)
 @pytest.mark.parametrize(
-    "chunks", [r.MCP_LIST_TOOLS_LATE, r.TOOL_SEARCH_SERVER, r.COMPACTION], ids=["mcp", "tool_search", "compaction"]
+    "chunks",
+    [r.MCP_LIST_TOOLS_LATE, r.TOOL_SEARCH_SERVER, r.COMPACTION],
+    ids=["mcp", "tool_search", "compaction"],
 )
 async def test_other_vendors_skip_responses_items(server, case, chunks):
     first = await answer(server, chunks)
     sent = json.dumps(await follow_up(server, case, case.model(server.url), first))
-    for marker in ("mcpl_0", "tsc_01", "tso_01", "cmp_01", r.COMPACTED, "mcp_list_tools", "tool_search"):
+    for marker in (
+        "mcpl_0",
+        "tsc_01",
+        "tso_01",
+        "cmp_01",
+        r.COMPACTED,
+        "mcp_list_tools",
+        "tool_search",
+    ):
         assert marker not in sent
     # what the other vendor can take still goes: the text, or the call in its own shape
     assert ("get_weather" in sent) == (chunks is r.TOOL_SEARCH_SERVER)

@@ -25,7 +25,11 @@ def _diff_arguments(parser: argparse.ArgumentParser) -> None:
     json_flag(parser)
 
 
-@VERBS.verb("diff", "compare two recordings call by call (exit 0 same, 1 different, 2 invalid)", arguments=_diff_arguments)
+@VERBS.verb(
+    "diff",
+    "compare two recordings call by call (exit 0 same, 1 different, 2 invalid)",
+    arguments=_diff_arguments,
+)
 def run_diff(args: argparse.Namespace) -> int:
     """Exit 0 when the recordings agree (apart from non-deterministic fields), 1 when they
     differ, 2 when either is missing or invalid."""
@@ -75,5 +79,9 @@ def run_doctor(args: argparse.Namespace) -> int:
     if args.json:
         print_json({**report.to_json(), "a": str(recordings[0].path), "b": str(recordings[1].path)})
     else:
-        print(terminal_safe(render_report(report, recordings[0].path, recordings[1].path), multiline=True))
+        print(
+            terminal_safe(
+                render_report(report, recordings[0].path, recordings[1].path), multiline=True
+            )
+        )
     return 0 if report.clean else 1

@@ -32,7 +32,11 @@ def warn_content() -> None:
 
 
 def confirm(
-    assume_yes: bool, expected: str, prompt: str, action: str, unchanged: str = "nothing was deleted"
+    assume_yes: bool,
+    expected: str,
+    prompt: str,
+    action: str,
+    unchanged: str = "nothing was deleted",
 ) -> None:
     """Ask on a terminal; never guess on a pipe (exit 2 without --yes)."""
     if assume_yes:

@@ -38,7 +38,9 @@ def _list_arguments(parser: argparse.ArgumentParser) -> None:
     json_flag(parser)
 
 
-@VERBS.verb("list", "list the managed recordings, or those below a folder", arguments=_list_arguments)
+@VERBS.verb(
+    "list", "list the managed recordings, or those below a folder", arguments=_list_arguments
+)
 def run_list(args: argparse.Namespace) -> int:
     if args.folder is not None:
         return _list_folder(Path(args.folder), args.json)
@@ -57,7 +59,9 @@ def run_list(args: argparse.Namespace) -> int:
     except OSError as error:
         raise CliError(f"cannot list {folder}: {error.strerror}") from None
     infos = [
-        inspection.inspect_recording(path, recording_id, managed=recording_id is not None, active=same_file(path, active))
+        inspection.inspect_recording(
+            path, recording_id, managed=recording_id is not None, active=same_file(path, active)
+        )
         for path, recording_id in entries
     ]
     if active is not None and not any(info.active for info in infos) and os.path.lexists(active):
@@ -80,7 +84,10 @@ def _list_folder(folder: Path, as_json: bool) -> int:
         rows = list_folder(folder)
     except OSError as error:
         usage = isinstance(error, FileNotFoundError | NotADirectoryError)
-        raise CliError(f"cannot list {folder}: {error.strerror or error}", EXIT_USAGE if usage else EXIT_FAILURE) from None
+        raise CliError(
+            f"cannot list {folder}: {error.strerror or error}",
+            EXIT_USAGE if usage else EXIT_FAILURE,
+        ) from None
     now = render.now()
     if as_json:
         print_json(render.folder_json(folder, rows, now))
@@ -94,9 +101,13 @@ def _list_folder(folder: Path, as_json: bool) -> int:
 def _show_arguments(parser: argparse.ArgumentParser) -> None:
     selector_argument(parser)
     json_flag(parser)
-    parser.add_argument("--content", action="store_true", help="print the redacted JSONL (prompts and outputs!)")
     parser.add_argument(
-        "--conversation", action="store_true", help="render the recorded session as a conversation (prompts and outputs!)"
+        "--content", action="store_true", help="print the redacted JSONL (prompts and outputs!)"
+    )
+    parser.add_argument(
+        "--conversation",
+        action="store_true",
+        help="render the recorded session as a conversation (prompts and outputs!)",
     )
     parser.add_argument(
         "--cache",

@@ -44,10 +44,17 @@ def run_status(args: argparse.Namespace) -> int:
 
 
 def _record_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--name", metavar="NAME", help="recording ID (default: rec-YYYYmmdd-HHMMSS)")
+    parser.add_argument(
+        "--name", metavar="NAME", help="recording ID (default: rec-YYYYmmdd-HHMMSS)"
+    )
 
 
-@VERBS.verb("record", "create a recording and record into it from the next start", arguments=_record_arguments, mutating=True)
+@VERBS.verb(
+    "record",
+    "create a recording and record into it from the next start",
+    arguments=_record_arguments,
+    mutating=True,
+)
 def run_record(args: argparse.Namespace) -> int:
     from openprogram import config
     from openprogram.recordings.store.store import (
@@ -107,7 +114,12 @@ def _create_header_only(path: Path, recording_id: str) -> None:
         raise CliError(str(error)) from None
 
 
-@VERBS.verb("replay", "replay a recording from the next start (validated first)", arguments=selector_argument, mutating=True)
+@VERBS.verb(
+    "replay",
+    "replay a recording from the next start (validated first)",
+    arguments=selector_argument,
+    mutating=True,
+)
 def run_replay(args: argparse.Namespace) -> int:
     from openprogram import config
     from openprogram.recordings.file.format import RecordingFileError
@@ -130,7 +142,10 @@ def run_replay(args: argparse.Namespace) -> int:
     except RecordingFileError as error:
         raise CliError(f"{error}{recover_hint(error)}; nothing was changed") from None
     if safe_live(path):
-        say(f"warning: {path} is still being recorded into; the replay uses what it holds now", file=sys.stderr)
+        say(
+            f"warning: {path} is still being recorded into; the replay uses what it holds now",
+            file=sys.stderr,
+        )
     with config.config_transaction() as current:
         _set_record_replay(current, mode="replay", file=selector)
     say(f"replaying {path}: {len(recording.calls)} calls, {recording.event_count} events")
@@ -146,7 +161,11 @@ def run_off(args: argparse.Namespace) -> int:
     with config.config_transaction() as current:
         previous, selector = record_replay_settings(current)
         _set_record_replay(current, mode="off")
-    kept = f" (record_replay.file={selector} is kept)" if isinstance(selector, str) and selector else ""
+    kept = (
+        f" (record_replay.file={selector} is kept)"
+        if isinstance(selector, str) and selector
+        else ""
+    )
     was = "was already off" if previous == "off" else f"is now off (was {previous})"
     say(f"record/replay {was}{kept}; {NEXT_START}")
     return 0

@@ -42,7 +42,12 @@ def run_delete(args: argparse.Namespace) -> int:
     refusal = deletion_refusal(path, active_recording(config.load_config()))
     if refusal:
         raise CliError(f"recording file {path}: {refusal}")
-    confirm(args.yes, args.id, f"delete recording '{args.id}' ({path})? type its ID to confirm: ", "delete")
+    confirm(
+        args.yes,
+        args.id,
+        f"delete recording '{args.id}' ({path})? type its ID to confirm: ",
+        "delete",
+    )
     with config.config_transaction() as current:  # the lock: nothing can activate it meanwhile
         refusal = deletion_refusal(path, active_recording(current))
         if refusal:
@@ -93,7 +98,12 @@ def _prune_arguments(parser: argparse.ArgumentParser) -> None:
     confirm_flag(parser)
 
 
-@VERBS.verb("prune", "delete managed recordings not modified for N days", arguments=_prune_arguments, mutating=True)
+@VERBS.verb(
+    "prune",
+    "delete managed recordings not modified for N days",
+    arguments=_prune_arguments,
+    mutating=True,
+)
 def run_prune(args: argparse.Namespace) -> int:
     from openprogram import config
     from openprogram.recordings.modes.activation import active_recording
@@ -104,22 +114,30 @@ def run_prune(args: argparse.Namespace) -> int:
 
     folder = checked_recordings_dir()
     try:
-        plan = plan_prune(folder, now() - args.older_than_days * 86400, active_recording(config.load_config()))
+        plan = plan_prune(
+            folder, now() - args.older_than_days * 86400, active_recording(config.load_config())
+        )
     except OSError as error:
         raise CliError(f"cannot list {folder}: {error.strerror}") from None
     for path, why in plan.skipped:
         say(f"skipping {path}: {why}", file=sys.stderr)
     if not plan.old:
-        say(f"nothing to prune: no deletable recording in {folder} is older than {args.older_than_days} days")
+        say(
+            f"nothing to prune: no deletable recording in {folder} is older than {args.older_than_days} days"
+        )
         return 0
     verb_text = "would delete" if args.dry_run else "deleting"
-    print(f"{verb_text} {len(plan.old)} recording(s) not modified for more than {args.older_than_days} days:")
+    print(
+        f"{verb_text} {len(plan.old)} recording(s) not modified for more than {args.older_than_days} days:"
+    )
     for _path, recording_id, mtime in plan.old:
         print(f"  {recording_id}  ({human_age(now() - mtime)} old)")
     if args.dry_run:
         return 0
     count = len(plan.old)
-    confirm(args.yes, str(count), f"type {count} (the number of recordings) to delete them: ", "prune")
+    confirm(
+        args.yes, str(count), f"type {count} (the number of recordings) to delete them: ", "prune"
+    )
     deleted: list[str] = []
     with config.config_transaction() as current:
         for path, recording_id, _ in plan.old:
@@ -130,7 +148,9 @@ def run_prune(args: argparse.Namespace) -> int:
             try:
                 _unlink(path)
             except CliError as error:
-                raise CliError(f"{error} (deleted before it: {', '.join(deleted) or 'nothing'})") from None
+                raise CliError(
+                    f"{error} (deleted before it: {', '.join(deleted) or 'nothing'})"
+                ) from None
             deleted.append(recording_id)
     print(f"deleted {len(deleted)} recording(s)")
     return 0
@@ -175,9 +195,13 @@ def run_recover(args: argparse.Namespace) -> int:
     if args.dry_run:
         say("dry run: nothing was changed")
         return 0
-    confirm(args.yes, "yes", f"rewrite {path}? type yes to confirm: ", "recover", "nothing was changed")
+    confirm(
+        args.yes, "yes", f"rewrite {path}? type yes to confirm: ", "recover", "nothing was changed"
+    )
     if _recovery_plan(path).repaired != plan.repaired:  # a writer appeared, or the file changed
-        raise CliError(f"recording file {path}: changed while recover was asking; nothing was changed, run recover again")
+        raise CliError(
+            f"recording file {path}: changed while recover was asking; nothing was changed, run recover again"
+        )
     try:
         apply_recovery(plan)
     except RecordingFileError as error:
@@ -211,7 +235,9 @@ def _recovery_plan(path: Path) -> RecoveryPlan:
     try:
         live = is_being_recorded(path)
     except OSError as error:
-        raise CliError(f"recording file {path}: cannot check for a live writer: {error.strerror}") from None
+        raise CliError(
+            f"recording file {path}: cannot check for a live writer: {error.strerror}"
+        ) from None
     if live:
         raise CliError(
             f"recording file {path}: is being recorded into by a running process; stop that "

@@ -23,7 +23,9 @@ VERBS = VerbGroup()
 
 def _view_arguments(parser: argparse.ArgumentParser) -> None:
     selector_argument(parser)
-    parser.add_argument("--against", metavar="ID-or-PATH", help="compare with this recording, call by call")
+    parser.add_argument(
+        "--against", metavar="ID-or-PATH", help="compare with this recording, call by call"
+    )
     parser.add_argument(
         "--output",
         metavar="FILE",
@@ -31,7 +33,11 @@ def _view_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-@VERBS.verb("view", "write the recording as one self-contained HTML page (prompts and outputs!)", arguments=_view_arguments)
+@VERBS.verb(
+    "view",
+    "write the recording as one self-contained HTML page (prompts and outputs!)",
+    arguments=_view_arguments,
+)
 def run_view(args: argparse.Namespace) -> int:
     """Write the page (docs/recordings-cli.md, ``view``) and print its path."""
     from openprogram.recordings.store.store import ensure_reports_dir
@@ -42,16 +48,26 @@ def run_view(args: argparse.Namespace) -> int:
     against = _read_for_view(args.against) if args.against is not None else None
     reading = [recording.path] + ([against.path] if against is not None else [])
     if output is None:
-        output = view.page_path(recording.path, None if against is None else against.path, ensure_reports_dir())
+        output = view.page_path(
+            recording.path, None if against is None else against.path, ensure_reports_dir()
+        )
     try:
         view.check_output(output, reading)
     except view.PageOutputError as error:
-        raise CliError(f"{error}; nothing was written", EXIT_USAGE if error.usage else EXIT_FAILURE) from None
-    page = view.render_recording_page(recording) if against is None else view.render_comparison_page(recording, against)
+        raise CliError(
+            f"{error}; nothing was written", EXIT_USAGE if error.usage else EXIT_FAILURE
+        ) from None
+    page = (
+        view.render_recording_page(recording)
+        if against is None
+        else view.render_comparison_page(recording, against)
+    )
     try:
         view.write_page(page, output)
     except OSError as error:
-        raise CliError(f"--output {output}: cannot write: {error.strerror or error}; nothing was written") from None
+        raise CliError(
+            f"--output {output}: cannot write: {error.strerror or error}; nothing was written"
+        ) from None
     warn_content()
     say(str(output))
     return 0

@@ -57,7 +57,9 @@ def project_status() -> ProjectStatus:
     return ProjectStatus(search.path, search.passed_by, None)
 
 
-def status_json(plan: ActivationPlan, config_file: Path, project: ProjectStatus | None = None) -> dict[str, Any]:
+def status_json(
+    plan: ActivationPlan, config_file: Path, project: ProjectStatus | None = None
+) -> dict[str, Any]:
     """The stable ``recordings status --json`` schema, from the activation plan."""
     project = project or project_status()
     return {
@@ -83,7 +85,9 @@ def status_json(plan: ActivationPlan, config_file: Path, project: ProjectStatus 
     }
 
 
-def render_status(plan: ActivationPlan, config_file: Path, project: ProjectStatus | None = None) -> str:
+def render_status(
+    plan: ActivationPlan, config_file: Path, project: ProjectStatus | None = None
+) -> str:
     project = project or project_status()
     mode = plan.configured_mode
     selector = _selector_text(plan.selector)
@@ -91,20 +95,28 @@ def render_status(plan: ActivationPlan, config_file: Path, project: ProjectStatu
         f"config    {safe(config_file)}",
         f"project   {safe(project.path) if project.path is not None else 'none'}",
         *(f"          passed by {safe(line)}" for line in project.passed_by),
-        *([f"problem   {safe(project.problem)}"] if project.problem is not None and plan.problem != "invalid_project" else []),
+        *(
+            [f"problem   {safe(project.problem)}"]
+            if project.problem is not None and plan.problem != "invalid_project"
+            else []
+        ),
         f"mode      {safe(mode)}",
         f"selector  {selector}" + ("  (kept while off)" if mode == "off" and plan.selector else ""),
         f"path      {safe(plan.path) if plan.path is not None else '-'}",
     ]
     if plan.blocked:
         lines.append(f"problem   {safe(plan.reason)}")
-        lines.append("provider calls are BLOCKED at the next start until this is fixed; fix with one of:")
+        lines.append(
+            "provider calls are BLOCKED at the next start until this is fixed; fix with one of:"
+        )
         lines.extend(f"  {safe(fix)}" for fix in plan.fixes)
     elif mode == "off":
         lines.append("file      not used (record/replay is off)")
     elif mode == "record":
         exists = plan.path is not None and os.path.lexists(plan.path)
-        lines.append("file      usable: " + ("appending to it" if exists else "created at the next start"))
+        lines.append(
+            "file      usable: " + ("appending to it" if exists else "created at the next start")
+        )
         if plan.warning:
             lines.append(f"warning   {safe(plan.warning)}")
     else:
@@ -133,7 +145,11 @@ def render_show(report: ShowReport, now: float) -> str:
         f"{safe(header.get('created_at', 'unknown'))} by openprogram "
         f"{safe(header.get('openprogram_version', 'unknown'))}",
         f"calls      {len(report.calls)} ({sum(c.event_count for c in report.calls)} events)",
-        *([f"usage      {usage_total(report.calls)}"] if any(call.usage for call in report.calls) else []),
+        *(
+            [f"usage      {usage_total(report.calls)}"]
+            if any(call.usage for call in report.calls)
+            else []
+        ),
     ]
     if report.calls:
         lines.append("")
@@ -167,7 +183,15 @@ def render_show(report: ShowReport, now: float) -> str:
             "CALL",
             *(["SESSION"] if sessions else []),
             *(["LANE"] if lanes else []),
-            "API", "PROVIDER", "MODEL", "EVENTS", "OUTCOME", "FIRST", "DURATION", "TOKENS", "COST",
+            "API",
+            "PROVIDER",
+            "MODEL",
+            "EVENTS",
+            "OUTCOME",
+            "FIRST",
+            "DURATION",
+            "TOKENS",
+            "COST",
             *(["REDACTED"] if redacted else []),
             *(["REPLAYS"] if proxied else []),
             *(["ANSWERED BY"] if answers else []),
@@ -181,7 +205,9 @@ def render_show(report: ShowReport, now: float) -> str:
                 "serves [secret removed] there:"
             )
             for call in redacted:
-                where = ", ".join(f"{item['path']} ({', '.join(item['rules'])})" for item in call.redactions)
+                where = ", ".join(
+                    f"{item['path']} ({', '.join(item['rules'])})" for item in call.redactions
+                )
                 lines.append(f"  call {call.call_index}: {safe(where)}")
         withheld = [call for call in report.calls if call.withheld]
         if proxied:
@@ -222,7 +248,10 @@ def human_cost(cost: float | None) -> str:
 
 def usage_total(calls: list[CallSummary]) -> str:
     """The recording's usage summed: what its calls cost live, and a replay does not pay."""
-    sums = {name: sum(int((call.usage or {}).get(name) or 0) for call in calls) for name in ("input", "cache_read", "output", "reasoning")}
+    sums = {
+        name: sum(int((call.usage or {}).get(name) or 0) for call in calls)
+        for name in ("input", "cache_read", "output", "reasoning")
+    }
     cost = sum(call.cost or 0.0 for call in calls)
     return (
         f"{sums['input']} in / {sums['cache_read']} cache read / {sums['output']} out"
@@ -250,7 +279,16 @@ def render_cache(steps: list[Any]) -> str:
         ]
         for step in steps
     ]
-    headings = ["CALL", *(["SESSION"] if sessions else []), "LANE", "AFTER", "KEPT", "CACHED", "PROMPT", "BREAKS AT"]
+    headings = [
+        "CALL",
+        *(["SESSION"] if sessions else []),
+        "LANE",
+        "AFTER",
+        "KEPT",
+        "CACHED",
+        "PROMPT",
+        "BREAKS AT",
+    ]
     right = frozenset({4, 5, 6} if sessions else {3, 4, 5})  # KEPT, CACHED, PROMPT
     broken = [step for step in steps if step.broken]
     lines = [
@@ -260,7 +298,8 @@ def render_cache(steps: list[Any]) -> str:
         *table(headings, rows, right=right),
     ]
     lines.append(
-        f"{len(broken)} call(s) break the prefix before the turns they added" if broken
+        f"{len(broken)} call(s) break the prefix before the turns they added"
+        if broken
         else "every call keeps the whole request before it as a prefix"
     )
     return "\n".join(lines)
@@ -268,7 +307,9 @@ def render_cache(steps: list[Any]) -> str:
 
 def human_answer(call: CallSummary) -> str:
     """The model version that answered and the vendor's id of the answer."""
-    return answered_by({"response_model": call.response_model, "response_id": call.response_id}) or "-"
+    return (
+        answered_by({"response_model": call.response_model, "response_id": call.response_id}) or "-"
+    )
 
 
 def one_line(text: str, limit: int = 200) -> str:
@@ -294,7 +335,11 @@ def render_list(infos: list[RecordingInfo], now: float) -> str:
                 safe(info.reason or ""),
             ]
         )
-    lines = table(["", "ID", "STATE", "CALLS", "EVENTS", "SIZE", "AGE", "NOTE"], rows, right=frozenset({3, 4, 5, 6}))
+    lines = table(
+        ["", "ID", "STATE", "CALLS", "EVENTS", "SIZE", "AGE", "NOTE"],
+        rows,
+        right=frozenset({3, 4, 5, 6}),
+    )
     if any(info.active for info in infos):
         lines.append("(* = the active recording)")
     return "\n".join(lines)
@@ -314,7 +359,13 @@ def render_folder(rows: list[Any], now: float) -> str:
         ]
         for row in rows
     ]
-    return "\n".join(table(["NAME", "STATE", "CALLS", "SESSIONS", "SIZE", "AGE", "NOTE"], table_rows, right=frozenset({2, 3, 4, 5})))
+    return "\n".join(
+        table(
+            ["NAME", "STATE", "CALLS", "SESSIONS", "SIZE", "AGE", "NOTE"],
+            table_rows,
+            right=frozenset({2, 3, 4, 5}),
+        )
+    )
 
 
 def folder_json(folder: Path, rows: list[Any], now: float) -> dict[str, Any]:
@@ -339,7 +390,9 @@ def _count(value: int | None) -> str:
 # ----------------------------------------------------------------------------- formatting
 
 
-def table(headers: list[str], rows: list[list[str]], right: frozenset[int] = frozenset()) -> list[str]:
+def table(
+    headers: list[str], rows: list[list[str]], right: frozenset[int] = frozenset()
+) -> list[str]:
     """Aligned columns (numbers right-aligned); the last column is never padded. Without rows,
     the headers alone."""
     widths = [max([len(headers[i]), *(len(row[i]) for row in rows)]) for i in range(len(headers))]
@@ -390,7 +443,9 @@ def render_diff(result: Any) -> str:
             lines.append(f"call {call.call_index}: same")
             continue
         if call.status in ("only_in_a", "only_in_b"):
-            lines.append(f"call {call.call_index}: only in {'A' if call.status == 'only_in_a' else 'B'}")
+            lines.append(
+                f"call {call.call_index}: only in {'A' if call.status == 'only_in_a' else 'B'}"
+            )
             continue
         lines.append(f"call {call.call_index}: different")
         if call.request_difference is not None:

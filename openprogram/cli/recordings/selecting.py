@@ -70,7 +70,9 @@ def _where_to_look(selector: str) -> str:
         if named:
             paths = " or ".join(shlex.quote(os.path.relpath(path)) for path in named)
             return f"a test's recording is named by its path: {paths}"
-    return f"see '{FIX_LIST}' (managed recordings) or '{FIX_LIST} FOLDER' (a test suite's recordings/)"
+    return (
+        f"see '{FIX_LIST}' (managed recordings) or '{FIX_LIST} FOLDER' (a test suite's recordings/)"
+    )
 
 
 def is_active(path: Path, current: dict[str, Any]) -> bool:

@@ -40,7 +40,9 @@ class VerbGroup:
         """Register the decorated handler as the verb ``name``, with its arguments."""
 
         def register(handler: Handler) -> Handler:
-            self.entries.append(Verb(name, help, handler, arguments or (lambda parser: None), mutating))
+            self.entries.append(
+                Verb(name, help, handler, arguments or (lambda parser: None), mutating)
+            )
             return handler
 
         return register
@@ -51,7 +53,9 @@ def json_flag(parser: argparse.ArgumentParser) -> None:
 
 
 def confirm_flag(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)")
+    parser.add_argument(
+        "--yes", action="store_true", help="do not ask (needed when stdin is not a terminal)"
+    )
 
 
 def selector_argument(parser: argparse.ArgumentParser) -> None:

@@ -82,9 +82,22 @@ DEFAULT_MAX_RETRIES = 2
 
 #: Models that take ``thinking: {"type": "adaptive"}`` (with an effort level) instead of a
 #: token budget. ``model.compat["thinking"]`` set to "adaptive" or "budget" overrides this.
-ADAPTIVE_THINKING_MARKERS = ("opus-4-6", "opus-4.6", "sonnet-4-6", "sonnet-4.6", "opus-4-7", "mythos")
+ADAPTIVE_THINKING_MARKERS = (
+    "opus-4-6",
+    "opus-4.6",
+    "sonnet-4-6",
+    "sonnet-4.6",
+    "opus-4-7",
+    "mythos",
+)
 
-_EFFORT_BY_LEVEL = {"minimal": "low", "low": "low", "medium": "medium", "high": "high", "xhigh": "max"}
+_EFFORT_BY_LEVEL = {
+    "minimal": "low",
+    "low": "low",
+    "medium": "medium",
+    "high": "high",
+    "xhigh": "max",
+}
 
 _STOP_REASONS = {
     "end_turn": "stop",
@@ -147,8 +160,12 @@ class AnthropicMessagesProvider(AssembledProvider):
         try:
             # Required fields by name, the rest through extra_body: the body on_payload returned
             # reaches the wire as it is, including fields this SDK version does not know.
-            required = {key: body[key] for key in ("model", "max_tokens", "messages") if key in body}
-            extra = {key: value for key, value in body.items() if key not in required and key != "stream"}
+            required = {
+                key: body[key] for key in ("model", "max_tokens", "messages") if key in body
+            }
+            extra = {
+                key: value for key, value in body.items() if key not in required and key != "stream"
+            }
             response = await client.messages.create(
                 **required,
                 stream=True,
@@ -217,7 +234,9 @@ def default_max_tokens(model: Model, options: StreamOptions | None) -> int:
     return min(model.max_tokens, 32000)
 
 
-def build_request_body(model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
+def build_request_body(
+    model: Model, context: Context, options: StreamOptions | None
+) -> dict[str, Any]:
     """The Messages request body (without ``stream``, which the call adds)."""
     cache_control = cache_control_for(options)
     body: dict[str, Any] = {
@@ -289,7 +308,11 @@ def _user_blocks(content: list[Any], model: Model) -> list[dict[str, Any]]:
 
 def _tool_result_block(result: ToolResultMessage, model: Model) -> dict[str, Any]:
     images = [item for item in result.content if isinstance(item, ImageContent)]
-    raw = [item for item in result.content if isinstance(item, RawContent) and item.api == ANTHROPIC_API]
+    raw = [
+        item
+        for item in result.content
+        if isinstance(item, RawContent) and item.api == ANTHROPIC_API
+    ]
     content: str | list[dict[str, Any]]
     if raw:  # blocks kept as the client sent them: the whole content in its order
         content = _user_blocks(result.content, model)
@@ -321,7 +344,11 @@ def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
                 continue
             elif block.thinking_signature:
                 blocks.append(
-                    {"type": "thinking", "thinking": block.thinking, "signature": block.thinking_signature}
+                    {
+                        "type": "thinking",
+                        "thinking": block.thinking,
+                        "signature": block.thinking_signature,
+                    }
                 )
             else:
                 # Unsigned thinking (an interrupted stream) is rejected as thinking; keep the words.
@@ -407,14 +434,18 @@ class StreamTranslator(roles.StreamTranslator):
         self.blocks: dict[int, int] = {}
         self.stop_reason: str | None = None
         self.usage = Usage()
-        self.server: dict[int, tuple[dict[str, Any], list[str]]] = {}  # their index -> (block, json)
+        self.server: dict[
+            int, tuple[dict[str, Any], list[str]]
+        ] = {}  # their index -> (block, json)
         self.citations: dict[int, list[dict[str, Any]]] = {}  # our text index -> citations
 
     def identify(self, event: Any) -> None:
         """``message_start`` names the message and the model version that writes it."""
         if getattr(event, "type", None) == "message_start":
             message = event.message
-            self.assembler.set_response(getattr(message, "id", None), getattr(message, "model", None))
+            self.assembler.set_response(
+                getattr(message, "id", None), getattr(message, "model", None)
+            )
 
     def _on_message_start(self, event: Any) -> list[AssistantEvent]:
         self._update_usage(event.message.usage)
@@ -470,7 +501,11 @@ class StreamTranslator(roles.StreamTranslator):
             assembler.set_thinking_signature(index, delta.signature, append=True)
             return []
         if delta.type == "input_json_delta":
-            return [assembler.append_tool_arguments(index, delta.partial_json)] if delta.partial_json else []
+            return (
+                [assembler.append_tool_arguments(index, delta.partial_json)]
+                if delta.partial_json
+                else []
+            )
         return []
 
     def _on_content_block_stop(self, event: Any) -> list[AssistantEvent]:
@@ -497,7 +532,9 @@ class StreamTranslator(roles.StreamTranslator):
 
     def _add(self, kind: str, payload: dict[str, Any], text: str | None) -> None:
         self.assembler.add_server_tool(
-            ServerToolContent(vendor=LABEL, api=ANTHROPIC_API, kind=kind, payload=payload, text=text)
+            ServerToolContent(
+                vendor=LABEL, api=ANTHROPIC_API, kind=kind, payload=payload, text=text
+            )
         )
 
     def _on_message_delta(self, event: Any) -> list[AssistantEvent]:
@@ -510,10 +547,14 @@ class StreamTranslator(roles.StreamTranslator):
         reason = self.stop_reason or "end_turn"
         if reason in _REFUSAL_STOP_REASONS:
             self.assembler.close_open_blocks()
-            return [self.assembler.fail(f"{LABEL}: the model declined to answer (stop_reason {reason})")]
+            return [
+                self.assembler.fail(f"{LABEL}: the model declined to answer (stop_reason {reason})")
+            ]
         events = self.assembler.close_open_blocks()
         if reason == PAUSE_TURN:
-            self._add(PAUSE_TURN, {"stop_reason": PAUSE_TURN}, "paused by the server; the turn continues")
+            self._add(
+                PAUSE_TURN, {"stop_reason": PAUSE_TURN}, "paused by the server; the turn continues"
+            )
         return events + self.assembler.finish(_STOP_REASONS.get(reason, "stop"))
 
     def _update_usage(self, usage: Any) -> None:
@@ -551,7 +592,9 @@ class AnswerReader(roles.AnswerReader):
             return []
         if value.get("type") == "error":
             error = value["error"] if isinstance(value.get("error"), dict) else {}
-            raise AnthropicStreamError(f"{error.get('type') or 'error'}: {error.get('message') or 'the stream reported an error'}")
+            raise AnthropicStreamError(
+                f"{error.get('type') or 'error'}: {error.get('message') or 'the stream reported an error'}"
+            )
         return self.translator.handle(wire.JsonView(value))
 
     def body(self, body: Any) -> list[AssistantEvent]:
@@ -566,7 +609,11 @@ class AnswerReader(roles.AnswerReader):
 
 def _message_as_events(message: dict[str, Any]) -> list[dict[str, Any]]:
     """A whole Messages answer as the stream events that would have carried it."""
-    head = {key: value for key, value in message.items() if key not in ("content", "stop_reason", "stop_sequence")}
+    head = {
+        key: value
+        for key, value in message.items()
+        if key not in ("content", "stop_reason", "stop_sequence")
+    }
     events: list[dict[str, Any]] = [{"type": "message_start", "message": {**head, "content": []}}]
     for index, block in enumerate(message.get("content") or []):
         if not isinstance(block, dict):
@@ -575,13 +622,23 @@ def _message_as_events(message: dict[str, Any]) -> list[dict[str, Any]]:
         deltas: list[dict[str, Any]] = []
         if block.get("type") == "tool_use":
             start["input"] = {}
-            deltas.append({"type": "input_json_delta", "partial_json": orjson.dumps(block.get("input") or {}).decode()})
+            deltas.append(
+                {
+                    "type": "input_json_delta",
+                    "partial_json": orjson.dumps(block.get("input") or {}).decode(),
+                }
+            )
         for citation in block.get("citations") or [] if block.get("type") == "text" else []:
             deltas.append({"type": "citations_delta", "citation": citation})
         events.append({"type": "content_block_start", "index": index, "content_block": start})
-        events.extend({"type": "content_block_delta", "index": index, "delta": delta} for delta in deltas)
+        events.extend(
+            {"type": "content_block_delta", "index": index, "delta": delta} for delta in deltas
+        )
         events.append({"type": "content_block_stop", "index": index})
-    delta = {"stop_reason": message.get("stop_reason"), "stop_sequence": message.get("stop_sequence")}
+    delta = {
+        "stop_reason": message.get("stop_reason"),
+        "stop_sequence": message.get("stop_sequence"),
+    }
     events.append({"type": "message_delta", "delta": delta, "usage": message.get("usage")})
     events.append({"type": "message_stop"})
     return events
@@ -607,7 +664,8 @@ def _server_block_text(block: dict[str, Any]) -> str | None:
 
 def _citations_text(citations: list[dict[str, Any]]) -> str:
     return "\n".join(
-        " ".join(str(c[key]) for key in ("title", "url") if c.get(key)) or str(c.get("cited_text", ""))
+        " ".join(str(c[key]) for key in ("title", "url") if c.get(key))
+        or str(c.get("cited_text", ""))
         for c in citations
         if isinstance(c, dict)
     )
@@ -702,7 +760,9 @@ def _system_text(system: Any) -> str | None:
     texts = []
     for position, block in enumerate(system):
         if wire.field(block, "type", str, f"system[{position}]") != "text":
-            raise wire.unsupported(f"system block of type {wire.shown_value(block.get('type'))}", f"system[{position}]")
+            raise wire.unsupported(
+                f"system block of type {wire.shown_value(block.get('type'))}", f"system[{position}]"
+            )
         texts.append(wire.required(block, "text", str, f"system[{position}]"))
     return "\n\n".join(texts) or None
 
@@ -778,7 +838,9 @@ def _parse_user_turn(content: Any, where: str, names: dict[str, str]) -> list[An
             )
         )
     if others:
-        parsed.append(UserMessage(content=_user_blocks_of(others, where), timestamp=wire.WIRE_TIMESTAMP))
+        parsed.append(
+            UserMessage(content=_user_blocks_of(others, where), timestamp=wire.WIRE_TIMESTAMP)
+        )
     return parsed
 
 
@@ -788,14 +850,18 @@ def _parse_assistant(content: Any, where: str, model: Model) -> AssistantMessage
     blocks: list[Any] = []
     if not isinstance(content, str | list | None):
         raise wire.WireRequestError(f"{where} must be a string or an array of blocks")
-    for position, block in enumerate([{"type": "text", "text": content}] if isinstance(content, str) else content or []):
+    for position, block in enumerate(
+        [{"type": "text", "text": content}] if isinstance(content, str) else content or []
+    ):
         here = f"{where}[{position}]"
         kind = wire.field(block, "type", str, here)
         if kind == "text":
             blocks.append(TextContent(text=wire.required(block, "text", str, here)))
             citations = wire.field(block, "citations", list, here)
             if citations:
-                blocks.append(_server(CITATIONS, {"citations": list(citations)}, _citations_text(citations)))
+                blocks.append(
+                    _server(CITATIONS, {"citations": list(citations)}, _citations_text(citations))
+                )
         elif kind == "thinking":
             blocks.append(
                 ThinkingContent(
@@ -804,7 +870,13 @@ def _parse_assistant(content: Any, where: str, model: Model) -> AssistantMessage
                 )
             )
         elif kind == "redacted_thinking":
-            blocks.append(ThinkingContent(thinking="", thinking_signature=wire.required(block, "data", str, here), redacted=True))
+            blocks.append(
+                ThinkingContent(
+                    thinking="",
+                    thinking_signature=wire.required(block, "data", str, here),
+                    redacted=True,
+                )
+            )
         elif kind == "tool_use":
             blocks.append(
                 ToolCall(
@@ -817,7 +889,11 @@ def _parse_assistant(content: Any, where: str, model: Model) -> AssistantMessage
             payload = {key: value for key, value in block.items() if key != "cache_control"}
             blocks.append(_server(kind, payload, _server_block_text(payload)))
     return AssistantMessage(
-        content=blocks, api=ANTHROPIC_API, provider=model.provider, model=model.id, timestamp=wire.WIRE_TIMESTAMP
+        content=blocks,
+        api=ANTHROPIC_API,
+        provider=model.provider,
+        model=model.id,
+        timestamp=wire.WIRE_TIMESTAMP,
     )
 
 
@@ -834,7 +910,9 @@ def _parse_tools(tools: list[Any] | None) -> list[Tool] | None:
         )
         for position, tool in enumerate(tools or [])
         # a server tool (web search, code execution) is carried whole in extra_body
-        if isinstance(tool, dict) and tool.get("type") in (None, "custom") and "input_schema" in tool
+        if isinstance(tool, dict)
+        and tool.get("type") in (None, "custom")
+        and "input_schema" in tool
     ]
     return parsed or None
 
@@ -881,9 +959,17 @@ def _wire_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
             if block.redacted:
                 blocks.append({"type": "redacted_thinking", "data": block.thinking_signature or ""})
             else:
-                blocks.append({"type": "thinking", "thinking": block.thinking, "signature": block.thinking_signature or ""})
+                blocks.append(
+                    {
+                        "type": "thinking",
+                        "thinking": block.thinking,
+                        "signature": block.thinking_signature or "",
+                    }
+                )
         elif isinstance(block, ToolCall):
-            blocks.append({"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments})
+            blocks.append(
+                {"type": "tool_use", "id": block.id, "name": block.name, "input": block.arguments}
+            )
         elif block.kind not in (CITATIONS, PAUSE_TURN) and block.api == ANTHROPIC_API:
             blocks.append(dict(block.payload))
     return blocks
@@ -938,7 +1024,13 @@ class StreamEncoder(roles.StreamEncoder):
         frames = []
         if not self.started:
             self.started = True
-            start = {**_message_head(message), "content": [], "stop_reason": None, "stop_sequence": None, "usage": usage_body(message.usage)}
+            start = {
+                **_message_head(message),
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": usage_body(message.usage),
+            }
             frames.append(self._event("message_start", message=start))
         if self.pending_text is not None:
             frames.append(self._stop_text(message))
@@ -973,7 +1065,9 @@ class StreamEncoder(roles.StreamEncoder):
         block = message.content[event.content_index]
         if isinstance(block, ThinkingContent) and block.redacted:
             return b""  # started at its end, when its data (the signature) is known
-        return self._start_block(event.content_index, {"type": "thinking", "thinking": "", "signature": ""})
+        return self._start_block(
+            event.content_index, {"type": "thinking", "thinking": "", "signature": ""}
+        )
 
     def _on_thinking_delta(self, event: EventThinkingDelta, message: AssistantMessage) -> bytes:
         return self._delta(event.content_index, {"type": "thinking_delta", "thinking": event.delta})
@@ -985,35 +1079,56 @@ class StreamEncoder(roles.StreamEncoder):
             return self._start_block(event.content_index, data) + self._stop(event.content_index)
         signature = b""
         if isinstance(block, ThinkingContent) and not block.redacted and block.thinking_signature:
-            signature = self._delta(event.content_index, {"type": "signature_delta", "signature": block.thinking_signature})
+            signature = self._delta(
+                event.content_index,
+                {"type": "signature_delta", "signature": block.thinking_signature},
+            )
         return signature + self._stop(event.content_index)
 
     def _on_toolcall_start(self, event: EventToolCallStart, message: AssistantMessage) -> bytes:
         call = message.content[event.content_index]
         assert isinstance(call, ToolCall)
-        return self._start_block(event.content_index, {"type": "tool_use", "id": call.id, "name": call.name, "input": {}})
+        return self._start_block(
+            event.content_index, {"type": "tool_use", "id": call.id, "name": call.name, "input": {}}
+        )
 
     def _on_toolcall_delta(self, event: EventToolCallDelta, message: AssistantMessage) -> bytes:
         self.arguments_sent.add(event.content_index)
-        return self._delta(event.content_index, {"type": "input_json_delta", "partial_json": event.delta})
+        return self._delta(
+            event.content_index, {"type": "input_json_delta", "partial_json": event.delta}
+        )
 
     def _on_toolcall_end(self, event: EventToolCallEnd, message: AssistantMessage) -> bytes:
         frames = b""
         if event.content_index not in self.arguments_sent and event.tool_call.arguments:
-            frames = self._delta(event.content_index, {"type": "input_json_delta", "partial_json": orjson.dumps(event.tool_call.arguments).decode()})
+            frames = self._delta(
+                event.content_index,
+                {
+                    "type": "input_json_delta",
+                    "partial_json": orjson.dumps(event.tool_call.arguments).decode(),
+                },
+            )
         return frames + self._stop(event.content_index)
 
     def _on_done(self, event: EventDone, message: AssistantMessage) -> bytes:
         delta = {"stop_reason": _wire_stop_reason(message), "stop_sequence": None}
-        return self._event("message_delta", delta=delta, usage=usage_body(message.usage)) + self._event("message_stop")
+        return self._event(
+            "message_delta", delta=delta, usage=usage_body(message.usage)
+        ) + self._event("message_stop")
 
     def _on_error(self, event: EventError, message: AssistantMessage) -> bytes:
-        return self._event("error", error={"type": "api_error", "message": message.error_message or "the call failed"})
+        return self._event(
+            "error",
+            error={"type": "api_error", "message": message.error_message or "the call failed"},
+        )
 
     def _stop_text(self, message: AssistantMessage) -> bytes:
         index, self.pending_text = self.pending_text, None
         assert index is not None
-        citations = [self._delta(index, {"type": "citations_delta", "citation": c}) for c in _citations_after(message, index)]
+        citations = [
+            self._delta(index, {"type": "citations_delta", "citation": c})
+            for c in _citations_after(message, index)
+        ]
         return b"".join(citations) + self._stop(index)
 
     def _server_blocks(self, message: AssistantMessage) -> list[bytes]:

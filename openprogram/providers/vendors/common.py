@@ -46,7 +46,9 @@ def api_key_for(model: Model, options: StreamOptions | None) -> str:
     key = options.api_key if options is not None else None
     if key:
         return key
-    environment_key = not environment_keys_withheld() and resolve_provider_key(model.provider) is not None
+    environment_key = (
+        not environment_keys_withheld() and resolve_provider_key(model.provider) is not None
+    )
     refusal = key_refusal(model) if environment_key else None
     if refusal is not None:  # the environment's key exists but may not go to this host
         raise MissingApiKey(refusal)
@@ -126,7 +128,11 @@ def describe_provider_error(label: str) -> ErrorDescriber:
             return f"{label}: HTTP {status}: {message}"
         name = type(error).__name__
         # "Connect" covers the SDKs' APIConnectionError and httpx's ConnectError (google-genai).
-        if "Connect" in name or "Timeout" in name or isinstance(error, ConnectionError | TimeoutError):
+        if (
+            "Connect" in name
+            or "Timeout" in name
+            or isinstance(error, ConnectionError | TimeoutError)
+        ):
             return f"{label}: connection failed ({name}): {message}"
         return f"{label}: {name}: {message}"
 
@@ -236,7 +242,12 @@ def prepare_messages(messages: list[Message], model: Model) -> list[Message]:
 
 
 #: Default thinking budgets (tokens) per reasoning level; ``xhigh`` falls back to ``high``.
-DEFAULT_THINKING_BUDGETS: dict[str, int] = {"minimal": 1024, "low": 2048, "medium": 8192, "high": 16384}
+DEFAULT_THINKING_BUDGETS: dict[str, int] = {
+    "minimal": 1024,
+    "low": 2048,
+    "medium": 8192,
+    "high": 16384,
+}
 
 #: What a budgeted-thinking request keeps for the answer itself when the budget must shrink.
 MIN_ANSWER_TOKENS = 1024

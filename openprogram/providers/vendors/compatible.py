@@ -32,7 +32,12 @@ COMPATIBLE_SERVERS: tuple[CompatibleServer, ...] = (
             "reasoning in delta.reasoning_details (text, summary, encrypted items sent back)",
             "web search citations as delta.annotations",
         ),
-        ("no_finish_reason", "no_finish_reason_tool_call", "reasoning_details", "openrouter_annotations"),
+        (
+            "no_finish_reason",
+            "no_finish_reason_tool_call",
+            "reasoning_details",
+            "openrouter_annotations",
+        ),
     ),
     CompatibleServer(
         "Snowflake Cortex",
@@ -41,7 +46,10 @@ COMPATIBLE_SERVERS: tuple[CompatibleServer, ...] = (
     ),
     CompatibleServer(
         "Groq",
-        ("usage under x_groq.usage in the last chunk", "tools run by compound models in delta.executed_tools"),
+        (
+            "usage under x_groq.usage in the last chunk",
+            "tools run by compound models in delta.executed_tools",
+        ),
         ("groq_executed_tools",),
     ),
     CompatibleServer(
@@ -49,7 +57,9 @@ COMPATIBLE_SERVERS: tuple[CompatibleServer, ...] = (
         ("reasoning in delta.reasoning_content, interleaved with the answer",),
         ("thinking", "several_text_blocks"),
     ),
-    CompatibleServer("vLLM", ("reasoning in delta.reasoning", "no API key"), ("thinking_in_the_reasoning_field",)),
+    CompatibleServer(
+        "vLLM", ("reasoning in delta.reasoning", "no API key"), ("thinking_in_the_reasoning_field",)
+    ),
     CompatibleServer(
         "Mistral",
         ("list-typed delta.content: thinking parts holding text parts, then text parts",),

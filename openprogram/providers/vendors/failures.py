@@ -36,7 +36,9 @@ VENDOR_OF_API = {vendor.api: vendor.sdk for vendor in VENDORS}
 RETRY_AFTER = {"retry-after": "1"}
 
 #: What httpx says when a connection drops before the body ended.
-CUT_MESSAGE = "peer closed connection without sending complete message body (incomplete chunked read)"
+CUT_MESSAGE = (
+    "peer closed connection without sending complete message body (incomplete chunked read)"
+)
 #: What httpx says when nothing accepts the connection.
 REFUSED_MESSAGE = "All connection attempts failed"
 
@@ -86,7 +88,10 @@ FAULT_ANSWERS: dict[str, dict[str, FaultAnswer]] = {
         ),
         "server_error": FaultAnswer(
             500,
-            _openai_error("The server had an error while processing your request. Sorry about that!", "server_error"),
+            _openai_error(
+                "The server had an error while processing your request. Sorry about that!",
+                "server_error",
+            ),
         ),
     },
     "anthropic": {
@@ -106,11 +111,14 @@ FAULT_ANSWERS: dict[str, dict[str, FaultAnswer]] = {
     "google": {
         "rate_limit": FaultAnswer(
             429,
-            _google_error(429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."),
+            _google_error(
+                429, "RESOURCE_EXHAUSTED", "Resource has been exhausted (e.g. check quota)."
+            ),
             RETRY_AFTER,
         ),
         "overloaded": FaultAnswer(
-            503, _google_error(503, "UNAVAILABLE", "The model is overloaded. Please try again later.")
+            503,
+            _google_error(503, "UNAVAILABLE", "The model is overloaded. Please try again later."),
         ),
         "server_error": FaultAnswer(
             500,
@@ -149,14 +157,19 @@ def fault_exception(api: str, kind: str, *, mid_stream: bool) -> BaseException:
     if vendor is None:  # no vendor SDK: the failure in plain words
         if answer is not None:
             return _StatusFailure(answer.status, HTTPStatus(answer.status).phrase)
-        return TimeoutError("timed out") if kind == "timeout" else ConnectionError(
-            CUT_MESSAGE if kind == "cut" else REFUSED_MESSAGE
+        return (
+            TimeoutError("timed out")
+            if kind == "timeout"
+            else ConnectionError(CUT_MESSAGE if kind == "cut" else REFUSED_MESSAGE)
         )
     http = sdk_http_module()
     request = http.Request("POST", _VENDOR_URLS[vendor])
     if answer is not None:
         response = http.Response(
-            answer.status, headers={"content-type": "application/json", **answer.headers}, json=answer.body, request=request
+            answer.status,
+            headers={"content-type": "application/json", **answer.headers},
+            json=answer.body,
+            request=request,
         )
         return _STATUS_ERRORS[vendor](answer, response)
     transport = {
@@ -199,7 +212,10 @@ def _openai_status(answer: FaultAnswer, response: Any) -> BaseException:
 def _anthropic_status(answer: FaultAnswer, response: Any) -> BaseException:
     import anthropic
 
-    kinds = {429: anthropic.RateLimitError, 529: getattr(anthropic, "OverloadedError", anthropic.InternalServerError)}
+    kinds = {
+        429: anthropic.RateLimitError,
+        529: getattr(anthropic, "OverloadedError", anthropic.InternalServerError),
+    }
     kind = kinds.get(answer.status, anthropic.InternalServerError)
     return kind(f"Error code: {answer.status} - {answer.body}", response=response, body=answer.body)
 
@@ -211,35 +227,57 @@ def _google_status(answer: FaultAnswer, response: Any) -> BaseException:
     return kind(answer.status, answer.body, response)
 
 
-_STATUS_ERRORS = {"openai": _openai_status, "anthropic": _anthropic_status, "google": _google_status}
+_STATUS_ERRORS = {
+    "openai": _openai_status,
+    "anthropic": _anthropic_status,
+    "google": _google_status,
+}
 
 
-def _openai_transport(kind: str, cause: BaseException, request: Any, mid_stream: bool) -> BaseException:
+def _openai_transport(
+    kind: str, cause: BaseException, request: Any, mid_stream: bool
+) -> BaseException:
     """The openai SDK wraps every transport failure, also one inside a stream."""
     import openai
 
-    error = openai.APITimeoutError(request) if kind == "timeout" else openai.APIConnectionError(request=request)
+    error = (
+        openai.APITimeoutError(request)
+        if kind == "timeout"
+        else openai.APIConnectionError(request=request)
+    )
     error.__cause__ = cause
     return error
 
 
-def _anthropic_transport(kind: str, cause: BaseException, request: Any, mid_stream: bool) -> BaseException:
+def _anthropic_transport(
+    kind: str, cause: BaseException, request: Any, mid_stream: bool
+) -> BaseException:
     """The anthropic SDK wraps a failure to get an answer; one inside a stream is httpx's own."""
     import anthropic
 
     if mid_stream or kind == "cut":
         return cause
-    error = anthropic.APITimeoutError(request) if kind == "timeout" else anthropic.APIConnectionError(request=request)
+    error = (
+        anthropic.APITimeoutError(request)
+        if kind == "timeout"
+        else anthropic.APIConnectionError(request=request)
+    )
     error.__cause__ = cause
     return error
 
 
-def _google_transport(kind: str, cause: BaseException, request: Any, mid_stream: bool) -> BaseException:
+def _google_transport(
+    kind: str, cause: BaseException, request: Any, mid_stream: bool
+) -> BaseException:
     """google-genai lets httpx's errors through, before and inside a stream."""
     return cause
 
 
-_TRANSPORT_ERRORS = {"openai": _openai_transport, "anthropic": _anthropic_transport, "google": _google_transport}
+_TRANSPORT_ERRORS = {
+    "openai": _openai_transport,
+    "anthropic": _anthropic_transport,
+    "google": _google_transport,
+}
 
 
 __all__ = [

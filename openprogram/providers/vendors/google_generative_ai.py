@@ -107,7 +107,13 @@ CITATION_KINDS = {
     "url_context_metadata": "urlContextMetadata",
 }
 _PRO_LEVELS = {"minimal": "LOW", "low": "LOW", "medium": "HIGH", "high": "HIGH", "xhigh": "HIGH"}
-_FLASH_LEVELS = {"minimal": "MINIMAL", "low": "LOW", "medium": "MEDIUM", "high": "HIGH", "xhigh": "HIGH"}
+_FLASH_LEVELS = {
+    "minimal": "MINIMAL",
+    "low": "LOW",
+    "medium": "MEDIUM",
+    "high": "HIGH",
+    "xhigh": "HIGH",
+}
 
 
 # ----------------------------------------------------------------------------- provider
@@ -228,7 +234,9 @@ def _model_parts(message: AssistantMessage, model: Model) -> list[dict[str, Any]
     is_gemini_3 = "gemini-3" in model.id.lower()
     own_api = message.api == GOOGLE_API
     # Gemini signs only the first of parallel calls: a signed turn goes back as it came.
-    signed = own_api and any(isinstance(b, ToolCall) and b.thought_signature for b in message.content)
+    signed = own_api and any(
+        isinstance(b, ToolCall) and b.thought_signature for b in message.content
+    )
     for block in message.content:
         if isinstance(block, TextContent):
             if not block.text.strip():
@@ -319,7 +327,9 @@ def convert_contents(context: Context, model: Model) -> list[dict[str, Any]]:
         elif isinstance(message, ToolResultMessage):
             parts = [_function_response_part(message, sent_ids)]
             if "image" in model.input:
-                parts.extend(_image_part(item) for item in message.content if isinstance(item, ImageContent))
+                parts.extend(
+                    _image_part(item) for item in message.content if isinstance(item, ImageContent)
+                )
             previous = contents[-1] if contents else None
             if (
                 previous is not None
@@ -349,11 +359,15 @@ def _thinking_config(model: Model, options: StreamOptions | None) -> dict[str, A
 def _tool_config(choice: str | dict[str, Any]) -> dict[str, Any]:
     if isinstance(choice, dict):
         return choice
-    mode = {"auto": "AUTO", "any": "ANY", "required": "ANY", "none": "NONE"}.get(choice.lower(), "AUTO")
+    mode = {"auto": "AUTO", "any": "ANY", "required": "ANY", "none": "NONE"}.get(
+        choice.lower(), "AUTO"
+    )
     return {"function_calling_config": {"mode": mode}}
 
 
-def build_request_body(model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
+def build_request_body(
+    model: Model, context: Context, options: StreamOptions | None
+) -> dict[str, Any]:
     """``{"model", "contents", "config"}`` in the SDK's (snake_case) form.
 
     ``options.extra_body`` holds wire-body fields (``generationConfig``, ``safetySettings``
@@ -431,7 +445,9 @@ class StreamTranslator(roles.StreamTranslator):
 
     def identify(self, chunk: Any) -> None:
         """Every chunk names the response and the model version that answers."""
-        self.assembler.set_response(getattr(chunk, "response_id", None), getattr(chunk, "model_version", None))
+        self.assembler.set_response(
+            getattr(chunk, "response_id", None), getattr(chunk, "model_version", None)
+        )
 
     def handle(self, chunk: Any) -> list[AssistantEvent]:
         events: list[AssistantEvent] = []
@@ -495,7 +511,9 @@ class StreamTranslator(roles.StreamTranslator):
         call = part.function_call
         name = call.name or ""
         self.calls += 1
-        call_id = call.id or normalize_tool_call_id(f"{name}_{self.response_id or 'call'}_{self.calls}")
+        call_id = call.id or normalize_tool_call_id(
+            f"{name}_{self.response_id or 'call'}_{self.calls}"
+        )
         index, start = self.assembler.begin_tool_call(call_id, name)
         self.assembler.set_tool_arguments(index, dict(call.args or {}))
         signature = _signature_text(part.thought_signature)
@@ -537,7 +555,9 @@ class StreamTranslator(roles.StreamTranslator):
         ours keeps ``input`` uncached and ``output`` everything generated, thoughts included
         (they are billed as output) and also counted as ``reasoning``. Prompt tokens of
         server-side tools (``toolUsePromptTokenCount``) are billed as input, so they are input."""
-        prompt = (metadata.prompt_token_count or 0) + (getattr(metadata, "tool_use_prompt_token_count", None) or 0)
+        prompt = (metadata.prompt_token_count or 0) + (
+            getattr(metadata, "tool_use_prompt_token_count", None) or 0
+        )
         cached = metadata.cached_content_token_count or 0
         thoughts = metadata.thoughts_token_count or 0
         self.assembler.set_usage(
@@ -560,7 +580,9 @@ class StreamTranslator(roles.StreamTranslator):
         if reason in _STOP_REASONS:
             return events + self.assembler.finish(_STOP_REASONS[reason])
         detail = f": {self.finish_message}" if self.finish_message else ""
-        return events + [self.assembler.fail(f"{LABEL}: generation stopped with finish reason {reason}{detail}")]
+        return events + [
+            self.assembler.fail(f"{LABEL}: generation stopped with finish reason {reason}{detail}")
+        ]
 
 
 class GeminiView(wire.JsonView):
@@ -601,7 +623,9 @@ class AnswerReader(roles.AnswerReader):
         for chunk in body if isinstance(body, list) else [body]:
             if isinstance(chunk, dict):
                 if isinstance(chunk.get("error"), dict):
-                    raise ConnectionError(chunk["error"].get("message") or "the stream reported an error")
+                    raise ConnectionError(
+                        chunk["error"].get("message") or "the stream reported an error"
+                    )
                 events.extend(self.translator.handle(GeminiView(chunk)))
         return events
 
@@ -614,7 +638,9 @@ def _server_part_text(kind: str, inner: dict[str, Any]) -> str | None:
     elif kind == "code_execution_result":
         text = inner.get("output")
     elif kind == "tool_call":
-        text = f"{inner.get('toolType') or 'tool'}({orjson.dumps(inner.get('args') or {}).decode()})"
+        text = (
+            f"{inner.get('toolType') or 'tool'}({orjson.dumps(inner.get('args') or {}).decode()})"
+        )
     else:
         text = orjson.dumps(inner["response"]).decode() if "response" in inner else None
     return text if isinstance(text, str) and text else None
@@ -631,7 +657,11 @@ def _citations_text(metadata: dict[str, Any]) -> str | None:
                 lines.append(" ".join(str(source[k]) for k in ("title", "uri") if source.get(k)))
     for entry in metadata.get("urlMetadata") or []:
         if isinstance(entry, dict):
-            lines.append(" ".join(str(entry[k]) for k in ("retrievedUrl", "urlRetrievalStatus") if entry.get(k)))
+            lines.append(
+                " ".join(
+                    str(entry[k]) for k in ("retrievedUrl", "urlRetrievalStatus") if entry.get(k)
+                )
+            )
     return "\n".join(line for line in lines if line) or None
 
 
@@ -666,7 +696,9 @@ def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> 
     Raises :class:`~.wire.WireRequestError` for what ours cannot hold."""
     wire.check_depth(body)
     if not model_id:
-        raise wire.WireRequestError("the model is named in the path: /v1beta/models/MODEL:generateContent")
+        raise wire.WireRequestError(
+            "the model is named in the path: /v1beta/models/MODEL:generateContent"
+        )
     body = camel_case_fields(body)
     name = model_id.removeprefix("models/")
     model = Model(id=name, api=GOOGLE_API, provider=LABEL, input=["text", "image"])
@@ -677,12 +709,20 @@ def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> 
         tools=_parse_tools(tools),
     )
     generation = dict(wire.field(body, "generationConfig", dict, "body", {}))
-    typed = {ours: generation.pop(theirs) for theirs, ours in _TYPED_GENERATION.items() if theirs in generation}
+    typed = {
+        ours: generation.pop(theirs)
+        for theirs, ours in _TYPED_GENERATION.items()
+        if theirs in generation
+    }
     options = SimpleStreamOptions(
         temperature=wire.field(typed, "temperature", (int, float), "generationConfig"),
         max_tokens=wire.field(typed, "max_tokens", int, "generationConfig"),
     )
-    extra = {key: value for key, value in body.items() if key not in ("contents", "systemInstruction", "tools", "generationConfig")}
+    extra = {
+        key: value
+        for key, value in body.items()
+        if key not in ("contents", "systemInstruction", "tools", "generationConfig")
+    }
     if generation:
         extra["generationConfig"] = generation
     if tools and tools != _wire_tools(context.tools):
@@ -693,7 +733,15 @@ def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> 
 #: Fields whose value is the caller's own data (a tool's arguments and result, a schema): its
 #: keys are never renamed.
 _DATA_FIELDS = frozenset(
-    {"args", "response", "parameters", "parametersJsonSchema", "responseSchema", "responseJsonSchema", "partialArgs"}
+    {
+        "args",
+        "response",
+        "parameters",
+        "parametersJsonSchema",
+        "responseSchema",
+        "responseJsonSchema",
+        "partialArgs",
+    }
 )
 
 
@@ -719,7 +767,9 @@ def _system_text(instruction: dict[str, Any] | str | None) -> str | None:
         return instruction or None
     texts = [
         wire.required(part, "text", str, f"systemInstruction.parts[{position}]")
-        for position, part in enumerate(wire.field(instruction, "parts", list, "systemInstruction", []))
+        for position, part in enumerate(
+            wire.field(instruction, "parts", list, "systemInstruction", [])
+        )
     ]
     return "\n\n".join(texts) or None
 
@@ -729,7 +779,12 @@ def _wire_tools(tools: list[Tool] | None) -> list[dict[str, Any]] | None:
     if not tools:
         return None
     declarations = [
-        {"description": tool.description, "name": tool.name, "parametersJsonSchema": tool.parameters} for tool in tools
+        {
+            "description": tool.description,
+            "name": tool.name,
+            "parametersJsonSchema": tool.parameters,
+        }
+        for tool in tools
     ]
     return [{"functionDeclarations": declarations}]
 
@@ -737,11 +792,17 @@ def _wire_tools(tools: list[Tool] | None) -> list[dict[str, Any]] | None:
 def _parse_tools(tools: list[Any] | None) -> list[Tool] | None:
     parsed = []
     for position, tool in enumerate(tools or []):
-        for number, declaration in enumerate(wire.field(tool, "functionDeclarations", list, f"tools[{position}]", [])):
+        for number, declaration in enumerate(
+            wire.field(tool, "functionDeclarations", list, f"tools[{position}]", [])
+        ):
             where = f"tools[{position}].functionDeclarations[{number}]"
-            schema = declaration.get("parametersJsonSchema") if isinstance(declaration, dict) else None
+            schema = (
+                declaration.get("parametersJsonSchema") if isinstance(declaration, dict) else None
+            )
             if schema is None and isinstance(declaration, dict):
-                schema = declaration.get("parameters")  # an OpenAPI schema: the list is carried whole
+                schema = declaration.get(
+                    "parameters"
+                )  # an OpenAPI schema: the list is carried whole
             parsed.append(
                 Tool(
                     name=wire.required(declaration, "name", str, where),
@@ -781,7 +842,9 @@ def _parse_contents(contents: list[Any], model: Model) -> list[Any]:
             elif "inlineData" in part:
                 user.append(_inline_image(part, here))
             elif "functionResponse" in part:
-                parsed.append(_function_result(part["functionResponse"], f"{here}.functionResponse", pending))
+                parsed.append(
+                    _function_result(part["functionResponse"], f"{here}.functionResponse", pending)
+                )
             else:  # a file by URI, a video ...: kept as sent
                 user.append(wire.raw_part(GOOGLE_API, part, here))
         if user:
@@ -835,7 +898,11 @@ def _parse_model_turn(parts: list[Any], where: str, model: Model, turn: int) -> 
         elif server_kind is not None:
             inner = part[SERVER_PARTS[server_kind]]
             text = _server_part_text(server_kind, inner if isinstance(inner, dict) else {})
-            blocks.append(ServerToolContent(vendor=LABEL, api=GOOGLE_API, kind=server_kind, payload=dict(part), text=text))
+            blocks.append(
+                ServerToolContent(
+                    vendor=LABEL, api=GOOGLE_API, kind=server_kind, payload=dict(part), text=text
+                )
+            )
         elif "text" in part:
             text = wire.required(part, "text", str, here)
             if part.get("thought"):
@@ -844,7 +911,13 @@ def _parse_model_turn(parts: list[Any], where: str, model: Model, turn: int) -> 
                 blocks.append(TextContent(text=text, text_signature=signature))
         else:
             raise wire.unsupported(f"model part with {wire.shown_names(part)}", here)
-    return AssistantMessage(content=blocks, api=GOOGLE_API, provider=model.provider, model=model.id, timestamp=wire.WIRE_TIMESTAMP)
+    return AssistantMessage(
+        content=blocks,
+        api=GOOGLE_API,
+        provider=model.provider,
+        model=model.id,
+        timestamp=wire.WIRE_TIMESTAMP,
+    )
 
 
 # ----------------------------------------------------------------------------- outbound: to a client
@@ -896,7 +969,11 @@ def _block_part(block: Any) -> dict[str, Any] | None:
         return part
     if isinstance(block, ToolCall):
         return _call_part(block)
-    if isinstance(block, ServerToolContent) and block.api == GOOGLE_API and block.kind in SERVER_PARTS:
+    if (
+        isinstance(block, ServerToolContent)
+        and block.api == GOOGLE_API
+        and block.kind in SERVER_PARTS
+    ):
         return dict(block.payload)
     return None
 
@@ -905,7 +982,11 @@ def _citations(message: AssistantMessage) -> dict[str, Any]:
     """The candidate's grounding metadata, from its citation blocks."""
     found: dict[str, Any] = {}
     for block in message.content:
-        if isinstance(block, ServerToolContent) and block.api == GOOGLE_API and block.kind in CITATION_KINDS:
+        if (
+            isinstance(block, ServerToolContent)
+            and block.api == GOOGLE_API
+            and block.kind in CITATION_KINDS
+        ):
             found.update(block.payload)
     return found
 
@@ -949,7 +1030,11 @@ class StreamEncoder(roles.StreamEncoder):
         return wire.sse_frame(error_body(500, message.error_message or "the call failed"))
 
     def _on_done(self, event: EventDone, message: AssistantMessage) -> bytes:
-        candidate = _candidate(self._server_parts(message), finishReason=_FINISH_REASONS[event.reason], **_citations(message))
+        candidate = _candidate(
+            self._server_parts(message),
+            finishReason=_FINISH_REASONS[event.reason],
+            **_citations(message),
+        )
         return self._chunk(message, candidate, usageMetadata=usage_body(message.usage))
 
     def _on_text_delta(self, event: EventTextDelta, message: AssistantMessage) -> bytes:
@@ -959,10 +1044,14 @@ class StreamEncoder(roles.StreamEncoder):
         return self._parts_chunk(message, [{"text": event.delta, "thought": True}])
 
     def _on_text_end(self, event: EventTextEnd, message: AssistantMessage) -> bytes:
-        return self._parts_chunk(message, _signature_parts(message.content[event.content_index], thought=False))
+        return self._parts_chunk(
+            message, _signature_parts(message.content[event.content_index], thought=False)
+        )
 
     def _on_thinking_end(self, event: EventThinkingEnd, message: AssistantMessage) -> bytes:
-        return self._parts_chunk(message, _signature_parts(message.content[event.content_index], thought=True))
+        return self._parts_chunk(
+            message, _signature_parts(message.content[event.content_index], thought=True)
+        )
 
     def _on_toolcall_end(self, event: EventToolCallEnd, message: AssistantMessage) -> bytes:
         return self._parts_chunk(message, [_call_part(event.tool_call)])
@@ -972,7 +1061,11 @@ class StreamEncoder(roles.StreamEncoder):
         return self._parts_chunk(message, [])
 
     def _server_parts(self, message: AssistantMessage) -> list[dict[str, Any]]:
-        return [dict(block.payload) for _, block in self.server.new_blocks(message) if block.kind in SERVER_PARTS]
+        return [
+            dict(block.payload)
+            for _, block in self.server.new_blocks(message)
+            if block.kind in SERVER_PARTS
+        ]
 
     def _parts_chunk(self, message: AssistantMessage, parts: list[dict[str, Any]]) -> bytes:
         """A chunk of the new server parts and ``parts`` (nothing when there are none)."""
@@ -981,13 +1074,20 @@ class StreamEncoder(roles.StreamEncoder):
 
     def _chunk(self, message: AssistantMessage, candidate: dict[str, Any], **fields: Any) -> bytes:
         if self.names is None:
-            self.names = {"modelVersion": wire.answer_model(message), "responseId": wire.answer_id("", message)}
+            self.names = {
+                "modelVersion": wire.answer_model(message),
+                "responseId": wire.answer_id("", message),
+            }
         return wire.sse_frame({"candidates": [candidate], **fields, **self.names})
 
 
 def _signature_parts(block: Any, *, thought: bool) -> list[dict[str, Any]]:
     """A block's signature on an empty part of its kind, sent at its end (none without one)."""
-    signature = block.text_signature if isinstance(block, TextContent) else getattr(block, "thinking_signature", None)
+    signature = (
+        block.text_signature
+        if isinstance(block, TextContent)
+        else getattr(block, "thinking_signature", None)
+    )
     if not signature:
         return []
     part: dict[str, Any] = {"text": "", "thoughtSignature": signature}

@@ -135,12 +135,18 @@ def reasoning_effort(model: Model, options: StreamOptions | None) -> str | None:
     return level
 
 
-def split_usage(prompt_tokens: int, details: Any, output_tokens: int, output_details: Any = None) -> Usage:
+def split_usage(
+    prompt_tokens: int, details: Any, output_tokens: int, output_details: Any = None
+) -> Usage:
     """OpenAI counts cached and cache-written tokens inside the prompt total (in both APIs, in
     a details object); they are split out so that each is priced at its own rate. Reasoning
     tokens (``output_details.reasoning_tokens``) are counted inside the output total, and so
     are ours."""
-    reasoning_tokens = (getattr(output_details, "reasoning_tokens", None) or 0) if output_details is not None else 0
+    reasoning_tokens = (
+        (getattr(output_details, "reasoning_tokens", None) or 0)
+        if output_details is not None
+        else 0
+    )
     cached = (getattr(details, "cached_tokens", None) or 0) if details is not None else 0
     written = (getattr(details, "cache_write_tokens", None) or 0) if details is not None else 0
     cached = min(cached, prompt_tokens)
@@ -182,14 +188,18 @@ class OpenAIProviderBase(AssembledProvider):
 
     api: str = ""
 
-    def __init__(self, *, max_retries: int = DEFAULT_MAX_RETRIES, timestamp: int | None = None) -> None:
+    def __init__(
+        self, *, max_retries: int = DEFAULT_MAX_RETRIES, timestamp: int | None = None
+    ) -> None:
         # ``timestamp`` fixes the assistant message timestamp, for deterministic tests.
         self.max_retries = max_retries
         self.timestamp = timestamp
 
     # ------------------------------------------------------------------ to override
 
-    def build_request_body(self, model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
+    def build_request_body(
+        self, model: Model, context: Context, options: StreamOptions | None
+    ) -> dict[str, Any]:
         raise NotImplementedError
 
     async def open_stream(self, client: Any, body: dict[str, Any]) -> Any:

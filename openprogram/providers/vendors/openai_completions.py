@@ -82,7 +82,12 @@ REASONING_FIELDS = ("reasoning_content", "reasoning", "reasoning_text")
 #: follow this prefix, and go back whole in the same field on the next turn.
 DETAILS_SIGNATURE = "reasoning_details:"
 
-_STOP_REASONS = {"stop": "stop", "length": "length", "tool_calls": "toolUse", "function_call": "toolUse"}
+_STOP_REASONS = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "toolUse",
+    "function_call": "toolUse",
+}
 
 
 # --------------------------------------------------------------------------- request
@@ -139,7 +144,7 @@ def _reasoning_details(message: AssistantMessage) -> list[dict[str, Any]]:
         signature = block.thinking_signature if isinstance(block, ThinkingContent) else None
         if signature and signature.startswith(DETAILS_SIGNATURE):
             try:
-                items.extend(orjson.loads(signature[len(DETAILS_SIGNATURE):]))
+                items.extend(orjson.loads(signature[len(DETAILS_SIGNATURE) :]))
             except (orjson.JSONDecodeError, TypeError):
                 continue
     return items
@@ -161,13 +166,19 @@ def convert_messages(model: Model, context: Context) -> list[dict[str, Any]]:
         developer = compat_flag(
             model, "supports_developer_role", model.reasoning and model.provider == "openai"
         )
-        wire.append({"role": "developer" if developer else "system", "content": context.system_prompt})
+        wire.append(
+            {"role": "developer" if developer else "system", "content": context.system_prompt}
+        )
     pending_images: list[ImageContent] = []
 
     def flush_images() -> None:
         if pending_images:
-            parts: list[dict[str, Any]] = [{"type": "text", "text": "Attached image(s) from tool result:"}]
-            parts += [{"type": "image_url", "image_url": {"url": data_url(i)}} for i in pending_images]
+            parts: list[dict[str, Any]] = [
+                {"type": "text", "text": "Attached image(s) from tool result:"}
+            ]
+            parts += [
+                {"type": "image_url", "image_url": {"url": data_url(i)}} for i in pending_images
+            ]
             wire.append({"role": "user", "content": parts})
             pending_images.clear()
 
@@ -196,7 +207,9 @@ def convert_messages(model: Model, context: Context) -> list[dict[str, Any]]:
     return wire
 
 
-def build_request_body(model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
+def build_request_body(
+    model: Model, context: Context, options: StreamOptions | None
+) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model.id,
         "messages": convert_messages(model, context),
@@ -213,7 +226,11 @@ def build_request_body(model: Model, context: Context, options: StreamOptions | 
         body["tools"] = [
             {
                 "type": "function",
-                "function": {"name": t.name, "description": t.description, "parameters": t.parameters},
+                "function": {
+                    "name": t.name,
+                    "description": t.description,
+                    "parameters": t.parameters,
+                },
             }
             for t in context.tools
         ]
@@ -297,7 +314,12 @@ class StreamTranslator(roles.StreamTranslator):
             items = _extra(delta, kind)
             for position, item in enumerate(items if isinstance(items, list) else []):
                 if isinstance(item, dict):
-                    key = (kind, item.get("index", position) if kind == "executed_tools" else len(self.server_items))
+                    key = (
+                        kind,
+                        item.get("index", position)
+                        if kind == "executed_tools"
+                        else len(self.server_items),
+                    )
                     self.server_items[key] = {**self.server_items.get(key, {}), **item}
 
     def _text(self, text: str) -> Iterator[AssistantEvent]:
@@ -340,7 +362,11 @@ class StreamTranslator(roles.StreamTranslator):
                 inner = part.get("thinking")
                 pieces = inner if isinstance(inner, list) else [{"type": "text", "text": inner}]
                 for piece in pieces:
-                    if isinstance(piece, dict) and isinstance(piece.get("text"), str) and piece["text"]:
+                    if (
+                        isinstance(piece, dict)
+                        and isinstance(piece.get("text"), str)
+                        and piece["text"]
+                    ):
                         yield from self._thinking(piece["text"], None)
 
     def _on_tool_call(self, call: Any) -> Iterator[AssistantEvent]:
@@ -363,7 +389,9 @@ class StreamTranslator(roles.StreamTranslator):
         if arguments:
             yield self.assembler.append_tool_arguments(index, arguments)
 
-    def _begin(self, key: tuple[str, int | None], *, tool: tuple[str, str] | None = None) -> Iterator[AssistantEvent]:
+    def _begin(
+        self, key: tuple[str, int | None], *, tool: tuple[str, str] | None = None
+    ) -> Iterator[AssistantEvent]:
         yield from self.assembler.close_open_blocks()
         self.current = key
         event: AssistantEvent
@@ -387,7 +415,9 @@ class StreamTranslator(roles.StreamTranslator):
                 "the answer is incomplete"
             )
         if reason == "content_filter":
-            raise OpenAIStreamError("the response was stopped by the content filter (finish_reason content_filter)")
+            raise OpenAIStreamError(
+                "the response was stopped by the content filter (finish_reason content_filter)"
+            )
         events = self.assembler.close_open_blocks()
         self._add_server_tools()
         return events + self.assembler.finish(_STOP_REASONS.get(reason or "stop", "stop"))
@@ -397,7 +427,11 @@ class StreamTranslator(roles.StreamTranslator):
         for (kind, _), item in self.server_items.items():
             self.assembler.add_server_tool(
                 ServerToolContent(
-                    vendor=model.provider, api=API, kind=kind, payload=item, text=_server_tool_text(kind, item)
+                    vendor=model.provider,
+                    api=API,
+                    kind=kind,
+                    payload=item,
+                    text=_server_tool_text(kind, item),
                 )
             )
 
@@ -420,7 +454,11 @@ class AnswerReader(roles.AnswerReader):
 
     def body(self, body: Any) -> list[AssistantEvent]:
         self.translator.saw_done = True
-        return self.translator.handle(wire.JsonView(_completion_as_chunk(body))) if isinstance(body, dict) else []
+        return (
+            self.translator.handle(wire.JsonView(_completion_as_chunk(body)))
+            if isinstance(body, dict)
+            else []
+        )
 
 
 def _completion_as_chunk(body: dict[str, Any]) -> dict[str, Any]:
@@ -433,7 +471,11 @@ def _completion_as_chunk(body: dict[str, Any]) -> dict[str, Any]:
         delta = dict(choice.get("message") or {})
         calls = delta.get("tool_calls")
         if isinstance(calls, list):
-            delta["tool_calls"] = [{**call, "index": position} for position, call in enumerate(calls) if isinstance(call, dict)]
+            delta["tool_calls"] = [
+                {**call, "index": position}
+                for position, call in enumerate(calls)
+                if isinstance(call, dict)
+            ]
         choices.append({**choice, "delta": delta})
     return {**body, "choices": choices}
 
@@ -483,7 +525,9 @@ def _groq_usage(chunk: Any) -> Any:
             prompt_tokens=usage.get("prompt_tokens"),
             completion_tokens=usage.get("completion_tokens"),
             prompt_tokens_details=SimpleNamespace(**details) if isinstance(details, dict) else None,
-            completion_tokens_details=SimpleNamespace(**output_details) if isinstance(output_details, dict) else None,
+            completion_tokens_details=SimpleNamespace(**output_details)
+            if isinstance(output_details, dict)
+            else None,
         )
     return usage
 
@@ -493,7 +537,9 @@ class OpenAICompletionsProvider(OpenAIProviderBase):
 
     api = API
 
-    def build_request_body(self, model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
+    def build_request_body(
+        self, model: Model, context: Context, options: StreamOptions | None
+    ) -> dict[str, Any]:
         return build_request_body(model, context, options)
 
     async def open_stream(self, client: Any, body: dict[str, Any]) -> Any:
@@ -541,7 +587,11 @@ def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> 
     wire.check_depth(body)
     messages = wire.required(body, "messages", list, "body")
     name = model_id or wire.required(body, "model", str, "body")
-    max_field = "max_tokens" if "max_tokens" in body and "max_completion_tokens" not in body else "max_completion_tokens"
+    max_field = (
+        "max_tokens"
+        if "max_tokens" in body and "max_completion_tokens" not in body
+        else "max_completion_tokens"
+    )
     system, start = wire.leading_system(messages, "messages", ("text",))
     model = Model(
         id=name,
@@ -550,7 +600,9 @@ def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> 
         input=["text", "image"],
         compat={
             "max_tokens_field": max_field,
-            "supports_developer_role": bool(messages) and isinstance(messages[0], dict) and messages[0].get("role") == "developer",
+            "supports_developer_role": bool(messages)
+            and isinstance(messages[0], dict)
+            and messages[0].get("role") == "developer",
         },
     )
     context = Context(
@@ -571,7 +623,11 @@ def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> 
 def _image_part(part: dict[str, Any], where: str) -> UserContent:
     """An image sent as a ``data:`` URL; one sent by address (which the vendor fetches) is kept
     as the client sent it."""
-    url = (part.get("image_url") or {}).get("url") if isinstance(part.get("image_url"), dict) else None
+    url = (
+        (part.get("image_url") or {}).get("url")
+        if isinstance(part.get("image_url"), dict)
+        else None
+    )
     if not isinstance(url, str) or not url.startswith("data:") or ";base64," not in url:
         return wire.raw_part(API, part, where)
     head, data = url.split(",", 1)
@@ -603,7 +659,12 @@ def _parse_messages(messages: list[Any], start: int, model: Model) -> list[Messa
         message, where = messages[position], f"messages[{position}]"
         role = wire.required(message, "role", str, where)
         if role == "user":
-            parsed.append(UserMessage(content=_user_content(message.get("content"), f"{where}.content"), timestamp=wire.WIRE_TIMESTAMP))
+            parsed.append(
+                UserMessage(
+                    content=_user_content(message.get("content"), f"{where}.content"),
+                    timestamp=wire.WIRE_TIMESTAMP,
+                )
+            )
         elif role == "assistant":
             assistant = _parse_assistant(message, where, model)
             names.update((b.id, b.name) for b in assistant.content if isinstance(b, ToolCall))
@@ -633,9 +694,15 @@ def _parse_assistant(message: dict[str, Any], where: str, model: Model) -> Assis
     details = wire.field(message, "reasoning_details", list, where)
     if details:
         text = "".join(
-            str(item.get("text") or "") for item in details if isinstance(item, dict) and item.get("type") == "reasoning.text"
+            str(item.get("text") or "")
+            for item in details
+            if isinstance(item, dict) and item.get("type") == "reasoning.text"
         )
-        content.append(ThinkingContent(thinking=text, thinking_signature=DETAILS_SIGNATURE + orjson.dumps(details).decode()))
+        content.append(
+            ThinkingContent(
+                thinking=text, thinking_signature=DETAILS_SIGNATURE + orjson.dumps(details).decode()
+            )
+        )
     for name in REASONING_FIELDS:
         reasoning = wire.field(message, name, str, where)
         if reasoning:
@@ -651,11 +718,17 @@ def _parse_assistant(message: dict[str, Any], where: str, model: Model) -> Assis
             ToolCall(
                 id=wire.required(call, "id", str, here),
                 name=wire.required(function, "name", str, f"{here}.function"),
-                arguments=wire.json_arguments(function.get("arguments") or "", f"{here}.function.arguments"),
+                arguments=wire.json_arguments(
+                    function.get("arguments") or "", f"{here}.function.arguments"
+                ),
             )
         )
     return AssistantMessage(
-        content=content, api=API, provider=model.provider, model=model.id, timestamp=wire.WIRE_TIMESTAMP
+        content=content,
+        api=API,
+        provider=model.provider,
+        model=model.id,
+        timestamp=wire.WIRE_TIMESTAMP,
     )
 
 
@@ -664,14 +737,22 @@ def _parse_tools(tools: list[Any] | None) -> list[Tool] | None:
         return None
     parsed = []
     for position, tool in enumerate(tools):
-        function = tool.get("function") if isinstance(tool, dict) and tool.get("type") == "function" else None
+        function = (
+            tool.get("function")
+            if isinstance(tool, dict) and tool.get("type") == "function"
+            else None
+        )
         if not isinstance(function, dict):
             continue  # carried whole in extra_body: the rebuilt tools differ from the client's
         parsed.append(
             Tool(
                 name=wire.required(function, "name", str, f"tools[{position}].function"),
-                description=wire.field(function, "description", str, f"tools[{position}].function", ""),
-                parameters=wire.field(function, "parameters", dict, f"tools[{position}].function", {}),
+                description=wire.field(
+                    function, "description", str, f"tools[{position}].function", ""
+                ),
+                parameters=wire.field(
+                    function, "parameters", dict, f"tools[{position}].function", {}
+                ),
             )
         )
     return parsed or None
@@ -773,14 +854,27 @@ class StreamEncoder(roles.StreamEncoder):
     def _on_thinking_end(self, event: EventThinkingEnd, message: AssistantMessage) -> bytes:
         block = message.content[event.content_index]
         assert isinstance(block, ThinkingContent)
-        return self._chunk(_unstreamed_reasoning(block)) if block.thinking_signature not in REASONING_FIELDS else b""
+        return (
+            self._chunk(_unstreamed_reasoning(block))
+            if block.thinking_signature not in REASONING_FIELDS
+            else b""
+        )
 
     def _on_toolcall_start(self, event: EventToolCallStart, message: AssistantMessage) -> bytes:
         call = message.content[event.content_index]
         assert isinstance(call, ToolCall)
         position = self.tools[event.content_index] = len(self.tools)
         return self._chunk(
-            {"tool_calls": [{"index": position, "id": call.id, "type": "function", "function": {"name": call.name, "arguments": ""}}]}
+            {
+                "tool_calls": [
+                    {
+                        "index": position,
+                        "id": call.id,
+                        "type": "function",
+                        "function": {"name": call.name, "arguments": ""},
+                    }
+                ]
+            }
         )
 
     def _on_toolcall_delta(self, event: EventToolCallDelta, message: AssistantMessage) -> bytes:
@@ -791,17 +885,26 @@ class StreamEncoder(roles.StreamEncoder):
         if event.content_index in self.arguments_sent or not event.tool_call.arguments:
             return b""
         # arguments that came whole (no deltas) still reach the client
-        return self._tool_arguments(event.content_index, orjson.dumps(event.tool_call.arguments).decode())
+        return self._tool_arguments(
+            event.content_index, orjson.dumps(event.tool_call.arguments).decode()
+        )
 
     def _on_done(self, event: EventDone, message: AssistantMessage) -> bytes:
         return self._finish(event.message, _FINISH_REASONS[event.reason])
 
     def _on_error(self, event: EventError, message: AssistantMessage) -> bytes:
-        error = {"message": event.error.error_message or "the call failed", "type": "server_error", "param": None, "code": None}
+        error = {
+            "message": event.error.error_message or "the call failed",
+            "type": "server_error",
+            "param": None,
+            "code": None,
+        }
         return wire.sse_frame({"error": error})
 
     def _tool_arguments(self, index: int, text: str) -> bytes:
-        return self._chunk({"tool_calls": [{"index": self.tools[index], "function": {"arguments": text}}]})
+        return self._chunk(
+            {"tool_calls": [{"index": self.tools[index], "function": {"arguments": text}}]}
+        )
 
     def _chunk(self, delta: dict[str, Any], finish_reason: str | None = None) -> bytes:
         choice = {"index": 0, "delta": delta, "finish_reason": finish_reason}
@@ -814,7 +917,11 @@ class StreamEncoder(roles.StreamEncoder):
             frames.append(self._chunk(dict(server)))
         frames.append(self._chunk({}, finish_reason))
         if self.include_usage:
-            frames.append(wire.sse_frame({**(self.head or {}), "choices": [], "usage": usage_body(message.usage)}))
+            frames.append(
+                wire.sse_frame(
+                    {**(self.head or {}), "choices": [], "usage": usage_body(message.usage)}
+                )
+            )
         frames.append(b"data: [DONE]\n\n")
         return b"".join(frames)
 
@@ -835,7 +942,11 @@ def response_body(message: AssistantMessage, request_body: dict[str, Any]) -> di
     calls = [b for b in message.content if isinstance(b, ToolCall)]
     if calls:
         wire_message["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": orjson.dumps(c.arguments).decode()}}
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": orjson.dumps(c.arguments).decode()},
+            }
             for c in calls
         ]
     wire_message.update(_server_items(message))
@@ -845,7 +956,14 @@ def response_body(message: AssistantMessage, request_body: dict[str, Any]) -> di
         "object": "chat.completion",
         "created": message.timestamp // 1000,
         "model": wire.answer_model(message),
-        "choices": [{"index": 0, "message": wire_message, "logprobs": None, "finish_reason": _FINISH_REASONS[reason]}],
+        "choices": [
+            {
+                "index": 0,
+                "message": wire_message,
+                "logprobs": None,
+                "finish_reason": _FINISH_REASONS[reason],
+            }
+        ],
         "usage": usage_body(message.usage),
     }
 

@@ -216,7 +216,9 @@ def _tool_output(message: ToolResultMessage, model: Model) -> dict[str, Any]:
         output = _input_parts(list(message.content), model)
     elif images:
         output = [{"type": "input_text", "text": text}] if text else []
-        output += [{"type": "input_image", "detail": "auto", "image_url": data_url(i)} for i in images]
+        output += [
+            {"type": "input_image", "detail": "auto", "image_url": data_url(i)} for i in images
+        ]
     return {"type": "function_call_output", "call_id": call_id, "output": output}
 
 
@@ -225,7 +227,9 @@ def convert_input(model: Model, context: Context) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     if context.system_prompt:
         developer = compat_flag(model, "supports_developer_role", model.reasoning)
-        items.append({"role": "developer" if developer else "system", "content": context.system_prompt})
+        items.append(
+            {"role": "developer" if developer else "system", "content": context.system_prompt}
+        )
     for message in prepare_messages(context.messages, model):
         raw = wire.raw_message_of(message, API)
         if raw is not None:
@@ -243,7 +247,9 @@ def convert_input(model: Model, context: Context) -> list[dict[str, Any]]:
     return items
 
 
-def build_request_body(model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
+def build_request_body(
+    model: Model, context: Context, options: StreamOptions | None
+) -> dict[str, Any]:
     body: dict[str, Any] = {
         "model": model.id,
         "input": convert_input(model, context),
@@ -284,7 +290,9 @@ def build_request_body(model: Model, context: Context, options: StreamOptions | 
 def _failure_message(error: Any, fallback: str) -> str:
     if error is None:
         return fallback
-    message = getattr(error, "message", None) or (error.get("message") if isinstance(error, dict) else None)
+    message = getattr(error, "message", None) or (
+        error.get("message") if isinstance(error, dict) else None
+    )
     code = getattr(error, "code", None) or (error.get("code") if isinstance(error, dict) else None)
     text = message or fallback
     return f"{text} (code {code})" if code else text
@@ -307,7 +315,9 @@ class StreamTranslator(roles.StreamTranslator):
         model version that answers."""
         response = getattr(event, "response", None)
         if response is not None:
-            self.assembler.set_response(getattr(response, "id", None), getattr(response, "model", None))
+            self.assembler.set_response(
+                getattr(response, "id", None), getattr(response, "model", None)
+            )
 
     # ------------------------------------------------------------------ items
 
@@ -372,10 +382,14 @@ class StreamTranslator(roles.StreamTranslator):
             self.assembler.set_text_signature(index, item.id)
             yield self.assembler.end_text(index)
             annotations = [
-                as_plain_dict(a) for part in item.content or [] for a in getattr(part, "annotations", None) or []
+                as_plain_dict(a)
+                for part in item.content or []
+                for a in getattr(part, "annotations", None) or []
             ]
             if annotations:
-                text = "\n".join(" ".join(str(a[k]) for k in ("title", "url") if a.get(k)) for a in annotations)
+                text = "\n".join(
+                    " ".join(str(a[k]) for k in ("title", "url") if a.get(k)) for a in annotations
+                )
                 self._add(ANNOTATIONS, {ANNOTATIONS: annotations}, text or None)
         elif item.type == "function_call":
             if item.arguments and item.arguments != self.arguments.get(item.id):
@@ -489,7 +503,9 @@ class StreamTranslator(roles.StreamTranslator):
             )
         status = getattr(response, "status", None) or "completed"
         if status in ("failed", "cancelled"):
-            raise OpenAIStreamError(_failure_message(response.error, f"the response ended with status {status}"))
+            raise OpenAIStreamError(
+                _failure_message(response.error, f"the response ended with status {status}")
+            )
         yield from self.assembler.finish(_STOP_REASONS.get(status, "stop"))
 
     _on_response_incomplete = _on_response_completed
@@ -512,10 +528,14 @@ class AnswerReader(roles.AnswerReader):
     def body(self, body: Any) -> list[AssistantEvent]:
         if not isinstance(body, dict):
             return []
-        return self.translator.handle(wire.JsonView({"type": "response.completed", "response": body}))
+        return self.translator.handle(
+            wire.JsonView({"type": "response.completed", "response": body})
+        )
 
     def incomplete(self) -> Exception:
-        return OpenAIStreamError("the stream ended before response.completed; the answer is incomplete")
+        return OpenAIStreamError(
+            "the stream ended before response.completed; the answer is incomplete"
+        )
 
 
 def is_server_item(item: dict[str, Any]) -> bool:
@@ -541,7 +561,9 @@ def _server_item_text(item: dict[str, Any]) -> str | None:
     ]
     tools = [t for t in item.get("tools") or [] if isinstance(t, dict)]
     if tools:  # mcp_list_tools, tool_search_output: the tools now available
-        names = ", ".join(str(t.get("name") or t.get("server_label") or t.get("type")) for t in tools)
+        names = ", ".join(
+            str(t.get("name") or t.get("server_label") or t.get("type")) for t in tools
+        )
         label = item.get("server_label")
         pieces.append(f"{label}: {names}" if label else names)
     for output in item.get("outputs") or []:
@@ -558,7 +580,9 @@ class OpenAIResponsesProvider(OpenAIProviderBase):
 
     api = API
 
-    def build_request_body(self, model: Model, context: Context, options: StreamOptions | None) -> dict[str, Any]:
+    def build_request_body(
+        self, model: Model, context: Context, options: StreamOptions | None
+    ) -> dict[str, Any]:
         return build_request_body(model, context, options)
 
     async def open_stream(self, client: Any, body: dict[str, Any]) -> Any:
@@ -589,7 +613,11 @@ def parse_request_body(body: dict[str, Any], *, model_id: str | None = None) -> 
     wire.check_depth(body)
     name = model_id or wire.required(body, "model", str, "body")
     raw = body.get("input")
-    items: list[Any] = [{"role": "user", "content": raw}] if isinstance(raw, str) else wire.required(body, "input", list, "body")
+    items: list[Any] = (
+        [{"role": "user", "content": raw}]
+        if isinstance(raw, str)
+        else wire.required(body, "input", list, "body")
+    )
     system, start = wire.leading_system(items, "input", ("input_text",))
     first_role = items[0].get("role") if items and isinstance(items[0], dict) else None
     model = Model(
@@ -657,7 +685,11 @@ def _parse_items(items: list[Any], start: int, model: Model) -> list[Any]:
         if turn:
             messages.append(
                 AssistantMessage(
-                    content=list(turn), api=API, provider=model.provider, model=model.id, timestamp=wire.WIRE_TIMESTAMP
+                    content=list(turn),
+                    api=API,
+                    provider=model.provider,
+                    model=model.id,
+                    timestamp=wire.WIRE_TIMESTAMP,
                 )
             )
             turn.clear()
@@ -674,26 +706,44 @@ def _parse_items(items: list[Any], start: int, model: Model) -> list[Any]:
         close_turn()
         kind, role = item.get("type"), item.get("role")
         if role == "user" and kind in (None, "message"):
-            messages.append(UserMessage(content=_user_content(item.get("content"), f"{where}.content"), timestamp=wire.WIRE_TIMESTAMP))
+            messages.append(
+                UserMessage(
+                    content=_user_content(item.get("content"), f"{where}.content"),
+                    timestamp=wire.WIRE_TIMESTAMP,
+                )
+            )
         elif kind == "function_call_output":
             call_id = wire.required(item, "call_id", str, where)
             ours, tool = call_ids.get(call_id, (call_id, ""))
             output = item.get("output")
             content: list[UserContent] = (
-                [TextContent(text=output)] if isinstance(output, str) else _user_content(output, f"{where}.output")
+                [TextContent(text=output)]
+                if isinstance(output, str)
+                else _user_content(output, f"{where}.output")
             )
-            messages.append(ToolResultMessage(tool_call_id=ours, tool_name=tool, content=content, timestamp=wire.WIRE_TIMESTAMP))
+            messages.append(
+                ToolResultMessage(
+                    tool_call_id=ours,
+                    tool_name=tool,
+                    content=content,
+                    timestamp=wire.WIRE_TIMESTAMP,
+                )
+            )
         else:  # a system message after the conversation started, an item_reference ...: kept as sent
             messages.append(wire.raw_message(API, item, where))
     close_turn()
     return messages
 
 
-def _assistant_blocks(item: dict[str, Any], where: str, call_ids: dict[str, tuple[str, str]]) -> list[Any]:
+def _assistant_blocks(
+    item: dict[str, Any], where: str, call_ids: dict[str, tuple[str, str]]
+) -> list[Any]:
     kind = item.get("type")
     if kind == "reasoning":
         summary = "\n\n".join(
-            str(part.get("text") or "") for part in wire.field(item, "summary", list, where, []) if isinstance(part, dict)
+            str(part.get("text") or "")
+            for part in wire.field(item, "summary", list, where, [])
+            if isinstance(part, dict)
         )
         return [ThinkingContent(thinking=summary, thinking_signature=orjson.dumps(item).decode())]
     if kind == "function_call":
@@ -702,22 +752,43 @@ def _assistant_blocks(item: dict[str, Any], where: str, call_ids: dict[str, tupl
         name = wire.required(item, "name", str, where)
         ours = f"{call_id}|{item_id}" if item_id else call_id
         call_ids[call_id] = (ours, name)
-        return [ToolCall(id=ours, name=name, arguments=wire.json_arguments(item.get("arguments") or "", f"{where}.arguments"))]
+        return [
+            ToolCall(
+                id=ours,
+                name=name,
+                arguments=wire.json_arguments(item.get("arguments") or "", f"{where}.arguments"),
+            )
+        ]
     if is_server_item(item):
         return [
             ServerToolContent(
-                vendor="openai", api=API, kind=str(kind), payload=dict(item), text=_server_item_text(item)
+                vendor="openai",
+                api=API,
+                kind=str(kind),
+                payload=dict(item),
+                text=_server_item_text(item),
             )
         ]
     # an assistant message: its text, its id as the text signature, its annotations after it
     content = item.get("content")
     text = wire.text_of_parts(content, f"{where}.content", ("output_text", "refusal", "input_text"))
     blocks: list[Any] = [TextContent(text=text, text_signature=wire.field(item, "id", str, where))]
-    annotations = [
-        a for part in content if isinstance(part, dict) for a in wire.field(part, "annotations", list, f"{where}.content", [])
-    ] if isinstance(content, list) else []
+    annotations = (
+        [
+            a
+            for part in content
+            if isinstance(part, dict)
+            for a in wire.field(part, "annotations", list, f"{where}.content", [])
+        ]
+        if isinstance(content, list)
+        else []
+    )
     if annotations:
-        blocks.append(ServerToolContent(vendor="openai", api=API, kind=ANNOTATIONS, payload={ANNOTATIONS: annotations}))
+        blocks.append(
+            ServerToolContent(
+                vendor="openai", api=API, kind=ANNOTATIONS, payload={ANNOTATIONS: annotations}
+            )
+        )
     return blocks
 
 
@@ -775,12 +846,16 @@ def _output_items(message: AssistantMessage, ids: dict[int, str]) -> list[dict[s
             items.append(_reasoning_item(block, ids.get(index) or f"rs_{index}"))
         elif isinstance(block, ToolCall):
             items.append(_call_item(block, orjson.dumps(block.arguments).decode()))
-        elif isinstance(block, ServerToolContent) and block.kind != ANNOTATIONS and block.api == API:
+        elif (
+            isinstance(block, ServerToolContent) and block.kind != ANNOTATIONS and block.api == API
+        ):
             items.append(dict(block.payload))
     return items
 
 
-def _message_item(message: AssistantMessage, index: int, fallback_id: str | None, status: str = "completed") -> dict[str, Any]:
+def _message_item(
+    message: AssistantMessage, index: int, fallback_id: str | None, status: str = "completed"
+) -> dict[str, Any]:
     block = message.content[index]
     assert isinstance(block, TextContent)
     return {
@@ -788,7 +863,13 @@ def _message_item(message: AssistantMessage, index: int, fallback_id: str | None
         "type": "message",
         "status": status,
         "role": "assistant",
-        "content": [{"type": "output_text", "text": block.text, "annotations": _annotations_after(message, index)}],
+        "content": [
+            {
+                "type": "output_text",
+                "text": block.text,
+                "annotations": _annotations_after(message, index),
+            }
+        ],
     }
 
 
@@ -812,7 +893,9 @@ def _call_item(call: ToolCall, arguments: str, status: str = "completed") -> dic
     }
 
 
-def response_body(message: AssistantMessage, request_body: dict[str, Any], ids: dict[int, str] | None = None) -> dict[str, Any]:
+def response_body(
+    message: AssistantMessage, request_body: dict[str, Any], ids: dict[int, str] | None = None
+) -> dict[str, Any]:
     """The ``response`` object for ``message``: what a client that did not stream gets, and what
     ``response.completed`` carries. ``ids`` are the item ids a stream already announced."""
     incomplete = message.stop_reason == "length"
@@ -823,7 +906,9 @@ def response_body(message: AssistantMessage, request_body: dict[str, Any], ids: 
         "object": "response",
         "created_at": message.timestamp // 1000,
         "status": status,
-        "error": {"code": "server_error", "message": message.error_message or ""} if failed else None,
+        "error": {"code": "server_error", "message": message.error_message or ""}
+        if failed
+        else None,
         "incomplete_details": {"reason": "max_output_tokens"} if incomplete else None,
         "model": wire.answer_model(message),
         "output": _output_items(message, ids or {}),
@@ -865,17 +950,27 @@ class StreamEncoder(roles.StreamEncoder):
         return b"" if event.type in ("done", "error") else b"".join(self._server_items(message))
 
     def _on_start(self, event: EventStart, message: AssistantMessage) -> bytes:
-        response = {**response_body(message, self.request_body), "status": "in_progress", "usage": None}
-        return self._event("response.created", response=response) + self._event("response.in_progress", response=response)
+        response = {
+            **response_body(message, self.request_body),
+            "status": "in_progress",
+            "usage": None,
+        }
+        return self._event("response.created", response=response) + self._event(
+            "response.in_progress", response=response
+        )
 
-    def _on_text_start(self, event: EventTextStart | EventThinkingStart, message: AssistantMessage) -> bytes:
+    def _on_text_start(
+        self, event: EventTextStart | EventThinkingStart, message: AssistantMessage
+    ) -> bytes:
         self.outputs[event.content_index] = len(self.outputs)
         self.deltas[event.content_index] = []
         return b""
 
     _on_thinking_start = _on_text_start
 
-    def _on_text_delta(self, event: EventTextDelta | EventThinkingDelta, message: AssistantMessage) -> bytes:
+    def _on_text_delta(
+        self, event: EventTextDelta | EventThinkingDelta, message: AssistantMessage
+    ) -> bytes:
         self.deltas[event.content_index].append(event.delta)
         return b""
 
@@ -885,8 +980,14 @@ class StreamEncoder(roles.StreamEncoder):
         return self._begin_call(event.content_index, message)
 
     def _on_toolcall_delta(self, event: EventToolCallDelta, message: AssistantMessage) -> bytes:
-        self.arguments[event.content_index] = self.arguments.get(event.content_index, "") + event.delta
-        return self._event("response.function_call_arguments.delta", **self._where(event.content_index), delta=event.delta)
+        self.arguments[event.content_index] = (
+            self.arguments.get(event.content_index, "") + event.delta
+        )
+        return self._event(
+            "response.function_call_arguments.delta",
+            **self._where(event.content_index),
+            delta=event.delta,
+        )
 
     def _on_text_end(self, event: EventTextEnd, message: AssistantMessage) -> bytes:
         self.pending_message = event.content_index  # sent at the next event: annotations may follow
@@ -903,10 +1004,17 @@ class StreamEncoder(roles.StreamEncoder):
         return self._event(kind, response=response_body(message, self.request_body, self.ids))
 
     def _on_error(self, event: EventError, message: AssistantMessage) -> bytes:
-        return self._event("error", code="server_error", message=message.error_message or "the call failed", param=None)
+        return self._event(
+            "error",
+            code="server_error",
+            message=message.error_message or "the call failed",
+            param=None,
+        )
 
     def _event(self, kind: str, **fields: Any) -> bytes:
-        frame = wire.sse_frame({"type": kind, "sequence_number": self.sequence, **fields}, event=kind)
+        frame = wire.sse_frame(
+            {"type": kind, "sequence_number": self.sequence, **fields}, event=kind
+        )
         self.sequence += 1
         return frame
 
@@ -919,7 +1027,9 @@ class StreamEncoder(roles.StreamEncoder):
         assert isinstance(call, ToolCall)
         item = _call_item(call, "", status="in_progress")
         self.ids[index] = item["id"]
-        return self._event("response.output_item.added", output_index=self.outputs[index], item=item)
+        return self._event(
+            "response.output_item.added", output_index=self.outputs[index], item=item
+        )
 
     def _flush_message(self, message: AssistantMessage) -> bytes:
         index, self.pending_message = self.pending_message, None
@@ -927,19 +1037,41 @@ class StreamEncoder(roles.StreamEncoder):
         item = _message_item(message, index, None)
         self.ids[index] = item["id"]
         part = item["content"][0]
-        added = {"id": item["id"], "type": "message", "status": "in_progress", "role": "assistant", "content": []}
+        added = {
+            "id": item["id"],
+            "type": "message",
+            "status": "in_progress",
+            "role": "assistant",
+            "content": [],
+        }
         empty = {"type": "output_text", "text": "", "annotations": []}
         frames = [
             self._event("response.output_item.added", output_index=self.outputs[index], item=added),
-            self._event("response.content_part.added", **self._where(index), content_index=0, part=empty),
+            self._event(
+                "response.content_part.added", **self._where(index), content_index=0, part=empty
+            ),
         ]
         frames += [
-            self._event("response.output_text.delta", **self._where(index), content_index=0, delta=delta, logprobs=[])
+            self._event(
+                "response.output_text.delta",
+                **self._where(index),
+                content_index=0,
+                delta=delta,
+                logprobs=[],
+            )
             for delta in self.deltas.pop(index, [])
         ]
         frames += [
-            self._event("response.output_text.done", **self._where(index), content_index=0, text=part["text"], logprobs=[]),
-            self._event("response.content_part.done", **self._where(index), content_index=0, part=part),
+            self._event(
+                "response.output_text.done",
+                **self._where(index),
+                content_index=0,
+                text=part["text"],
+                logprobs=[],
+            ),
+            self._event(
+                "response.content_part.done", **self._where(index), content_index=0, part=part
+            ),
             self._event("response.output_item.done", output_index=self.outputs[index], item=item),
         ]
         return b"".join(frames)
@@ -951,43 +1083,103 @@ class StreamEncoder(roles.StreamEncoder):
         self.ids[index] = str(item.get("id"))
         deltas = self.deltas.pop(index, [])
         added = {"id": self.ids[index], "type": "reasoning", "summary": []}
-        frames = [self._event("response.output_item.added", output_index=self.outputs[index], item=added)]
+        frames = [
+            self._event("response.output_item.added", output_index=self.outputs[index], item=added)
+        ]
         if deltas:
             part = {"type": "summary_text", "text": block.thinking}
             frames.append(
-                self._event("response.reasoning_summary_part.added", **self._where(index), summary_index=0, part={**part, "text": ""})
+                self._event(
+                    "response.reasoning_summary_part.added",
+                    **self._where(index),
+                    summary_index=0,
+                    part={**part, "text": ""},
+                )
             )
             frames += [
-                self._event("response.reasoning_summary_text.delta", **self._where(index), summary_index=0, delta=delta)
+                self._event(
+                    "response.reasoning_summary_text.delta",
+                    **self._where(index),
+                    summary_index=0,
+                    delta=delta,
+                )
                 for delta in deltas
             ]
-            frames.append(self._event("response.reasoning_summary_text.done", **self._where(index), summary_index=0, text=block.thinking))
-            frames.append(self._event("response.reasoning_summary_part.done", **self._where(index), summary_index=0, part=part))
-        frames.append(self._event("response.output_item.done", output_index=self.outputs[index], item=item))
+            frames.append(
+                self._event(
+                    "response.reasoning_summary_text.done",
+                    **self._where(index),
+                    summary_index=0,
+                    text=block.thinking,
+                )
+            )
+            frames.append(
+                self._event(
+                    "response.reasoning_summary_part.done",
+                    **self._where(index),
+                    summary_index=0,
+                    part=part,
+                )
+            )
+        frames.append(
+            self._event("response.output_item.done", output_index=self.outputs[index], item=item)
+        )
         return b"".join(frames)
 
     def _end_call(self, index: int, call: ToolCall) -> bytes:
         streamed = self.arguments.get(index, "")
-        arguments = streamed if streamed and _same_arguments(streamed, call.arguments) else orjson.dumps(call.arguments).decode()
+        arguments = (
+            streamed
+            if streamed and _same_arguments(streamed, call.arguments)
+            else orjson.dumps(call.arguments).decode()
+        )
         frames = []
         if not streamed and call.arguments:
-            frames.append(self._event("response.function_call_arguments.delta", **self._where(index), delta=arguments))
-        frames.append(self._event("response.function_call_arguments.done", **self._where(index), arguments=arguments))
-        frames.append(self._event("response.output_item.done", output_index=self.outputs[index], item=_call_item(call, arguments)))
+            frames.append(
+                self._event(
+                    "response.function_call_arguments.delta", **self._where(index), delta=arguments
+                )
+            )
+        frames.append(
+            self._event(
+                "response.function_call_arguments.done", **self._where(index), arguments=arguments
+            )
+        )
+        frames.append(
+            self._event(
+                "response.output_item.done",
+                output_index=self.outputs[index],
+                item=_call_item(call, arguments),
+            )
+        )
         return b"".join(frames)
 
     def _server_items(self, message: AssistantMessage) -> list[bytes]:
         frames = []
         for index, block in self.server.changed_blocks(message):
             if index in self.outputs:
-                frames.append(self._event("response.output_item.done", output_index=self.outputs[index], item=dict(block.payload)))
+                frames.append(
+                    self._event(
+                        "response.output_item.done",
+                        output_index=self.outputs[index],
+                        item=dict(block.payload),
+                    )
+                )
         for index, block in self.server.new_blocks(message):
             if block.kind == ANNOTATIONS or block.api != API:
                 continue
             self.outputs[index] = len(self.outputs)
             item = dict(block.payload)
-            frames.append(self._event("response.output_item.added", output_index=self.outputs[index], item=item))
-            frames.append(self._event("response.output_item.done", output_index=self.outputs[index], item=item))
+            frames.append(
+                self._event(
+                    "response.output_item.added", output_index=self.outputs[index], item=item
+                )
+            )
+            frames.append(
+                self._event(
+                    "response.output_item.done", output_index=self.outputs[index], item=item
+                )
+            )
         return frames
 
 

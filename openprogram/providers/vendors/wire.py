@@ -71,7 +71,12 @@ def check_depth(body: Any, where: str = "body", limit: int = MAX_BODY_DEPTH) -> 
             continue
         if depth >= limit:
             shown = "".join(
-                f"[{step}]" if isinstance(step, int) else f".{step}" if _QUOTABLE.match(step) else ".?" for step in path[:4]
+                f"[{step}]"
+                if isinstance(step, int)
+                else f".{step}"
+                if _QUOTABLE.match(step)
+                else ".?"
+                for step in path[:4]
             )
             raise WireRequestError(
                 f"{where}{shown}... nests deeper than {limit} levels of objects and arrays; "
@@ -94,11 +99,16 @@ def shown_value(value: Any) -> str:
 def shown_names(value: dict[str, Any]) -> str:
     """The field names of an object, as an error message may list them (``fileData, text``):
     a name that is no short name-like string is described, as by :func:`shown_value`."""
-    names = [name if isinstance(name, str) and _QUOTABLE.match(name) else shown_value(name) for name in sorted(value)]
+    names = [
+        name if isinstance(name, str) and _QUOTABLE.match(name) else shown_value(name)
+        for name in sorted(value)
+    ]
     return ", ".join(names) or "nothing"
 
 
-def field(value: Any, name: str, kind: type[_T] | tuple[type, ...], where: str, default: Any = None) -> Any:
+def field(
+    value: Any, name: str, kind: type[_T] | tuple[type, ...], where: str, default: Any = None
+) -> Any:
     """``value[name]`` checked to be of ``kind`` (absent or null gives ``default``), or a
     :class:`WireRequestError` naming where in the body it was."""
     if not isinstance(value, dict):
@@ -109,8 +119,12 @@ def field(value: Any, name: str, kind: type[_T] | tuple[type, ...], where: str, 
     if isinstance(found, bool) and kind in (int, float):
         raise WireRequestError(f"{where}.{name} must be a number, not a boolean")
     if not isinstance(found, kind):
-        expected = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise WireRequestError(f"{where}.{name} must be {_article(expected)}, not {_json_type(found)}")
+        expected = (
+            kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+        )
+        raise WireRequestError(
+            f"{where}.{name} must be {_article(expected)}, not {_json_type(found)}"
+        )
     return found
 
 
@@ -160,7 +174,9 @@ def raw_message(api: str, message: Any, where: str) -> UserMessage:
     Responses ``item_reference``), kept as the JSON the client sent, alone in a user message."""
     if not isinstance(message, dict):
         raise WireRequestError(f"{where} must be a JSON object")
-    return UserMessage(content=[RawContent(api=api, payload=message, message=True)], timestamp=WIRE_TIMESTAMP)
+    return UserMessage(
+        content=[RawContent(api=api, payload=message, message=True)], timestamp=WIRE_TIMESTAMP
+    )
 
 
 def raw_message_of(message: Any, api: str) -> dict[str, Any] | None:
@@ -191,7 +207,9 @@ def text_of_parts(content: Any, where: str, kinds: tuple[str, ...]) -> str:
     return "".join(texts)
 
 
-def leading_system(messages: list[Any], field: str, kinds: tuple[str, ...]) -> tuple[str | None, int]:
+def leading_system(
+    messages: list[Any], field: str, kinds: tuple[str, ...]
+) -> tuple[str | None, int]:
     """The system (or developer) messages a request's ``field`` starts with, as one system
     prompt (their texts joined by a blank line), and the position of the first other message.
     Chat Completions and Responses both open a conversation this way."""
@@ -218,7 +236,13 @@ def _json_type(value: Any) -> str:
 
 
 def _article(name: str) -> str:
-    words = {"dict": "an object", "list": "an array", "str": "a string", "int": "a number", "float": "a number"}
+    words = {
+        "dict": "an object",
+        "list": "an array",
+        "str": "a string",
+        "int": "a number",
+        "float": "a number",
+    }
     return " or ".join(dict.fromkeys(words.get(part, part) for part in name.split(" or ")))
 
 
@@ -235,7 +259,9 @@ def carried_fields(
     client's. ``typed`` names the fields parsed into the conversation itself (``messages``,
     ``system``), which the request carries once."""
     skip = set(typed)
-    extra = {key: value for key, value in body.items() if key not in skip and rebuilt.get(key) != value}
+    extra = {
+        key: value for key, value in body.items() if key not in skip and rebuilt.get(key) != value
+    }
     return extra or None
 
 

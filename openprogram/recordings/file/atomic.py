@@ -53,7 +53,9 @@ def _written_temporary(path: Path, data: bytes, mode: int) -> str:
     """A private temporary file beside ``path`` holding ``data``, synced, with ``mode``."""
     from .writer_lock import hold_writer_lock
 
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    descriptor, temporary = tempfile.mkstemp(
+        prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
+    )
     try:
         hold_writer_lock(descriptor)  # released when the descriptor closes
         with os.fdopen(descriptor, "wb") as handle:
@@ -95,7 +97,10 @@ def remove_leftovers(
             if (
                 not stat.S_ISREG(info.st_mode)
                 or info.st_uid != os.getuid()
-                or (now - info.st_mtime < older_than and not (writer_gone and writer_gone(candidate.name)))
+                or (
+                    now - info.st_mtime < older_than
+                    and not (writer_gone and writer_gone(candidate.name))
+                )
                 or is_being_recorded(candidate)
             ):
                 continue

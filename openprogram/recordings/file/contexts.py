@@ -48,7 +48,14 @@ class _Node:
     __slots__ = ("whole", "base", "ops", "messages", "has_messages", "shared", "pushes", "prompt")
 
     def __init__(
-        self, whole: Any, base: int | None, ops: Any, messages: int, has_messages: bool, shared: int, prompt: Any
+        self,
+        whole: Any,
+        base: int | None,
+        ops: Any,
+        messages: int,
+        has_messages: bool,
+        shared: int,
+        prompt: Any,
     ) -> None:
         self.whole = whole  # the context stored whole, or None (a patch)
         self.base = base  # the call the patch applies to
@@ -81,7 +88,13 @@ class CallContexts:
             raise ValueError(problem)
         messages = context.get("messages")
         self._nodes[index] = _Node(
-            context, None, None, len(messages or ()), messages is not None, 0, context.get("system_prompt")
+            context,
+            None,
+            None,
+            len(messages or ()),
+            messages is not None,
+            0,
+            context.get("system_prompt"),
         )
 
     def add_patch(self, index: int, base: int, ops: Any) -> None:
@@ -95,19 +108,27 @@ class CallContexts:
                 f"the context_patch's operation {deep} nests the context deeper than {MAX_NESTING} "
                 "levels of objects and arrays (the format's limit)"
             )
-        if base_node.has_messages and type(ops) is list and all(_pushes_a_message(op) for op in ops):
+        if (
+            base_node.has_messages
+            and type(ops) is list
+            and all(_pushes_a_message(op) for op in ops)
+        ):
             for position, op in enumerate(ops):
                 problem = _problem(_MESSAGE, op[2], ("messages", base_node.messages + position))
                 if problem is not None:
                     raise ValueError(problem)
             count = base_node.messages
-            node = self._nodes[index] = _Node(None, base, ops, count + len(ops), True, count, base_node.prompt)
+            node = self._nodes[index] = _Node(
+                None, base, ops, count + len(ops), True, count, base_node.prompt
+            )
             node.pushes = True
             return
         try:
             built = apply_patch(self.context(base), ops)
         except PatchError as error:
-            raise ValueError(f"the context_patch does not apply to call {base}'s context: {error}") from None
+            raise ValueError(
+                f"the context_patch does not apply to call {base}'s context: {error}"
+            ) from None
         if type(built) is not dict:
             raise ValueError("the request's context must be a JSON object")
         problem = _changed_problem(built, ops)
@@ -118,7 +139,13 @@ class CallContexts:
         if _replaced(ops, "messages") or any(not op[1] for op in ops):
             shared = 0  # the list (or the whole context) replaced
         self._nodes[index] = _Node(
-            None, base, ops, len(messages or ()), messages is not None, shared, built.get("system_prompt")
+            None,
+            base,
+            ops,
+            len(messages or ()),
+            messages is not None,
+            shared,
+            built.get("system_prompt"),
         )
         self._keep(index, built)
 
@@ -182,7 +209,7 @@ class CallContexts:
                 pieces.append((self.context(current).get("messages") or [])[start:])
                 break
             base_count = node.messages - len(node.ops)
-            pieces.append([op[2] for op in node.ops[max(0, start - base_count):]])
+            pieces.append([op[2] for op in node.ops[max(0, start - base_count) :]])
             if start >= base_count or node.base is None:  # a patch always has its base
                 break
             current = node.base
@@ -228,7 +255,9 @@ def _changed_problem(built: dict[str, Any], ops: list[Any]) -> str | None:
             continue
         items = built[field]  # an operation below it applied: a list
         pushed = sum(1 for op in ops if op[1] == [field] and op[0] == "push")
-        for index in sorted({*_touched_indexes(ops, field), *range(len(items) - pushed, len(items))}):
+        for index in sorted(
+            {*_touched_indexes(ops, field), *range(len(items) - pushed, len(items))}
+        ):
             problem = _problem(validator, items[index], (field, index))
             if problem is not None:
                 return problem
@@ -246,4 +275,6 @@ def _replaced(ops: list[Any], field: str) -> bool:
 
 def _touched_indexes(ops: list[Any], field: str) -> list[int]:
     """The indexes of the list ``field`` that operations reach below (``[field, I, ...]``)."""
-    return [op[1][1] for op in ops if len(op[1]) > 1 and op[1][0] == field and type(op[1][1]) is int]
+    return [
+        op[1][1] for op in ops if len(op[1]) > 1 and op[1][0] == field and type(op[1][1]) is int
+    ]

@@ -88,7 +88,11 @@ class RecordingFileError(Exception):
         call = f" for call {call_index}" if call_index is not None else ""
         super().__init__(f"recording file {self.path}{where}{call}: {reason}")
 
-    def __reduce__(self) -> tuple[type[RecordingFileError], tuple[str, str, int | None, int | None, str]]:  # keep the fields across pickling (multiprocessing, xdist)
+    def __reduce__(
+        self,
+    ) -> tuple[
+        type[RecordingFileError], tuple[str, str, int | None, int | None, str]
+    ]:  # keep the fields across pickling (multiprocessing, xdist)
         return (type(self), (self.path, self.reason, self.line_number, self.call_index, self.kind))
 
 
@@ -131,7 +135,11 @@ def message_as_request(message: Any) -> Any:
     """A message's dump as a request carries it: an answer's dump (a ``done`` event's
     message) without :data:`ANSWER_ONLY_FIELDS`, so that it can be told the same as the message
     the next request resends. Any other value is returned as it is."""
-    return _without(message, ANSWER_ONLY_FIELDS) if type(message) is dict and message.get("role") == "assistant" else message
+    return (
+        _without(message, ANSWER_ONLY_FIELDS)
+        if type(message) is dict and message.get("role") == "assistant"
+        else message
+    )
 
 
 def _without(value: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
@@ -157,7 +165,9 @@ def request_payloads(
         from ..redaction import current_redactor
 
         redactor = current_redactor()
-    return cast("dict[str, Any]", redactor.remove_secret_values(payloads))  # the redaction of a dict is a dict
+    return cast(
+        "dict[str, Any]", redactor.remove_secret_values(payloads)
+    )  # the redaction of a dict is a dict
 
 
 def recorded_request_payloads(
@@ -291,7 +301,9 @@ def call_end_row(
 ANSWER, ANSWER_WITHHELD = "vendor_answer", "vendor_answer_withheld"
 
 
-def answer_field(status: int, content_type: str, chunks: list[bytes], complete: bool = True) -> dict[str, Any] | None:
+def answer_field(
+    status: int, content_type: str, chunks: list[bytes], complete: bool = True
+) -> dict[str, Any] | None:
     """The stored form of a vendor's answer: ``status``, ``content_type``, the ``body`` as text
     (SSE lines in their order, or the JSON body) and ``chunks``, the byte length of each piece
     it arrived in, so a replay streams it with the same chunking; ``broke_off: true`` when the
@@ -302,7 +314,12 @@ def answer_field(status: int, content_type: str, chunks: list[bytes], complete: 
         text = body.decode("utf-8")
     except UnicodeDecodeError:
         return None
-    stored = {"status": status, "content_type": content_type, "body": text, "chunks": [len(c) for c in chunks if c]}
+    stored = {
+        "status": status,
+        "content_type": content_type,
+        "body": text,
+        "chunks": [len(c) for c in chunks if c],
+    }
     if not complete:
         stored["broke_off"] = True
     return stored
@@ -312,7 +329,9 @@ def answer_problem(value: Any) -> str | None:
     """Why a stored answer is not valid, or None (the strict reader's check)."""
     if type(value) is not dict:
         return f"{ANSWER} must be a JSON object"
-    status, content_type, body, chunks = (value.get(name) for name in ("status", "content_type", "body", "chunks"))
+    status, content_type, body, chunks = (
+        value.get(name) for name in ("status", "content_type", "body", "chunks")
+    )
     if not is_plain_int(status) or not 100 <= status < 600:
         return f"{ANSWER} status must be an HTTP status, not {short_repr(status)}"
     if type(content_type) is not str or type(body) is not str:
@@ -388,7 +407,8 @@ class ContextBases:
 
 
 def rewrite_rows(
-    header: dict[str, Any], calls: Iterable[tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]]
+    header: dict[str, Any],
+    calls: Iterable[tuple[dict[str, Any], dict[str, Any], list[dict[str, Any]]]],
 ) -> bytes:
     """A whole file from ``header`` and each call's request row, resolved context and other rows
     (events, call_end), renumbered from 0 in the order given: update's rewrite. Contexts are
@@ -396,8 +416,14 @@ def rewrite_rows(
     bases = ContextBases(header["format_version"])
     lines = [encode_line(header)]
     for number, (request, context, rows) in enumerate(calls):
-        where: dict[str, Any] = {name: request[name] for name in ("session", "lane") if name in request}
-        payloads = {"model": request["model"], "context": context, "options": request.get("options")}
+        where: dict[str, Any] = {
+            name: request[name] for name in ("session", "lane") if name in request
+        }
+        payloads = {
+            "model": request["model"],
+            "context": context,
+            "options": request.get("options"),
+        }
         key = (where.get("session"), where.get("lane", ""))
         lines.append(request_line(number, bases.request_body(key, payloads, where)))
         bases.wrote(key, number, context)
@@ -408,7 +434,9 @@ def rewrite_rows(
 # ============================================================================ reading lines
 
 
-def context_source(row: dict[str, Any], version: int, call_index: int) -> tuple[Any, int | None, Any]:
+def context_source(
+    row: dict[str, Any], version: int, call_index: int
+) -> tuple[Any, int | None, Any]:
     """What a request row stores of its context: ``(context, None, None)`` for a whole
     ``context``, ``(None, BASE, OPS)`` for a ``context_patch`` (the operations to apply to the
     resolved context of the earlier call BASE; :mod:`.contexts` applies them). Raises
@@ -421,7 +449,9 @@ def context_source(row: dict[str, Any], version: int, call_index: int) -> tuple[
     if "context" in row:
         raise ValueError("the request carries both context and context_patch")
     if version < CONTEXT_PATCH_VERSION:
-        raise ValueError(f"context_patch needs format_version {CONTEXT_PATCH_VERSION}, the file is version {version}")
+        raise ValueError(
+            f"context_patch needs format_version {CONTEXT_PATCH_VERSION}, the file is version {version}"
+        )
     if type(patch) is not dict or set(patch) != {"from", "ops"}:
         raise ValueError('context_patch must be {"from": CALL_INDEX, "ops": [...]}')
     base_index = patch["from"]

@@ -122,18 +122,20 @@ def _diff(previous: Any, current: Any, path: list[Any], ops: Patch, grown: bool)
             return True
         return _diff_list(previous, current, path, ops, grown)
     if grown and previous_type is str and path and len(current) > len(previous):
-        ops.append(["append", list(path), current[len(previous):]])
+        ops.append(["append", list(path), current[len(previous) :]])
         return True
     if previous == current:
         return True
     if previous_type is str and path and current.startswith(previous):
-        ops.append(["append", list(path), current[len(previous):]])
+        ops.append(["append", list(path), current[len(previous) :]])
     else:
         ops.append(["set", list(path), current])
     return True
 
 
-def _diff_dict(previous: dict[str, Any], current: dict[str, Any], path: list[Any], ops: Patch, grown: bool) -> bool:
+def _diff_dict(
+    previous: dict[str, Any], current: dict[str, Any], path: list[Any], ops: Patch, grown: bool
+) -> bool:
     if len(previous) > len(current) or any(key not in current for key in previous):
         return False  # a removed key: no operation deletes
     for key, value in current.items():
@@ -148,7 +150,9 @@ def _diff_dict(previous: dict[str, Any], current: dict[str, Any], path: list[Any
     return True
 
 
-def _diff_list(previous: list[Any], current: list[Any], path: list[Any], ops: Patch, grown: bool) -> bool:
+def _diff_list(
+    previous: list[Any], current: list[Any], path: list[Any], ops: Patch, grown: bool
+) -> bool:
     if len(current) < len(previous):
         return False  # a shrunk list: no operation removes
     for index in range(_identical_prefix(previous, current), len(previous)):
@@ -157,7 +161,7 @@ def _diff_list(previous: list[Any], current: list[Any], path: list[Any], ops: Pa
         path.pop()
         if not expressible:
             return False
-    for value in current[len(previous):]:
+    for value in current[len(previous) :]:
         ops.append(["push", list(path), value])
     return True
 
@@ -238,7 +242,11 @@ def _apply_op(root: Any, op: Any) -> Any:
             return argument
         if name == "push" and type(root) is list:
             return [*root, argument]
-        raise PatchError(f"{name} at the root needs a list target" if name == "push" else "append needs a non-empty PATH")
+        raise PatchError(
+            f"{name} at the root needs a list target"
+            if name == "push"
+            else "append needs a non-empty PATH"
+        )
     return _replace_in(root, path, name, argument)
 
 

@@ -170,14 +170,18 @@ class RecordedCall:
         if type(last) is dict and "partial_patch" not in last:
             return last
         if type(last) not in (tuple, dict):
-            return cast("dict[str, Any]", last.model_dump(mode="json"))  # an event object: its dump is a dict
+            return cast(
+                "dict[str, Any]", last.model_dump(mode="json")
+            )  # an event object: its dump is a dict
         return next(iter(deque(self.event_dumps(), maxlen=1)), None)
 
     def events(self) -> Iterator[AssistantMessageEvent]:
         """The recorded events as new event objects, in order, each snapshot built as it is
         reached (see the module's docstring)."""
         if not self.has_all_events:
-            raise RuntimeError("this recording was read with summary_only=True: its events were not kept")
+            raise RuntimeError(
+                "this recording was read with summary_only=True: its events were not kept"
+            )
         return _served(self.entries)
 
 
@@ -258,7 +262,9 @@ def _served(entries: list[Any]) -> Iterator[AssistantMessageEvent]:
             yield served(*entry)  # served_event(kept, snapshot) after grow(append)
         elif kind is dict:
             if "partial_patch" in entry:
-                chain.pending = [kept[1] for kept in entries[since:position] if type(kept) is tuple and kept[1]]
+                chain.pending = [
+                    kept[1] for kept in entries[since:position] if type(kept) is tuple and kept[1]
+                ]
                 dump = entry.copy()
                 dump["partial"] = chain.patched(dump.pop("partial_patch"))
             else:
@@ -302,7 +308,10 @@ def read_event_times(recording: Recording) -> dict[int, list[int | None]]:
                 parsed = orjson.loads(line)
             except orjson.JSONDecodeError:
                 parsed = None
-            same = type(parsed) is dict and (parsed.get("call_index"), parsed.get("event_index")) == (call.call_index, event_index)
+            same = type(parsed) is dict and (
+                parsed.get("call_index"),
+                parsed.get("event_index"),
+            ) == (call.call_index, event_index)
             t = parsed.get("t") if same else None
             row.append(t if type(t) is int and t >= 0 else None)
         times[call.call_index] = row
@@ -378,7 +387,9 @@ class _Reader:
         lines are ever held at once, only what the calls keep."""
         fd = self.open_descriptor()
         with os.fdopen(fd, "rb", buffering=_READ_BUFFER) as handle:
-            line_count = self.read_lines(handle, os.fstat(handle.fileno()).st_size + READ_SLACK_BYTES)
+            line_count = self.read_lines(
+                handle, os.fstat(handle.fileno()).st_size + READ_SLACK_BYTES
+            )
         if line_count == 0:
             raise self.fail("the file is empty")
         if self.header is None:
@@ -394,12 +405,20 @@ class _Reader:
         for number, line in enumerate(handle, start=1):
             total += len(line)
             if total > budget:
-                raise self.fail("the file grew while it was read (still being recorded?); read it again later")
-            growth = match_delta(line)  # this writer's streamed deltas (ending with "\n"): the hot path
+                raise self.fail(
+                    "the file grew while it was read (still being recorded?); read it again later"
+                )
+            growth = match_delta(
+                line
+            )  # this writer's streamed deltas (ending with "\n"): the hot path
             if growth is not None and delta_line(number, growth):
                 continue
             if line[-1:] != b"\n":  # only the last line can lack it: one the writer never finished
-                raise self.fail("the last line is incomplete (no newline at its end)", number, kind="interrupted")
+                raise self.fail(
+                    "the last line is incomplete (no newline at its end)",
+                    number,
+                    kind="interrupted",
+                )
             if line.isspace():
                 continue
             if line.startswith(b'{"type":"event",'):  # this writer's other event lines
@@ -449,7 +468,10 @@ class _Reader:
     def check_nesting(self, number: int, line: bytes, row: dict[str, Any]) -> None:
         """Refuse a line that nests deeper than :data:`MAX_NESTING`. A line with no more
         brackets than the limit cannot (nearly every line): only the others are walked."""
-        if line.count(b"{") + line.count(b"[") > MAX_NESTING and nesting(row, MAX_NESTING) > MAX_NESTING:
+        if (
+            line.count(b"{") + line.count(b"[") > MAX_NESTING
+            and nesting(row, MAX_NESTING) > MAX_NESTING
+        ):
             raise self.fail(TOO_DEEP, number)
 
     def header_row(self, number: int, row: dict[str, Any]) -> None:
@@ -466,7 +488,9 @@ class _Reader:
     def call_index_of(self, number: int, row: dict[str, Any]) -> int:
         index = row.get("call_index")
         if not is_plain_int(index) or index < 0:
-            raise self.fail(f"call_index must be a non-negative integer, not {_short(index)}", number)
+            raise self.fail(
+                f"call_index must be a non-negative integer, not {_short(index)}", number
+            )
         return index
 
     def open_call(self, number: int, row: dict[str, Any], what: str) -> _CallState:
@@ -504,12 +528,16 @@ class _Reader:
             raise self.fail("the request's options must be a JSON object or null", number, index)
         lane, session = row.get("lane", ""), row.get("session")
         if type(lane) is not str or (lane and "" in lane.split("/")):
-            raise self.fail("the request's lane must be a path like \"a/b\" (no empty segment)", number, index)
+            raise self.fail(
+                'the request\'s lane must be a path like "a/b" (no empty segment)', number, index
+            )
         if session is not None and type(session) is not str:
             raise self.fail("the request's session must be a string", number, index)
         if lane or session:  # what a file written under older rules holds is shown redacted
             lane, session = self.redacted_name(lane), self.redacted_name(session)
-        call = RecordedCall(index, row["model"], options, number, self.contexts, lane=lane, session=session)
+        call = RecordedCall(
+            index, row["model"], options, number, self.contexts, lane=lane, session=session
+        )
         if self.summary_only:
             call.rows, call.has_all_events = [], False
         self.calls[index] = self.open_calls[b"%d" % index] = _CallState(call)
@@ -530,7 +558,11 @@ class _Reader:
         t = row.get("t", _NO_TIME)
         if t is not _NO_TIME:
             if type(t) is not int or t < 0:
-                raise self.fail(f"t must be a non-negative integer (milliseconds), not {_short(t)}", number, index)
+                raise self.fail(
+                    f"t must be a non-negative integer (milliseconds), not {_short(t)}",
+                    number,
+                    index,
+                )
             if not state.count:
                 call.first_event_ms = t
         call.duration_ms = None if t is _NO_TIME else t
@@ -601,7 +633,9 @@ class _Reader:
         call.entries.append((delta_kind, append))  # the delta is the append's suffix: see DeltaKind
         return True
 
-    def patched(self, state: _CallState, stored: dict[str, Any], number: int) -> tuple[dict[str, Any], Any]:
+    def patched(
+        self, state: _CallState, stored: dict[str, Any], number: int
+    ) -> tuple[dict[str, Any], Any]:
         """The dump to validate of an event stored with ``partial_patch``, and its append:
         ``(index, field, suffix)`` or ``()`` (unchanged) when the shortcut builds its
         snapshot later, the placeholder standing in for it; False when the patch was applied
@@ -614,7 +648,9 @@ class _Reader:
             raise self.fail("an event carries both partial and partial_patch", number, index)
         chain = state.chain
         if chain.partial is None:
-            raise self.fail("partial_patch on an event with no earlier partial in its call", number, index)
+            raise self.fail(
+                "partial_patch on an event with no earlier partial in its call", number, index
+            )
         dump = stored.copy()
         del dump["partial_patch"]
         snapshots = chain.snapshots
@@ -666,12 +702,20 @@ class _Reader:
         redactions = row.get("redactions", [])
         if not _valid_redactions(redactions):
             raise self.fail(
-                'call_end redactions must be a list of {"path": TEXT, "rules": [TEXT, ...]}', number, call.call_index
+                'call_end redactions must be a list of {"path": TEXT, "rules": [TEXT, ...]}',
+                number,
+                call.call_index,
             )
         answer, withheld = row.get(ANSWER), row.get(ANSWER_WITHHELD)
         problem = answer_problem(answer) if answer is not None else None
-        if problem is None and withheld is not None and (answer is not None or type(withheld) is not str):
-            problem = f"{ANSWER_WITHHELD} must be a reason (a string), on a call_end without {ANSWER}"
+        if (
+            problem is None
+            and withheld is not None
+            and (answer is not None or type(withheld) is not str)
+        ):
+            problem = (
+                f"{ANSWER_WITHHELD} must be a reason (a string), on a call_end without {ANSWER}"
+            )
         if problem is not None:
             raise self.fail(problem, number, call.call_index)
         call.outcome, call.event_count, call.end_line = outcome, count, number

@@ -79,7 +79,9 @@ def _free_text_fields(kind: type[BaseModel]) -> frozenset[str]:
     return fields
 
 
-def _unvalidated(cls: type[BaseModel], values: dict[str, Any], fields_set: set[str], extra: Any) -> Any:
+def _unvalidated(
+    cls: type[BaseModel], values: dict[str, Any], fields_set: set[str], extra: Any
+) -> Any:
     """An object of pydantic class ``cls`` holding ``values``, which validation produced."""
     built: BaseModel = _new(cls)
     _set_dict(built, values)
@@ -123,7 +125,12 @@ class Snapshots:
         if type(op) is not list or len(op) != 3 or op[0] != "append":
             return None
         path, suffix = op[1], op[2]
-        if type(path) is not list or len(path) != 3 or path[0] != "content" or type(suffix) is not str:
+        if (
+            type(path) is not list
+            or len(path) != 3
+            or path[0] != "content"
+            or type(suffix) is not str
+        ):
             return None
         index, field = path[1], path[2]
         if type(index) is not int or type(field) is not str:
@@ -140,7 +147,9 @@ class Snapshots:
         if type(index) is not int or not 0 <= index < len(content):
             return None
         block = content[index]
-        if type(block.__dict__.get(field)) is not str or field not in _free_text_fields(type(block)):
+        if type(block.__dict__.get(field)) is not str or field not in _free_text_fields(
+            type(block)
+        ):
             return None
         field = self._accepted[index] = _FIELD_NAMES.setdefault(field, field)
         return index, field, suffix
@@ -157,7 +166,10 @@ class Snapshots:
         # The one field that grew is a str, as validated before; the fields set is shared,
         # as between live snapshots: the block is immutable.
         self._content[index] = _unvalidated(
-            kind, {**values, field: values[field] + suffix}, block.__pydantic_fields_set__, block.__pydantic_extra__
+            kind,
+            {**values, field: values[field] + suffix},
+            block.__pydantic_fields_set__,
+            block.__pydantic_extra__,
         )
 
     def served(self, kept: Any, append: Append | tuple[()]) -> Any:
@@ -185,7 +197,14 @@ class Snapshots:
         _set_private(message, None)
         if type(kept) is DeltaKind:
             event: BaseModel = _new(kept.cls)
-            _set_dict(event, {"type": kept.name, "content_index": append[0], "delta": append[2], "partial": message})  # type: ignore[misc]  # a delta's append is never empty
+            # a delta's append is never empty
+            fields = {
+                "type": kept.name,
+                "content_index": append[0],  # type: ignore[misc]
+                "delta": append[2],  # type: ignore[misc]
+                "partial": message,
+            }
+            _set_dict(event, fields)
             _set_fields_set(event, _DELTA_FIELDS_SET)  # every field of the class: shared
         else:
             event = _new(type(kept))
@@ -198,7 +217,10 @@ class Snapshots:
     def snapshot(self) -> Any:
         """The latest snapshot as a new message object."""
         return _unvalidated(
-            self._cls, {**self._message, "content": self._content.copy()}, set(self._fields_set), self._extra
+            self._cls,
+            {**self._message, "content": self._content.copy()},
+            set(self._fields_set),
+            self._extra,
         )
 
 
@@ -275,7 +297,10 @@ def replaced(model: Any, **changes: Any) -> Any:
     its fields take (a field of a snapshot, a snapshot of an event): no validation, no copy of
     what is shared. ``model_copy`` does the same at several times the cost."""
     return _unvalidated(
-        type(model), {**model.__dict__, **changes}, set(model.__pydantic_fields_set__).union(changes), model.__pydantic_extra__
+        type(model),
+        {**model.__dict__, **changes},
+        set(model.__pydantic_fields_set__).union(changes),
+        model.__pydantic_extra__,
     )
 
 

@@ -86,8 +86,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_count_fork)
 
 
-
-
 class RecordingSink:
     """The shared, thread-safe and process-safe writer of one recording file."""
 
@@ -280,7 +278,9 @@ class RecordingSink:
         version = header.get("format_version")
         problem = version_problem(version)
         if problem is not None:
-            raise RecordingFileError(self._path, f"{problem}; refusing to append", 1, kind="wrong_version")
+            raise RecordingFileError(
+                self._path, f"{problem}; refusing to append", 1, kind="wrong_version"
+            )
         assert is_plain_int(version)  # version_problem refuses anything else
         return version
 

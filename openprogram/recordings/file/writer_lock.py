@@ -69,7 +69,9 @@ PID_SPAN = 2**22
 # struct flock on 64-bit Linux: short l_type, short l_whence, off_t l_start, off_t l_len,
 # pid_t l_pid, padded to 32 bytes. OFD locks need l_pid == 0.
 _FLOCK_FORMAT = "hhqqi4x"
-_USE_OFD = sys.platform.startswith("linux") and hasattr(fcntl, "F_OFD_SETLK") and sys.maxsize > 2**32
+_USE_OFD = (
+    sys.platform.startswith("linux") and hasattr(fcntl, "F_OFD_SETLK") and sys.maxsize > 2**32
+)
 
 _companions: dict[int, int] = {}
 _companions_lock = threading.Lock()
@@ -272,12 +274,16 @@ def claim_for_update(path: Path) -> UpdateClaim | None:
             os.close(fd)
             raise
         os.close(fd)  # replaced between opening and locking: claim the file there now
-    raise RecordingBusyError(path, "keeps being replaced by another program; try again when it is done")
+    raise RecordingBusyError(
+        path, "keeps being replaced by another program; try again when it is done"
+    )
 
 
 def _unclaimable(path: Path, error: OSError) -> RecordingFileError:
     if error.errno == errno.ELOOP:
-        return RecordingFileError(path, "is a symbolic link; refusing to update through it", kind="symlink")
+        return RecordingFileError(
+            path, "is a symbolic link; refusing to update through it", kind="symlink"
+        )
     if error.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
         return RecordingFileError(
             path,
@@ -287,7 +293,9 @@ def _unclaimable(path: Path, error: OSError) -> RecordingFileError:
         )
     if error.errno in (errno.ENXIO, errno.EISDIR):
         return RecordingFileError(path, "is not a regular file", kind="not_a_file")
-    return RecordingFileError(path, f"cannot be opened for updating: {error.strerror or error}", kind="unreadable")
+    return RecordingFileError(
+        path, f"cannot be opened for updating: {error.strerror or error}", kind="unreadable"
+    )
 
 
 def _busy_for_update(path: Path, writer: Writer) -> RecordingBusyError:

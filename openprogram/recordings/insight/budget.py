@@ -40,10 +40,14 @@ class Budget:
         """A budget from a marker's ``budget=`` or a project's table. Raises ``ValueError``
         whose message starts with ``where`` and names the key and the fix (``example``)."""
         if not isinstance(value, Mapping):
-            raise ValueError(f"{where} must be a table of {', '.join(BUDGET_KEYS)}, not {value!r}; e.g. {example}")
+            raise ValueError(
+                f"{where} must be a table of {', '.join(BUDGET_KEYS)}, not {value!r}; e.g. {example}"
+            )
         unknown = sorted(str(key) for key in value if key not in BUDGET_KEYS)
         if unknown:
-            raise ValueError(f"{where}.{unknown[0]}: unknown limit; a budget takes {', '.join(BUDGET_KEYS)}, e.g. {example}")
+            raise ValueError(
+                f"{where}.{unknown[0]}: unknown limit; a budget takes {', '.join(BUDGET_KEYS)}, e.g. {example}"
+            )
         limits: dict[str, Any] = {}
         for key in BUDGET_KEYS:
             if key not in value or value[key] is None:

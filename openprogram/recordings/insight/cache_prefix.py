@@ -30,7 +30,19 @@ from ..text_diff import common_prefix_length
 __all__ = ["CacheCall", "PrefixStep", "compare_prefix", "prefix_steps", "recording_cache_calls"]
 
 #: Fields of a message in a request that no vendor is sent (answers' metadata, the clock).
-NOT_SENT = frozenset({"timestamp", "usage", "response_id", "response_model", "api", "provider", "model", "stop_reason", "error_message"})
+NOT_SENT = frozenset(
+    {
+        "timestamp",
+        "usage",
+        "response_id",
+        "response_model",
+        "api",
+        "provider",
+        "model",
+        "stop_reason",
+        "error_message",
+    }
+)
 #: The fields of ``model`` that select the cache: another model starts from nothing.
 MODEL_FIELDS = ("id", "provider", "api")
 
@@ -115,7 +127,9 @@ def segments(request: Mapping[str, Any]) -> list[tuple[str, Any]]:
     if context.get("system_prompt") is not None:
         pieces.append(("context.system_prompt", context["system_prompt"]))
     messages = context.get("messages") or []
-    pieces.extend((f"context.messages[{index}]", _sent(message)) for index, message in enumerate(messages))
+    pieces.extend(
+        (f"context.messages[{index}]", _sent(message)) for index, message in enumerate(messages)
+    )
     return pieces
 
 
@@ -133,7 +147,9 @@ class _Comparison:
     values: tuple[Any, Any] | None = None
 
 
-def compare_prefix(previous: Mapping[str, Any], request: Mapping[str, Any]) -> tuple[int, int, str | None]:
+def compare_prefix(
+    previous: Mapping[str, Any], request: Mapping[str, Any]
+) -> tuple[int, int, str | None]:
     """``(kept_chars, previous_chars, breaks_at)``: how much of ``previous`` ``request``
     starts with, and the first field where it stops (None: all of it)."""
     found = _compare(previous, request)
@@ -151,7 +167,12 @@ def _compare(previous: Mapping[str, Any], request: Mapping[str, Any]) -> _Compar
         new_path, new_value = now[position]
         if new_path != path:  # a tool added or removed: the pieces after it moved
             added = new_path.startswith("context.tools")
-            return _Comparison(kept, total, new_path if added else path, (None, new_value) if added else (value, None))
+            return _Comparison(
+                kept,
+                total,
+                new_path if added else path,
+                (None, new_value) if added else (value, None),
+            )
         new_text = _text(new_value)
         difference = None if new_text == text else _first_difference(path, value, new_value)
         if difference is None:  # the same (or the same to a replay: 1 and 1.0)
@@ -165,7 +186,11 @@ def _compare(previous: Mapping[str, Any], request: Mapping[str, Any]) -> _Compar
 def _first_difference(path: str, value: Any, new_value: Any) -> tuple[str, Any, Any] | None:
     """Where two pieces differ; a tool by its name first (tools in another order read as
     ``context.tools[0].name``, not as whichever of their fields sorts first)."""
-    if path.startswith("context.tools[") and isinstance(value, Mapping) and isinstance(new_value, Mapping):
+    if (
+        path.startswith("context.tools[")
+        and isinstance(value, Mapping)
+        and isinstance(new_value, Mapping)
+    ):
         if value.get("name") != new_value.get("name"):
             return f"{path}.name", value.get("name"), new_value.get("name")
     return find_first_difference(value, new_value, path)
@@ -181,13 +206,33 @@ def prefix_steps(calls: Iterable[CacheCall]) -> list[PrefixStep]:
         previous = last.get(key)
         last[key] = call
         if previous is None:
-            steps.append(PrefixStep(call.call_index, call.session, call.lane, None, 0, 0, None, call.cache_read, call.prompt_tokens))
+            steps.append(
+                PrefixStep(
+                    call.call_index,
+                    call.session,
+                    call.lane,
+                    None,
+                    0,
+                    0,
+                    None,
+                    call.cache_read,
+                    call.prompt_tokens,
+                )
+            )
             continue
         found = _compare(previous.request, call.request)
         steps.append(
             PrefixStep(
-                call.call_index, call.session, call.lane, previous.call_index, found.total, found.kept,
-                found.breaks_at, call.cache_read, call.prompt_tokens, found.values,
+                call.call_index,
+                call.session,
+                call.lane,
+                previous.call_index,
+                found.total,
+                found.kept,
+                found.breaks_at,
+                call.cache_read,
+                call.prompt_tokens,
+                found.values,
             )
         )
     return steps

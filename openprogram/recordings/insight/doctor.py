@@ -35,7 +35,14 @@ from ..replay.volatile_shapes import (
 )
 from .usage import terminal_message
 
-__all__ = ["DOCTOR_SCHEMA_VERSION", "DoctorReport", "FieldDifference", "ProposedRule", "diagnose", "render_report"]
+__all__ = [
+    "DOCTOR_SCHEMA_VERSION",
+    "DoctorReport",
+    "FieldDifference",
+    "ProposedRule",
+    "diagnose",
+    "render_report",
+]
 
 DOCTOR_SCHEMA_VERSION = 1
 #: A report lists at most this many meaningful differences (the rest are counted).
@@ -58,7 +65,14 @@ class FieldDifference:
     b: Any
 
     def to_json(self) -> dict[str, Any]:
-        return {"lane": self.lane, "call_a": self.call_a, "call_b": self.call_b, "field": self.field, "a": self.a, "b": self.b}
+        return {
+            "lane": self.lane,
+            "call_a": self.call_a,
+            "call_b": self.call_b,
+            "field": self.field,
+            "a": self.a,
+            "b": self.b,
+        }
 
 
 @dataclass
@@ -99,7 +113,11 @@ class DoctorReport:
 
     @property
     def ignore(self) -> list[str]:
-        return [rule.pattern for rule in self.rules if rule.kind == "ignore" and rule.pattern is not None]
+        return [
+            rule.pattern
+            for rule in self.rules
+            if rule.kind == "ignore" and rule.pattern is not None
+        ]
 
     @property
     def normalize(self) -> list[tuple[str, str]]:
@@ -119,7 +137,10 @@ class DoctorReport:
             "schema_version": DOCTOR_SCHEMA_VERSION,
             "calls_compared": self.compared,
             "rules": [rule.to_json() for rule in self.rules],
-            "record_replay": {"ignore": self.ignore, "normalize": [list(rule) for rule in self.normalize]},
+            "record_replay": {
+                "ignore": self.ignore,
+                "normalize": [list(rule) for rule in self.normalize],
+            },
             "meaningful": [difference.to_json() for difference in self.meaningful],
             "meaningful_unlisted": self.unlisted,
             "notes": list(self.notes),
@@ -131,7 +152,11 @@ class DoctorReport:
         lines = ["[tool.openprogram.record_replay]"]
         if self.ignore:
             lines.append("ignore = [")
-            lines.extend(f"    {toml_string(rule.pattern or '')},  # {_about(rule)}" for rule in self.rules if rule.kind == "ignore")
+            lines.extend(
+                f"    {toml_string(rule.pattern or '')},  # {_about(rule)}"
+                for rule in self.rules
+                if rule.kind == "ignore"
+            )
             lines.append("]")
         if self.normalize:
             lines.append("normalize = [")
@@ -147,9 +172,14 @@ class DoctorReport:
         """The same rules as the marker's keywords."""
         parts = []
         if self.ignore:
-            parts.append("ignore=[" + ", ".join(_python_string(pattern) for pattern in self.ignore) + "]")
+            parts.append(
+                "ignore=[" + ", ".join(_python_string(pattern) for pattern in self.ignore) + "]"
+            )
         if self.normalize:
-            rules = ", ".join(f"({_python_string(regex)}, {_python_string(replacement)})" for regex, replacement in self.normalize)
+            rules = ", ".join(
+                f"({_python_string(regex)}, {_python_string(replacement)})"
+                for regex, replacement in self.normalize
+            )
             parts.append(f"normalize=[{rules}]")
         return "@pytest.mark.llm_recording(" + ", ".join(parts) + ")"
 
@@ -194,7 +224,11 @@ def leaf_differences(a: Any, b: Any, path: str) -> Iterator[tuple[str, Any, Any]
         return
     if isinstance(a, list | tuple) and isinstance(b, list | tuple):
         for index in range(max(len(a), len(b))):
-            yield from leaf_differences(a[index] if index < len(a) else None, b[index] if index < len(b) else None, index_path(path, index))
+            yield from leaf_differences(
+                a[index] if index < len(a) else None,
+                b[index] if index < len(b) else None,
+                index_path(path, index),
+            )
         return
     if a != b:
         yield path, a, b
@@ -209,12 +243,16 @@ def _from_answers(request: Mapping[str, Any], path: str) -> bool:
     context = request.get("context")
     messages = context.get("messages") if isinstance(context, Mapping) else None
     index = int(match.group(1))
-    if not isinstance(messages, list) or index >= len(messages) or not isinstance(messages[index], Mapping):
+    if (
+        not isinstance(messages, list)
+        or index >= len(messages)
+        or not isinstance(messages[index], Mapping)
+    ):
         return False
     message = messages[index]
     if message.get("role") == "assistant":
         return True
-    rest = path[match.end():]
+    rest = path[match.end() :]
     return message.get("role") == "toolResult" and rest in (".tool_call_id", ".tool_name")
 
 
@@ -225,8 +263,18 @@ def _answer(call: Any) -> Any:
     content = []
     for block in message.get("content") or []:
         if isinstance(block, Mapping):
-            content.append({key: value for key, value in block.items() if key not in ("id", "signature", "thinking_signature")})
-    return {"content": content, "stop_reason": message.get("stop_reason"), "error_message": message.get("error_message")}
+            content.append(
+                {
+                    key: value
+                    for key, value in block.items()
+                    if key not in ("id", "signature", "thinking_signature")
+                }
+            )
+    return {
+        "content": content,
+        "stop_reason": message.get("stop_reason"),
+        "error_message": message.get("error_message"),
+    }
 
 
 def _lanes(calls: list[Any]) -> dict[str, list[Any]]:
@@ -236,13 +284,17 @@ def _lanes(calls: list[Any]) -> dict[str, list[Any]]:
     return lanes
 
 
-def _paired_lanes(a: dict[str, list[Any]], b: dict[str, list[Any]]) -> list[tuple[str, list[Any], list[Any]]]:
+def _paired_lanes(
+    a: dict[str, list[Any]], b: dict[str, list[Any]]
+) -> list[tuple[str, list[Any], list[Any]]]:
     """Lanes of A with the lanes of B: by name, then the rest in order of first appearance
     (a lane named after a vendor's tool call id has a new name each run)."""
     pairs = [(name, a[name], b[name]) for name in a if name in b]
     rest_a = [name for name in a if name not in b]
     rest_b = [name for name in b if name not in a]
-    pairs.extend((name_a, a[name_a], b[name_b]) for name_a, name_b in zip(rest_a, rest_b, strict=False))
+    pairs.extend(
+        (name_a, a[name_a], b[name_b]) for name_a, name_b in zip(rest_a, rest_b, strict=False)
+    )
     return pairs
 
 
@@ -262,7 +314,12 @@ class _Collector:
         if not shapes:
             self._meaningful(FieldDifference(lane, call_a, call_b, path, a, b))
             return
-        if path.startswith(_SETTINGS_ROOTS) and len(shapes) == 1 and shapes[0].pattern.fullmatch(a) and shapes[0].pattern.fullmatch(b):
+        if (
+            path.startswith(_SETTINGS_ROOTS)
+            and len(shapes) == 1
+            and shapes[0].pattern.fullmatch(a)
+            and shapes[0].pattern.fullmatch(b)
+        ):
             self._ignore(path, shapes[0].name, (a, b))
             return
         for shape in shapes:
@@ -317,10 +374,14 @@ def diagnose(calls_a: list[Any], calls_b: list[Any]) -> DoctorReport:
                 break
         else:
             if len(lane_a) != len(lane_b):
-                report.notes.append(f"{shown}: A made {len(lane_a)} call(s), B {len(lane_b)}; the extra ones are not compared")
+                report.notes.append(
+                    f"{shown}: A made {len(lane_a)} call(s), B {len(lane_b)}; the extra ones are not compared"
+                )
     named_a, named_b = set(_lanes(calls_a)), set(_lanes(calls_b))
     if len(named_a) != len(named_b):
-        report.notes.append(f"A has {len(named_a)} lane(s), B {len(named_b)}; the lanes only one has are not compared")
+        report.notes.append(
+            f"A has {len(named_a)} lane(s), B {len(named_b)}; the lanes only one has are not compared"
+        )
     collector.finish()
     RequestFilter(report.ignore, report.normalize)  # every proposal is a rule a replay accepts
     return report
@@ -345,8 +406,12 @@ def render_report(report: DoctorReport, path_a: object, path_b: object) -> str:
     compared. Values are shown as ``repr`` on one line (a terminal escapes what is left)."""
     lines = [f"A: {path_a}", f"B: {path_b}", f"{report.compared} call(s) compared", ""]
     if report.rules:
-        lines.append("Volatile values (they differ only in a date, a time, an id, a port, a temporary path or a counter).")
-        lines.append("A replay overlooks them with these rules, in pyproject.toml (or openprogram.toml, as [record_replay]):")
+        lines.append(
+            "Volatile values (they differ only in a date, a time, an id, a port, a temporary path or a counter)."
+        )
+        lines.append(
+            "A replay overlooks them with these rules, in pyproject.toml (or openprogram.toml, as [record_replay]):"
+        )
         lines.append("")
         lines.extend(report.project_snippet().splitlines())
         lines.append("")
@@ -354,20 +419,30 @@ def render_report(report: DoctorReport, path_a: object, path_b: object) -> str:
         lines.append(report.marker_keywords())
         lines.append("")
         for rule in report.rules:
-            what = f"ignore {rule.pattern}" if rule.kind == "ignore" else f"normalize {rule.shape} -> {rule.replacement}"
+            what = (
+                f"ignore {rule.pattern}"
+                if rule.kind == "ignore"
+                else f"normalize {rule.shape} -> {rule.replacement}"
+            )
             lines.append(f"rule: {what}")
             lines.append(f"  covers {', '.join(rule.fields)}")
-            lines.append(f"  e.g. A {_short(rule.example[0], 200)}, B {_short(rule.example[1], 200)}")
+            lines.append(
+                f"  e.g. A {_short(rule.example[0], 200)}, B {_short(rule.example[1], 200)}"
+            )
         lines.append("")
     else:
         lines.append("No volatile values: no rule to propose.")
         lines.append("")
     if report.meaningful:
-        lines.append("Differences that do not look volatile (no rule hides them; a replay of one against the other fails on them):")
+        lines.append(
+            "Differences that do not look volatile (no rule hides them; a replay of one against the other fails on them):"
+        )
         for difference in report.meaningful:
             lane = f" in lane {difference.lane!r}" if difference.lane else ""
             shown_a, shown_b = _pair(difference.a, difference.b)
-            lines.append(f"  call {difference.call_a} (A) / {difference.call_b} (B){lane}: {difference.field}")
+            lines.append(
+                f"  call {difference.call_a} (A) / {difference.call_b} (B){lane}: {difference.field}"
+            )
             lines.append(f"    A: {shown_a}")
             lines.append(f"    B: {shown_b}")
         if report.unlisted:

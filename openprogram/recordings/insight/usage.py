@@ -84,7 +84,10 @@ def call_usage(message: Any, *, call: int, lane: str = "", replayed: bool = Fals
     if message is None:
         return CallUsage(call=call, lane=lane, replayed=replayed)
     if not isinstance(message, Mapping):
-        message = {"model": getattr(message, "model", None), "usage": getattr(message, "usage", None)}
+        message = {
+            "model": getattr(message, "model", None),
+            "usage": getattr(message, "usage", None),
+        }
         usage = message["usage"]
         usage = usage.model_dump() if hasattr(usage, "model_dump") else {}
     else:
@@ -92,7 +95,9 @@ def call_usage(message: Any, *, call: int, lane: str = "", replayed: bool = Fals
         usage = usage if isinstance(usage, Mapping) else {}
     counts = {name: _count(usage.get(name)) for name in TOKEN_FIELDS}
     if not counts["total_tokens"]:
-        counts["total_tokens"] = counts["input"] + counts["cache_read"] + counts["cache_write"] + counts["output"]
+        counts["total_tokens"] = (
+            counts["input"] + counts["cache_read"] + counts["cache_write"] + counts["output"]
+        )
     cost = usage.get("cost")
     model = message.get("model")
     return CallUsage(
@@ -111,14 +116,22 @@ def terminal_message(call: Any) -> dict[str, Any] | None:
     last = call.last_event_dump()
     if not isinstance(last, dict):
         return None
-    message = last.get("message") if last.get("type") == "done" else last.get("error") if last.get("type") == "error" else None
+    message = (
+        last.get("message")
+        if last.get("type") == "done"
+        else last.get("error")
+        if last.get("type") == "error"
+        else None
+    )
     return message if isinstance(message, dict) else None
 
 
 def recorded_usage(calls: Iterable[Any], *, replayed: bool = True) -> list[CallUsage]:
     """The recorded usage of ``calls`` (``RecordedCall`` objects, in the order served)."""
     return [
-        call_usage(terminal_message(call), call=number, lane=getattr(call, "lane", ""), replayed=replayed)
+        call_usage(
+            terminal_message(call), call=number, lane=getattr(call, "lane", ""), replayed=replayed
+        )
         for number, call in enumerate(calls)
     ]
 
@@ -227,7 +240,10 @@ def render_usage(tests: Iterable[TestUsage]) -> list[str]:
     rows.append(_row("total", "", grand))
     widths = [max(len(row[i]) for row in [headings, *rows]) for i in range(len(headings))]
     lines = [
-        "  ".join(cell.ljust(width) if i < 2 else cell.rjust(width) for i, (cell, width) in enumerate(zip(row, widths, strict=True))).rstrip()
+        "  ".join(
+            cell.ljust(width) if i < 2 else cell.rjust(width)
+            for i, (cell, width) in enumerate(zip(row, widths, strict=True))
+        ).rstrip()
         for row in [headings, *rows]
     ]
     if grand.replayed_calls:

@@ -218,7 +218,10 @@ def plan_activation(
         from ..replay.volatile import RequestFilter
 
         ignore, normalize = subtree.get("ignore") or [], subtree.get("normalize") or []
-        for key, settings in (("ignore", {"ignore": ignore}), ("normalize", {"normalize": normalize})):
+        for key, settings in (
+            ("ignore", {"ignore": ignore}),
+            ("normalize", {"normalize": normalize}),
+        ):
             try:
                 RequestFilter(**settings)
             except (TypeError, ValueError) as error:
@@ -235,7 +238,9 @@ def plan_activation(
         problem = secret_env_problem(names)
         if problem is not None:
             return plan.blocked_by(
-                "invalid_secret_env", f"record_replay.secret_env: {problem}", "openprogram config unset record_replay.secret_env"
+                "invalid_secret_env",
+                f"record_replay.secret_env: {problem}",
+                "openprogram config unset record_replay.secret_env",
             )
         plan = dataclasses.replace(plan, secret_env=tuple(names))
     plan = _with_project_rules(plan)
@@ -249,8 +254,6 @@ def plan_activation(
     return _check_replay_file(plan, check_file)
 
 
-
-
 def _with_project_rules(plan: ActivationPlan) -> ActivationPlan:
     """The plan with the project's ``record_replay`` rules (docs/project.md) before the user's:
     the project commits what its recordings need, the user may add to it."""
@@ -259,7 +262,9 @@ def _with_project_rules(plan: ActivationPlan) -> ActivationPlan:
     try:
         rules = project_config().record_replay
     except ConfigError as error:
-        return plan.blocked_by("invalid_project", str(error), "fix the project file the message names")
+        return plan.blocked_by(
+            "invalid_project", str(error), "fix the project file the message names"
+        )
     if not rules:
         return plan
     return dataclasses.replace(
@@ -336,7 +341,9 @@ def _check_record_target(plan: ActivationPlan, check_file: bool) -> ActivationPl
         return dataclasses.replace(plan, file_usable=True)
     except OSError as error:
         return plan.blocked_by(
-            "unreadable_file", f"recording file {plan.path}: cannot inspect: {error.strerror}", FIX_RECORD
+            "unreadable_file",
+            f"recording file {plan.path}: cannot inspect: {error.strerror}",
+            FIX_RECORD,
         )
     if not (stat.S_ISREG(info.st_mode) and info.st_size == 0):
         from ..file.sink import RecordingSink
@@ -363,7 +370,9 @@ def unended_call_error(path: Path) -> RecordingFileError | None:
     listed = describe(path, path.name)
     if listed.state != INTERRUPTED:
         return None
-    died = listed.reason.split(";")[0] if listed.reason else "a call has no call_end (its writer died)"
+    died = (
+        listed.reason.split(";")[0] if listed.reason else "a call has no call_end (its writer died)"
+    )
     return RecordingFileError(
         path,
         f"{died}: no replay reads the file, nor calls appended after it. Run "

@@ -115,7 +115,9 @@ class ProcessEnd:
                 return
 
 
-def _noting(exit_function: Callable[..., NoReturn], note: Callable[[BaseException], None]) -> Callable[..., NoReturn]:
+def _noting(
+    exit_function: Callable[..., NoReturn], note: Callable[[BaseException], None]
+) -> Callable[..., NoReturn]:
     """``exit_function`` noting the ``SystemExit`` it raises."""
 
     def exit(status: object = None) -> NoReturn:  # noqa: A001 - it stands in for sys.exit
@@ -181,7 +183,9 @@ def _outermost_frame_of_main_thread() -> FrameType | None:
 
 #: The code of the functions that raise the exceptions :func:`_noting` and
 #: :class:`_NotingQuitter` note, as a traceback names them.
-_EXIT_CODES = frozenset({_noting(sys.exit, lambda ending: None).__code__, _NotingQuitter.__call__.__code__})
+_EXIT_CODES = frozenset(
+    {_noting(sys.exit, lambda ending: None).__code__, _NotingQuitter.__call__.__code__}
+)
 
 
 def _running(frame: FrameType) -> bool:

@@ -156,7 +156,9 @@ def route_for(
     elif checked == UPDATE:
         from .updating import UpdateSession
 
-        route.update = UpdateSession(path, ignore=rules.ignore, normalize=rules.normalize, values=rules.values)
+        route.update = UpdateSession(
+            path, ignore=rules.ignore, normalize=rules.normalize, values=rules.values
+        )
     else:
         assert checked == RECORD
         from ..file.sink import RecordingSink

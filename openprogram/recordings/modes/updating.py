@@ -80,7 +80,10 @@ def remove_abandoned_updates(path: Path) -> list[Path]:
     removed."""
     prefix = f".{path.name}."
     return remove_leftovers(
-        path, UPDATE_SUFFIX, older_than=ABANDONED_AFTER_SECONDS, writer_gone=lambda name: _writer_gone(name, prefix)
+        path,
+        UPDATE_SUFFIX,
+        older_than=ABANDONED_AFTER_SECONDS,
+        writer_gone=lambda name: _writer_gone(name, prefix),
     )
 
 
@@ -141,10 +144,14 @@ class UpdateReport:
                 kept = "the run recorded no new call"
             return f"{self.path}: could not be updated: {self.failed}; it is left as it was, and {kept}"
         if self.changed:
-            dropped = f", dropped {self.dropped}" if self.dropped else ""  # drifted from, or not reached
+            dropped = (
+                f", dropped {self.dropped}" if self.dropped else ""
+            )  # drifted from, or not reached
             return f"{self.path}: updated: kept {_plural(self.kept)}, recorded {self.recorded}{dropped}"
         were = "was" if self.recorded == 1 else "were"
-        lost = f"; its {_plural(self.recorded, 'new call')} {were} not kept" if self.recorded else ""
+        lost = (
+            f"; its {_plural(self.recorded, 'new call')} {were} not kept" if self.recorded else ""
+        )
         return f"{self.path}: left unchanged: {self.unchanged_because}{lost}"
 
 
@@ -192,7 +199,9 @@ class UpdateSession:
         """The recorded calls this run has replayed (and keeps), in file order."""
         if self.replay is None:
             return []
-        return [call for call in self.replay.consumed_calls() if call.call_index not in self._redone]
+        return [
+            call for call in self.replay.consumed_calls() if call.call_index not in self._redone
+        ]
 
     @property
     def report(self) -> UpdateReport | None:
@@ -203,7 +212,9 @@ class UpdateSession:
         """What the registry hands out for ``api`` inside the scope."""
         return _UpdatingProvider(self, api, original)
 
-    def take_replayed(self, model: Model, context: Context, options: StreamOptions | None) -> RecordedCall | None:
+    def take_replayed(
+        self, model: Model, context: Context, options: StreamOptions | None
+    ) -> RecordedCall | None:
         """The recorded call this request replays, or None once the session has drifted (this
         request drifting makes it so). A recorded call that was abandoned (its run died inside
         it and ``recordings recover`` closed it, or its consumer stopped reading) is not
@@ -211,7 +222,9 @@ class UpdateSession:
         with self._lock:
             if self._drifted:
                 return None
-            assert self.replay is not None  # not drifted: _drifted starts True when there is no replay
+            assert (
+                self.replay is not None
+            )  # not drifted: _drifted starts True when there is no replay
             try:
                 call = self.replay.take(model, context, options)
             except ReplayMismatch:
@@ -279,7 +292,9 @@ class UpdateSession:
                 report = self._settle(ended)
                 saved = report.saved_to
             except BaseException:  # Ctrl-C while settling: the old file is still there
-                report = UpdateReport(self.path, changed=False, unchanged_because="the update was interrupted")
+                report = UpdateReport(
+                    self.path, changed=False, unchanged_because="the update was interrupted"
+                )
                 raise
             finally:
                 self._report = report
@@ -302,11 +317,18 @@ class UpdateSession:
         new_header, new_calls = new
         if ended is not None:
             return UpdateReport(
-                self.path, False, replayed, recorded=len(new_calls), unchanged_because=f"the run ended with {ended}"
+                self.path,
+                False,
+                replayed,
+                recorded=len(new_calls),
+                unchanged_because=f"the run ended with {ended}",
             )
         if not self._drifted:
             return UpdateReport(
-                self.path, False, replayed, unchanged_because=f"nothing drifted ({_plural(replayed)} replayed)"
+                self.path,
+                False,
+                replayed,
+                unchanged_because=f"nothing drifted ({_plural(replayed)} replayed)",
             )
         data, kept, dropped = self._rewritten(new_header, new_calls)
         try:
@@ -314,16 +336,25 @@ class UpdateSession:
             if self._claim is None:
                 create_exclusively(self.path, data)
             elif not self._claim.unchanged():
-                return self._failed("another program changed or replaced it while this run was updating it", len(new_calls))
+                return self._failed(
+                    "another program changed or replaced it while this run was updating it",
+                    len(new_calls),
+                )
             else:
                 replace_atomically(self.path, data, self._claim.mode)
         except FileExistsError:
-            return self._failed("another run created it while this run was recording it", len(new_calls))
+            return self._failed(
+                "another run created it while this run was recording it", len(new_calls)
+            )
         except OSError as error:
             return self._failed(f"cannot write it: {error.strerror or error}", len(new_calls))
-        return UpdateReport(self.path, True, replayed, kept=kept, recorded=len(new_calls), dropped=dropped)
+        return UpdateReport(
+            self.path, True, replayed, kept=kept, recorded=len(new_calls), dropped=dropped
+        )
 
-    def _new_calls(self) -> tuple[dict[str, Any] | None, list[tuple[list[dict[str, Any]], Any]]] | str:
+    def _new_calls(
+        self,
+    ) -> tuple[dict[str, Any] | None, list[tuple[list[dict[str, Any]], Any]]] | str:
         """The header and the rows and resolved context of each new call, in order (or the
         reason, when the file of new calls does not read back whole)."""
         if self._new_path is None:
@@ -350,10 +381,14 @@ class UpdateSession:
         followed = replay.followed_sessions() if replay is not None else []
         several = len({call.session for call in calls}) > 1
         kept = {
-            call.call_index for call in calls if call.call_index in consumed or (several and call.session not in followed)
+            call.call_index
+            for call in calls
+            if call.call_index in consumed or (several and call.session not in followed)
         }
         header, rows = _calls_of(self.path, kept) if replay is not None else (None, {})
-        run = [(rows[call.call_index], call.context) for call in calls if call.call_index in consumed]
+        run = [
+            (rows[call.call_index], call.context) for call in calls if call.call_index in consumed
+        ]
         run += [(_in_session(call_rows, followed), context) for call_rows, context in new_calls]
         ordered: list[tuple[list[dict[str, Any]], Any]] = []
         placed = False
@@ -367,7 +402,8 @@ class UpdateSession:
         if not placed:
             ordered.extend(run)
         written = rewrite_rows(
-            header or new_header or header_row(), ((rows_[0], context, rows_[1:]) for rows_, context in ordered)
+            header or new_header or header_row(),
+            ((rows_[0], context, rows_[1:]) for rows_, context in ordered),
         )
         return written, len(kept), len(calls) - len(kept)
 
@@ -386,7 +422,9 @@ class UpdateSession:
                     self._new_path.unlink()
             else:  # cannot even link: the hidden file stays, named in the report
                 saved = self._new_path
-        return UpdateReport(self.path, False, len(self.replayed), recorded=recorded, failed=reason, saved_to=saved)
+        return UpdateReport(
+            self.path, False, len(self.replayed), recorded=recorded, failed=reason, saved_to=saved
+        )
 
 
 def ended_by(kind: type[BaseException]) -> str:
@@ -415,13 +453,19 @@ class _UpdatingProvider:
         self._session, self._api, self._original = session, api, original
         self.requires_credentials = getattr(original, "requires_credentials", True)
 
-    def stream(self, model: Model, context: Context, options: StreamOptions | None = None) -> AsyncIterator[AssistantMessageEvent]:
+    def stream(
+        self, model: Model, context: Context, options: StreamOptions | None = None
+    ) -> AsyncIterator[AssistantMessageEvent]:
         return self._call("stream", model, context, options)
 
-    def stream_simple(self, model: Model, context: Context, options: Any = None) -> AsyncIterator[AssistantMessageEvent]:
+    def stream_simple(
+        self, model: Model, context: Context, options: Any = None
+    ) -> AsyncIterator[AssistantMessageEvent]:
         return self._call("stream_simple", model, context, options)
 
-    async def _call(self, method: str, model: Model, context: Context, options: Any) -> AsyncIterator[AssistantMessageEvent]:
+    async def _call(
+        self, method: str, model: Model, context: Context, options: Any
+    ) -> AsyncIterator[AssistantMessageEvent]:
         session = self._session
         call = session.take_replayed(model, context, options)
         if call is not None:
@@ -430,13 +474,17 @@ class _UpdatingProvider:
                 yield event
             return
         if self._original is None:
-            raise LookupError(f"no provider registered for api '{self._api}' to record the drifted call")
+            raise LookupError(
+                f"no provider registered for api '{self._api}' to record the drifted call"
+            )
         recorder = session.recorder_for(self._api, self._original)
         async for event in getattr(recorder, method)(model, context, options):
             yield event
 
 
-def _calls_of(path: Path, wanted: set[int] | None) -> tuple[dict[str, Any] | None, dict[int, list[dict[str, Any]]]]:
+def _calls_of(
+    path: Path, wanted: set[int] | None
+) -> tuple[dict[str, Any] | None, dict[int, list[dict[str, Any]]]]:
     """The header row and the rows of each call (only ``wanted`` ones, if given) of a file the
     strict reader has accepted, in file order."""
     header = None
@@ -495,7 +543,9 @@ class _ProcessRun:
         try:
             report = self.finish(None)
         except Exception as error:  # noqa: BLE001 - never a traceback at exit; the file is as it was
-            self._say(f"{self.session.path}: could not be updated: {type(error).__name__}: {error}; it is left as it was")
+            self._say(
+                f"{self.session.path}: could not be updated: {type(error).__name__}: {error}; it is left as it was"
+            )
             report = None
             failed = True
         else:

@@ -85,8 +85,12 @@ class EventEncoder:
                 growth[1].append(delta)
                 gained = orjson.dumps(delta)
                 return growth[0] % (event_index, t, gained, gained)
-            return self._head % (event_index, t) + b'{"type":"%s","content_index":%d,"delta":"","partial_patch":[]}}\n' % (
-                record[0].encode(), record[1]
+            return self._head % (
+                event_index,
+                t,
+            ) + b'{"type":"%s","content_index":%d,"delta":"","partial_patch":[]}}\n' % (
+                record[0].encode(),
+                record[1],
             )
         if type(record) is ArgumentsGrowth:
             return self._arguments_line(record, event_index, t)
@@ -97,8 +101,9 @@ class EventEncoder:
         index, the time and the delta's JSON, twice: byte for byte what ``orjson.dumps`` makes
         of the dict), and the pieces list of that block's text."""
         field = _TEXT_FIELDS[event_type]
-        body = b'{"type":"%s","content_index":%d,"delta":%%s,"partial_patch":[["append",["content",%d,"%s"],%%s]]}' % (
-            event_type.encode(), index, index, field.encode()
+        body = (
+            b'{"type":"%s","content_index":%d,"delta":%%s,"partial_patch":[["append",["content",%d,"%s"],%%s]]}'
+            % (event_type.encode(), index, index, field.encode())
         )
         pieces = self._appended.setdefault((index, field), [])
         growth = self._growths[(event_type, index)] = (self._head + body + b"}\n", pieces)
@@ -106,7 +111,11 @@ class EventEncoder:
 
     def _arguments_line(self, record: ArgumentsGrowth, event_index: int, t: int) -> bytes:
         index = record.content_index
-        event: dict[str, Any] = {"type": "toolcall_delta", "content_index": index, "delta": record.delta}
+        event: dict[str, Any] = {
+            "type": "toolcall_delta",
+            "content_index": index,
+            "delta": record.delta,
+        }
         partial = self._snapshot()
         path = ["content", index, "arguments"]
         previous = partial["content"][index].get("arguments") if partial is not None else None

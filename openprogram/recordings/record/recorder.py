@@ -65,7 +65,14 @@ class _CallRecorder:
     """Writes the event and call_end lines of one call through the record pipeline: the stream
     stage redacts and holds back, the encoder writes lines, the sink appends them."""
 
-    def __init__(self, sink: RecordingSink, call_index: int, redactor: Redactor, *, check_arguments: bool = False) -> None:
+    def __init__(
+        self,
+        sink: RecordingSink,
+        call_index: int,
+        redactor: Redactor,
+        *,
+        check_arguments: bool = False,
+    ) -> None:
         self.sink = sink
         self.call_index = call_index
         self.event_count = 0
@@ -100,11 +107,17 @@ class _CallRecorder:
             return
         self.ended = True
         marks = self.redaction.marks
-        redactions = [{"path": path, "rules": sorted(rules)} for path, rules in sorted(marks.items())]
+        redactions = [
+            {"path": path, "rules": sorted(rules)} for path, rules in sorted(marks.items())
+        ]
         if redactions:
             _warn_redacted(self.sink.path, self.call_index, redactions)
-        stored, withheld = (None, None) if answer is None else _kept_answer(answer, self.redactor, bool(marks))
-        self.sink.write_row(call_end_row(self.call_index, self.event_count, outcome, redactions, stored, withheld))
+        stored, withheld = (
+            (None, None) if answer is None else _kept_answer(answer, self.redactor, bool(marks))
+        )
+        self.sink.write_row(
+            call_end_row(self.call_index, self.event_count, outcome, redactions, stored, withheld)
+        )
 
     def end_quietly(self, outcome: str) -> None:
         """End on a failure path: the original exception must reach the caller unchanged, so
@@ -123,7 +136,9 @@ class _CallRecorder:
 class RecordingProvider:
     """A transparent provider that records every call of the provider it wraps."""
 
-    def __init__(self, provider: Any, recording_path_or_sink: str | os.PathLike[str] | RecordingSink) -> None:
+    def __init__(
+        self, provider: Any, recording_path_or_sink: str | os.PathLike[str] | RecordingSink
+    ) -> None:
         self._provider = provider
         if isinstance(recording_path_or_sink, RecordingSink):
             self._sink = recording_path_or_sink
@@ -187,7 +202,10 @@ class RecordingProvider:
         # ``__anext__`` of what ``__aiter__`` returned, not ``async for`` (which would call
         # ``__aiter__`` again: an iterable may start a second stream).
         next_event, stored, line_of, write_line = (
-            iterator.__anext__, call.stored, call.line_of, self._sink.write_event_line
+            iterator.__anext__,
+            call.stored,
+            call.line_of,
+            self._sink.write_event_line,
         )
         started, arrivals = call.started, call.arrivals
         arrival_of = _arrival_clock(self._provider)
@@ -257,12 +275,16 @@ def _raw_answer(provider: Any) -> Any:
 
 
 #: Why a call that had the vendor's answer does not keep it (``vendor_answer_withheld``).
-WITHHELD_REDACTED_OUTPUT = "redaction replaced part of the model's output: the call replays from its events"
+WITHHELD_REDACTED_OUTPUT = (
+    "redaction replaced part of the model's output: the call replays from its events"
+)
 WITHHELD_CHANGED = "redaction would change the vendor's answer (a secret or a run value in it): the call replays from its events"
 WITHHELD_NOT_TEXT = "the vendor's answer is not UTF-8 text: the call replays from its events"
 
 
-def _kept_answer(answer: Any, redactor: Redactor, output_redacted: bool) -> tuple[dict[str, Any] | None, str | None]:
+def _kept_answer(
+    answer: Any, redactor: Redactor, output_redacted: bool
+) -> tuple[dict[str, Any] | None, str | None]:
     """The stored form of the vendor's answer, or why it is withheld. It is kept only when
     redaction, line by line by the rules of everything else, changes none of its bytes, and
     when nothing of the call's output was replaced (a secret split across deltas is whole in
@@ -314,7 +336,10 @@ def _warn_redacted(path: Path, call_index: int, redactions: list[dict[str, Any]]
     logger.warning(
         "%s call %d: redaction replaced part of the model's output at %s; the recording holds %r "
         "there and a replay serves it",
-        path, call_index, where, PLACEHOLDER,
+        path,
+        call_index,
+        where,
+        PLACEHOLDER,
     )
 
 

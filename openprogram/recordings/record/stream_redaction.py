@@ -141,7 +141,9 @@ def _escaped_only(segment: str, stored: str) -> list[tuple[int, int, int]] | Non
     return [(index, *tokens[index]) for index in inserted]
 
 
-def _literal_portions(owners: list[_Entry], portions: list[str], stored: str, inserted: list[tuple[int, int, int]]) -> list[str]:
+def _literal_portions(
+    owners: list[_Entry], portions: list[str], stored: str, inserted: list[tuple[int, int, int]]
+) -> list[str]:
     """The stored pieces of raw ``portions`` whose text differs from ``stored`` only by the
     ``inserted`` bangs, each bang with the piece before it; and, on the deltas a literal is
     split between, what keeps each replaying as it streamed (a piece of a token is no token,
@@ -185,7 +187,9 @@ def _last_cut(text: str) -> int:
     return max(map(text.rfind, _CUT_CHARACTERS)) + 1
 
 
-def _fields_besides(kind: type, excluded: str) -> Callable[[dict[str, Any]], tuple[Any, ...]] | None:
+def _fields_besides(
+    kind: type, excluded: str
+) -> Callable[[dict[str, Any]], tuple[Any, ...]] | None:
     """A getter of the values, in a model's ``__dict__``, of every field of ``kind`` but
     ``excluded``; None when instances of ``kind`` may hold more than their fields (such a
     delta is then written whole)."""
@@ -209,9 +213,26 @@ class _Block:
     """The raw and stored state of one streamed block (text, thinking or tool-call arguments)."""
 
     __slots__ = (
-        "index", "field", "length", "settled", "pending", "tail", "triggered", "waiting",
-        "released", "emitted", "joined", "joined_count", "closed", "parse", "value",
-        "final_raw", "final_stored", "rewritten", "raw_parse", "open_bang",
+        "index",
+        "field",
+        "length",
+        "settled",
+        "pending",
+        "tail",
+        "triggered",
+        "waiting",
+        "released",
+        "emitted",
+        "joined",
+        "joined_count",
+        "closed",
+        "parse",
+        "value",
+        "final_raw",
+        "final_stored",
+        "rewritten",
+        "raw_parse",
+        "open_bang",
     )
 
     def __init__(self, index: int, field: str) -> None:
@@ -250,7 +271,18 @@ class _Entry:
     """One event waiting to be handed on; a delta also waits for its stored form."""
 
     __slots__ = (
-        "type", "block", "delta", "start", "end", "stored", "parts", "event", "own", "source", "dropped", "open_bang",
+        "type",
+        "block",
+        "delta",
+        "start",
+        "end",
+        "stored",
+        "parts",
+        "event",
+        "own",
+        "source",
+        "dropped",
+        "open_bang",
     )
 
     def __init__(
@@ -359,7 +391,13 @@ class StreamRedaction:
         block.tail = tail[-self._reach :] if len(tail) > self._reach else tail
         start = block.length
         block.length = end = start + len(delta)
-        if clean and not block.pending and not self._held and self._cuts and delta[-1:] in _CUT_CHARACTERS:
+        if (
+            clean
+            and not block.pending
+            and not self._held
+            and self._cuts
+            and delta[-1:] in _CUT_CHARACTERS
+        ):
             # The usual case: nothing held, and the delta ends at a safe point with nothing a
             # rule could act on: handed on as it is, at once.
             block.settled = block.emitted = end
@@ -394,7 +432,9 @@ class StreamRedaction:
         while waiting and waiting[0].end <= end:
             entry = waiting.popleft()
             if entry.parts:
-                entry.stored = "".join([*entry.parts, entry.delta[max(block.settled - entry.start, 0) :]])
+                entry.stored = "".join(
+                    [*entry.parts, entry.delta[max(block.settled - entry.start, 0) :]]
+                )
             else:
                 entry.stored = entry.delta
         if waiting:
@@ -474,14 +514,18 @@ class StreamRedaction:
             return self._pass(event)
         start = block.length
         block.length += len(delta)
-        entry = _Entry("toolcall_delta", block, delta, start, block.length, None if grows else event)
+        entry = _Entry(
+            "toolcall_delta", block, delta, start, block.length, None if grows else event
+        )
         if self._check_arguments and not self._snapshot_is_parse(block, fields, index, delta):
             entry.event, entry.own = event, True
         self._held.append(entry)
         block.waiting.append(entry)
         return []
 
-    def _snapshot_is_parse(self, block: _Block, fields: dict[str, Any], index: int, delta: str) -> bool:
+    def _snapshot_is_parse(
+        self, block: _Block, fields: dict[str, Any], index: int, delta: str
+    ) -> bool:
         """Whether the delta's snapshot holds, for its tool call, the parse of the raw deltas
         so far (what a replay rebuilds from them)."""
         if block.raw_parse is None:
@@ -511,7 +555,11 @@ class StreamRedaction:
             # as it parses (an escape such as "\n" must not hide the word after it), and on
             # the text itself (keys in single quotes, a value cut off).
             decoded = parse_streaming_json(raw) if raw.strip() else {}
-            finished = _with_last_string(decoded, self._redactor.redact_unfinished) if cut_short else decoded
+            finished = (
+                _with_last_string(decoded, self._redactor.redact_unfinished)
+                if cut_short
+                else decoded
+            )
             given = decoded
             redacted = self._redactor.remove_from_output(finished)
             base = raw if redacted == decoded else orjson.dumps(redacted).decode()
@@ -522,7 +570,9 @@ class StreamRedaction:
         block.rewritten = target != raw
         if target != raw:
             where = f"content[{block.index}].arguments"
-            changes = _argument_changes(given, redacted, where, self._redactor, "cut-short" if cut_short else "known-value")
+            changes = _argument_changes(
+                given, redacted, where, self._redactor, "cut-short" if cut_short else "known-value"
+            )
             for path, rules in changes.items():
                 self.marks.setdefault(path, set()).update(rules)
             if not changes:  # only the text rules found something: the arguments as a whole
@@ -584,12 +634,15 @@ class StreamRedaction:
             if others is None:
                 return False
             return others(values) == others(old_values) and (
-                len(content) == 1 or (content[:index] == old[:index] and content[index + 1 :] == old[index + 1 :])
+                len(content) == 1
+                or (content[:index] == old[:index] and content[index + 1 :] == old[index + 1 :])
             )
         except KeyError:  # built without validation, a field missing
             return False
 
-    def _mark(self, path: str, raw: str, stored: str, cut_short: bool, *, names: bool = False) -> None:
+    def _mark(
+        self, path: str, raw: str, stored: str, cut_short: bool, *, names: bool = False
+    ) -> None:
         """Note that redaction removed something at ``path`` of the model's output (a run value
         stored as ``{{name}}`` removes nothing, and is not noted)."""
         if stored.count(PLACEHOLDER) <= raw.count(PLACEHOLDER):
@@ -624,12 +677,18 @@ class StreamRedaction:
                     before = block.value
                     block.value = block.parse.feed(stored)  # type: ignore[arg-type]
                     if entry.event is None:
-                        records.append(_new_record(ArgumentsGrowth, (block.index, stored, before, block.value)))
+                        records.append(
+                            _new_record(ArgumentsGrowth, (block.index, stored, before, block.value))
+                        )
                         continue
                     if entry.own and not block.rewritten:
                         records.append(self._whole(entry.event, stored, own_block=block.index))
                         continue
-                elif entry.dropped is not None or entry.open_bang is not None or block.open_bang is not None:
+                elif (
+                    entry.dropped is not None
+                    or entry.open_bang is not None
+                    or block.open_bang is not None
+                ):
                     records.append(self._literal_delta(entry, block, stored))  # type: ignore[arg-type]
                     continue
                 elif entry.event is None:
@@ -649,12 +708,16 @@ class StreamRedaction:
         before_open, block.open_bang = block.open_bang, entry.open_bang
         text = block.stored_text()  # through this delta
         tail = text[len(text) - len(stored) - (before_open or 0) :]  # from the open bang, if any
-        grown = _shown(tail[: len(tail) - len(stored)], before_open) + shown == _shown(tail, entry.open_bang)
+        grown = _shown(tail[: len(tail) - len(stored)], before_open) + shown == _shown(
+            tail, entry.open_bang
+        )
         if grown and entry.event is None:
             return _new_record(TextGrowth, (entry.type, block.index, shown))  # type: ignore[no-any-return]
         return self._whole(entry.event if entry.event is not None else entry.source, shown)
 
-    def _whole(self, event: Any, stored_delta: str | None = None, own_block: int | None = None) -> Whole:
+    def _whole(
+        self, event: Any, stored_delta: str | None = None, own_block: int | None = None
+    ) -> Whole:
         """The event dumped and redacted, with the stored form of every streamed block in
         place of its raw text (a block the stream did not account for is redacted on its own,
         and noted when that changes it). ``own_block``: a tool call whose snapshot arguments
@@ -668,7 +731,11 @@ class StreamRedaction:
         index = dump.get("content_index")
         if kind in _TEXT_ENDS and type(dump.get("content")) is str:
             block = self._blocks.get(index)
-            if block is not None and block.field == _TEXT_ENDS[kind] and len(dump["content"]) == block.emitted:
+            if (
+                block is not None
+                and block.field == _TEXT_ENDS[kind]
+                and len(dump["content"]) == block.emitted
+            ):
                 kept.append((("content",), block.stored_text()))
                 dump["content"] = ""
         if kind == "toolcall_end" and type(dump.get("tool_call")) is dict:
@@ -693,7 +760,11 @@ class StreamRedaction:
         return Whole(redacted)
 
     def _keep_block(
-        self, item: dict[str, Any], block: _Block | None, where: tuple[Any, ...], kept: list[tuple[tuple[Any, ...], Any]]
+        self,
+        item: dict[str, Any],
+        block: _Block | None,
+        where: tuple[Any, ...],
+        kept: list[tuple[tuple[Any, ...], Any]],
     ) -> None:
         """Take a streamed block's stored value aside (blanking it in the dump) when the raw
         value is the one its deltas streamed."""
@@ -721,15 +792,27 @@ class StreamRedaction:
                 if key in redacted:
                     # A toolcall_end's tool call is the message's block: named as such.
                     index = raw.get("content_index") if not path and key == "tool_call" else None
-                    here = f"content[{index}]" if type(index) is int else f"{path}.{key}" if path else str(key)
+                    here = (
+                        f"content[{index}]"
+                        if type(index) is int
+                        else f"{path}.{key}"
+                        if path
+                        else str(key)
+                    )
                     self._mark_changes(value, redacted[key], here)
                 elif value is not None:
-                    self.marks.setdefault(f"{path}.{key}" if path else str(key), set()).add("secret-field-name")
+                    self.marks.setdefault(f"{path}.{key}" if path else str(key), set()).add(
+                        "secret-field-name"
+                    )
         elif type(raw) is list and type(redacted) is list:
             for position, (value, other) in enumerate(zip(raw, redacted, strict=False)):
                 self._mark_changes(value, other, f"{path}[{position}]")
         elif raw != redacted and PLACEHOLDER in str(redacted) and PLACEHOLDER not in str(raw):
-            where = path.split(".", 1)[1] if path.split(".", 1)[0] in _MESSAGES and "." in path else path
+            where = (
+                path.split(".", 1)[1]
+                if path.split(".", 1)[0] in _MESSAGES and "." in path
+                else path
+            )
             rules = set(self._redactor.rules_in(raw)) if type(raw) is str else set()
             self.marks.setdefault(where, set()).update(rules or {"secret-field-name"})
 
@@ -744,7 +827,9 @@ def _key_step(key: Any) -> str:
     return f".{text}" if _PLAIN_KEY.match(text) else f"[{orjson.dumps(text).decode()}]"
 
 
-def _argument_changes(raw: Any, redacted: Any, path: str, redactor: Redactor, default: str) -> dict[str, set[str]]:
+def _argument_changes(
+    raw: Any, redacted: Any, path: str, redactor: Redactor, default: str
+) -> dict[str, set[str]]:
     """The key paths inside a tool call's arguments where redaction removed something
     (``content[1].arguments.auth.password``), with their rules: the paths are built from the
     redacted keys, so a key that held a secret is named without it. Empty when the two do not
@@ -754,16 +839,23 @@ def _argument_changes(raw: Any, redacted: Any, path: str, redactor: Redactor, de
     while stack:
         before, after, here = stack.pop()
         if type(before) is dict and type(after) is dict and len(before) == len(after):
-            for (key, value), (stored_key, stored) in zip(before.items(), after.items(), strict=True):
+            for (key, value), (stored_key, stored) in zip(
+                before.items(), after.items(), strict=True
+            ):
                 child = here + _key_step(stored_key)
                 if stored == PLACEHOLDER and value != PLACEHOLDER and is_exact_secret_name(key):
                     changes.setdefault(child, set()).add("secret-field-name")
                 else:
                     if key != stored_key:
-                        changes.setdefault(child, set()).update(redactor.rules_in(str(key)) or {default})
+                        changes.setdefault(child, set()).update(
+                            redactor.rules_in(str(key)) or {default}
+                        )
                     stack.append((value, stored, child))
         elif type(before) is list and type(after) is list and len(before) == len(after):
-            stack.extend((value, stored, f"{here}[{number}]") for number, (value, stored) in enumerate(zip(before, after, strict=True)))
+            stack.extend(
+                (value, stored, f"{here}[{number}]")
+                for number, (value, stored) in enumerate(zip(before, after, strict=True))
+            )
         elif type(before) is str and type(after) is str:
             if after.count(PLACEHOLDER) > before.count(PLACEHOLDER):
                 changes.setdefault(here, set()).update(redactor.rules_in(before) or {default})
@@ -814,7 +906,9 @@ def _names_secret(parsed: Any, raw: str) -> bool:
     while stack:
         value = stack.pop()
         if type(value) is dict:
-            if any(is_exact_secret_name(key) and item != PLACEHOLDER for key, item in value.items()):
+            if any(
+                is_exact_secret_name(key) and item != PLACEHOLDER for key, item in value.items()
+            ):
                 return True
             stack.extend(value.values())
         elif type(value) is list:

@@ -68,7 +68,9 @@ def short_repr(value: Any, limit: int = REPR_LIMIT) -> str:
 WINDOW_CONTEXT = 60
 
 
-def windows_around_difference(recorded: Any, incoming: Any, limit: int = REPR_LIMIT) -> tuple[str, str, int] | None:
+def windows_around_difference(
+    recorded: Any, incoming: Any, limit: int = REPR_LIMIT
+) -> tuple[str, str, int] | None:
     """Two strings whose first difference lies past what :func:`short_repr` shows, each as a
     window of at most ``limit`` characters around that character (``...`` where cut), and the
     difference's position; None for anything else (the plain form shows the difference). A 3
@@ -76,7 +78,10 @@ def windows_around_difference(recorded: Any, incoming: Any, limit: int = REPR_LI
     if type(recorded) is not str or type(incoming) is not str:
         return None
     first = common_prefix_length(recorded, incoming)
-    if all(len(repr(text[: first + 1])) <= limit - 3 or len(repr(text)) <= limit for text in (recorded, incoming)):
+    if all(
+        len(repr(text[: first + 1])) <= limit - 3 or len(repr(text)) <= limit
+        for text in (recorded, incoming)
+    ):
         return None  # the plain form already shows where they differ
     start = max(0, first - WINDOW_CONTEXT)
     return _window(recorded, start, limit), _window(incoming, start, limit), first
@@ -130,10 +135,20 @@ class ReplayMismatch(AssertionError):
         self.note = note
         #: That the two values differ only in a volatile-looking part (a time, a uuid, a port),
         #: and the rule that covers it; None otherwise.
-        self.volatile_hint = None if field_path == REMAINING_CALLS else volatile_hint(self.field_path, self.recorded, self.incoming)
+        self.volatile_hint = (
+            None
+            if field_path == REMAINING_CALLS
+            else volatile_hint(self.field_path, self.recorded, self.incoming)
+        )
         at = f"call {call_index} ({self.where})" if self.where else f"call {call_index}"
-        notes = "".join(f"\n{text}" for text in (note, self.volatile_hint and f"note: {self.volatile_hint}") if text)
-        super().__init__(f"replay mismatch at {at}, field {self.field_path}:{self._described()}{notes}")
+        notes = "".join(
+            f"\n{text}"
+            for text in (note, self.volatile_hint and f"note: {self.volatile_hint}")
+            if text
+        )
+        super().__init__(
+            f"replay mismatch at {at}, field {self.field_path}:{self._described()}{notes}"
+        )
 
     def _described(self) -> str:
         """The two sides, from the end of the first line on: in words for the calls left
@@ -149,12 +164,21 @@ class ReplayMismatch(AssertionError):
         return f" (first difference at character {first})\nrecorded {recorded_text}, incoming {incoming_text}"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        arguments = (self.call_index, self.field_path, self.recorded, self.incoming, self.event_index)
+        arguments = (
+            self.call_index,
+            self.field_path,
+            self.recorded,
+            self.incoming,
+            self.event_index,
+        )
         return (_rebuild_mismatch, (type(self), arguments, self.where, self.note), self.__dict__)
 
 
 def _rebuild_mismatch(
-    kind: type[ReplayMismatch], arguments: tuple[Any, ...], where: str | None, note: str | None = None
+    kind: type[ReplayMismatch],
+    arguments: tuple[Any, ...],
+    where: str | None,
+    note: str | None = None,
 ) -> ReplayMismatch:
     """Unpickle a :class:`ReplayMismatch` with its keyword-only ``where`` and ``note``."""
     return kind(*arguments, where=where, note=note)

@@ -89,12 +89,16 @@ def plain_first_difference(recorded: Any, incoming: Any, path: str = "") -> Diff
             if key in NON_DETERMINISTIC_FIELD_NAMES:
                 continue
             # A missing key reads as None: missing and null are equal.
-            found = plain_first_difference(recorded.get(key), incoming.get(key), key_path(path, key))
+            found = plain_first_difference(
+                recorded.get(key), incoming.get(key), key_path(path, key)
+            )
             if found is not None:
                 return found
         return None
     if isinstance(recorded, SEQUENCES) and isinstance(incoming, SEQUENCES):
-        for index, (left, right) in enumerate(zip(recorded, incoming, strict=False)):  # to the shorter
+        for index, (left, right) in enumerate(
+            zip(recorded, incoming, strict=False)
+        ):  # to the shorter
             found = plain_first_difference(left, right, index_path(path, index))
             if found is not None:
                 return found

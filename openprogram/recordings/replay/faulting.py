@@ -58,7 +58,12 @@ def faulted_events(
         served = event
         yield index, event
     if served is None:
-        yield -1, mark_faulted(EventError(reason="error", error=_before_answer(call, model, fault)), fault)
+        yield (
+            -1,
+            mark_faulted(
+                EventError(reason="error", error=_before_answer(call, model, fault)), fault
+            ),
+        )
         return
     if served.type == "done" or served.type == "error":  # pragma: no cover - see _last_served
         raise AssertionError("a fault must break the stream before its terminal event")
@@ -87,7 +92,15 @@ def _before_answer(call: RecordedCall, model: Model, fault: Fault) -> AssistantM
     """The message of a call that failed before the vendor answered: empty, as the provider
     makes it, with the recorded call's identity (api, model, timestamp) when it has one."""
     first = next(iter(call.events()), None) if call.event_count else None
-    recorded = None if first is None else first.message if first.type == "done" else first.error if first.type == "error" else first.partial
+    recorded = (
+        None
+        if first is None
+        else first.message
+        if first.type == "done"
+        else first.error
+        if first.type == "error"
+        else first.partial
+    )
     return AssistantMessage(
         content=[],
         api=model.api if recorded is None else recorded.api,

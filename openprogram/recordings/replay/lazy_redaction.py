@@ -53,7 +53,9 @@ def settle(recorded: Any, raw: Any, redactor: Redactor, depth: int) -> Settled:
     is compared once and not redacted at all.
     """
     if depth > 0 and type(raw) is dict and type(recorded) is dict and _plain_keys(raw, redactor):
-        parts = {key: settle(recorded.get(key), value, redactor, depth - 1) for key, value in raw.items()}
+        parts = {
+            key: settle(recorded.get(key), value, redactor, depth - 1) for key, value in raw.items()
+        }
         # A key only the recording has differs unless it reads as missing (null, a timestamp).
         recorded_only = {key: recorded[key] for key in recorded.keys() - raw.keys()}
         return Settled(

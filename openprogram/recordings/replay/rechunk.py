@@ -54,7 +54,9 @@ def rechunked(numbered: Iterator[Numbered], seed: int, call_index: int) -> Itera
         event = item[1]
         if event.type in _FIELDS:
             first = run[0][1] if run else None
-            if first is not None and (first.type != event.type or first.content_index != event.content_index):  # type: ignore[union-attr]
+            if first is not None and (
+                first.type != event.type or first.content_index != event.content_index  # type: ignore[union-attr]
+            ):
                 yield from _resplit(run, rng, arguments)
                 run = []
             run.append(item)
@@ -67,7 +69,9 @@ def rechunked(numbered: Iterator[Numbered], seed: int, call_index: int) -> Itera
         yield from _resplit(run, rng, arguments)
 
 
-def _resplit(run: list[Numbered], rng: random.Random, arguments: dict[int, list[str]]) -> Iterator[Numbered]:
+def _resplit(
+    run: list[Numbered], rng: random.Random, arguments: dict[int, list[str]]
+) -> Iterator[Numbered]:
     events: list[Any] = [event for _, event in run]
     kind, index = events[0].type, events[0].content_index
     field = _FIELDS[kind]
@@ -95,7 +99,10 @@ def _resplit(run: list[Numbered], rng: random.Random, arguments: dict[int, list[
         partial = event.partial
         content = list(partial.content)
         content[index] = replaced(content[index], **{field: grown(cut)})
-        yield run[source][0], replaced(event, delta=text[start:cut], partial=replaced(partial, content=content))
+        yield (
+            run[source][0],
+            replaced(event, delta=text[start:cut], partial=replaced(partial, content=content)),
+        )
         start = cut
 
 
@@ -132,8 +139,7 @@ def _cuts(text: str, rng: random.Random) -> list[int]:
     size = len(text)
     liked = sorted(
         {match.end() for match in _AFTER_JSON_MARK.finditer(text)}
-        | {edge for match in _MULTI_BYTE.finditer(text) for edge in match.span()}
-        - {0, size}
+        | {edge for match in _MULTI_BYTE.finditer(text) for edge in match.span()} - {0, size}
     )
     cuts: list[int] = []
     position = 0

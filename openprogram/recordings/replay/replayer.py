@@ -69,7 +69,9 @@ class ServedAnswer:
         self.served = False
 
 
-_served_answer: ContextVar[ServedAnswer | None] = ContextVar("openprogram_served_answer", default=None)
+_served_answer: ContextVar[ServedAnswer | None] = ContextVar(
+    "openprogram_served_answer", default=None
+)
 
 
 @contextlib.contextmanager
@@ -122,7 +124,9 @@ def _default_options_dump() -> dict[str, Any]:
     ``reasoning`` and ``thinking_budgets``, both ``null`` by default) whenever the options
     agree. Cached: it is the same for the whole process and is only ever compared.
     """
-    return cast("dict[str, Any]", remove_secret_values(StreamOptions().model_dump(mode="json")))  # the redaction of a dict is a dict
+    return cast(
+        "dict[str, Any]", remove_secret_values(StreamOptions().model_dump(mode="json"))
+    )  # the redaction of a dict is a dict
 
 
 #: The fields that say which model a request is for: a changed model is reported by the field
@@ -155,7 +159,9 @@ def first_request_difference(
             )
             if difference is not None:
                 return difference
-    difference = find_first_difference(_compared_model(recorded_model), _compared_model(incoming_model), "model")
+    difference = find_first_difference(
+        _compared_model(recorded_model), _compared_model(incoming_model), "model"
+    )
     if difference is not None:
         return difference
     for name in ("context", "options"):
@@ -165,17 +171,23 @@ def first_request_difference(
     return None
 
 
-def with_run_values(event: AssistantMessageEvent, values: tuple[tuple[str, str], ...]) -> AssistantMessageEvent:
+def with_run_values(
+    event: AssistantMessageEvent, values: tuple[tuple[str, str], ...]
+) -> AssistantMessageEvent:
     """A recorded event with every ``{{name}}`` of a run value replaced by this run's text: a
     streamed tool-call argument delta is JSON text, so there the value goes in JSON-escaped."""
     dump = event.model_dump(mode="json")
     tokens = [(value_token(name), text) for name, text in values]
     replaced = _substituted(dump, tokens)
     if dump.get("type") == "toolcall_delta" and isinstance(dump.get("delta"), str):
-        replaced["delta"] = _with_values(dump["delta"], [(token, json.dumps(text)[1:-1]) for token, text in tokens])
+        replaced["delta"] = _with_values(
+            dump["delta"], [(token, json.dumps(text)[1:-1]) for token, text in tokens]
+        )
     if replaced == dump:
         return event
-    return cast("AssistantMessageEvent", EVENT_CLASSES[dump["type"]].model_validate(replaced))  # EVENT_CLASSES holds only event classes, typed type[BaseModel]
+    return cast(
+        "AssistantMessageEvent", EVENT_CLASSES[dump["type"]].model_validate(replaced)
+    )  # EVENT_CLASSES holds only event classes, typed type[BaseModel]
 
 
 def _substituted(value: Any, tokens: list[tuple[str, str]]) -> Any:
@@ -222,7 +234,11 @@ class _Incoming:
 
     @classmethod
     def of(
-        cls, model: Model, context: Context, options: StreamOptions | None, request_filter: RequestFilter
+        cls,
+        model: Model,
+        context: Context,
+        options: StreamOptions | None,
+        request_filter: RequestFilter,
     ) -> _Incoming:
         if request_filter:
             payloads = request_payloads(model, context, options)
@@ -234,7 +250,9 @@ class _Incoming:
         payloads["model"] = redactor.remove_secret_values(payloads["model"])
         options_dump = payloads["options"]
         payloads["options"] = (
-            _default_options_dump() if options_dump is None else redactor.remove_secret_values(options_dump)
+            _default_options_dump()
+            if options_dump is None
+            else redactor.remove_secret_values(options_dump)
         )
         return cls(payloads, redactor)
 
@@ -247,7 +265,9 @@ class _Incoming:
         if find_first_difference(recorded_context, context) is None:
             # Equal as it is: the recorded context stands in for it (compared by identity),
             # so only the (redacted) model and options are walked.
-            return first_request_difference(recorded, {**self.payloads, "context": recorded_context})
+            return first_request_difference(
+                recorded, {**self.payloads, "context": recorded_context}
+            )
         settled = settle(recorded_context, context, self.redactor, _SETTLE_DEPTH)
         return first_request_difference(recorded, {**self.payloads, "context": settled.value})
 
@@ -366,10 +386,14 @@ class ReplayProvider:
         #: A file whose calls all have lanes (one recorded through ``openprogram proxy``, which
         #: derives a lane per conversation) replays for code that makes its calls in the root
         #: lane in file order: each such call takes the next recorded call of the session.
-        self._root_in_file_order = self._uses_lanes and all(call.lane != ROOT_LANE for call in self._recording.calls)
+        self._root_in_file_order = self._uses_lanes and all(
+            call.lane != ROOT_LANE for call in self._recording.calls
+        )
         #: Faults, re-chunking, pacing (docs/tutorial.md, "Testing what goes wrong"): None
         #: when none is asked for, and then the calls take the plain path of ``_replay``.
-        self._adjusted = _Adjustments.of(replay_options, self._recording) if replay_options else None
+        self._adjusted = (
+            _Adjustments.of(replay_options, self._recording) if replay_options else None
+        )
 
     @property
     def recording_path(self) -> Path:
@@ -435,7 +459,11 @@ class ReplayProvider:
         return self._take(model, context, options, None)[0]
 
     def _take(
-        self, model: Model, context: Context, options: StreamOptions | None, faults: FaultBook | None
+        self,
+        model: Model,
+        context: Context,
+        options: StreamOptions | None,
+        faults: FaultBook | None,
     ) -> tuple[RecordedCall, Fault | None]:
         """:meth:`take`, and the fault ``faults`` fires for the matched call, if any: a
         faulted call is not consumed (the retry that follows is served it)."""
@@ -476,9 +504,15 @@ class ReplayProvider:
     def _next_lane_in_file_order(self) -> str:
         """The lane of the first recorded call not yet served, of the session followed (the
         first one with calls left, before any is followed)."""
-        sessions = [self._session] if self._session is not None else [s for s in self._sessions if s not in self._used]
+        sessions = (
+            [self._session]
+            if self._session is not None
+            else [s for s in self._sessions if s not in self._used]
+        )
         for session in sessions:
-            upcoming = [call for name in session.lanes if (call := self._next(session, name)) is not None]
+            upcoming = [
+                call for name in session.lanes if (call := self._next(session, name)) is not None
+            ]
             if upcoming:
                 return min(upcoming, key=lambda call: call.call_index).lane
         return ROOT_LANE
@@ -511,14 +545,19 @@ class ReplayProvider:
             calls = candidate.lanes.get(lane, [])
             if position >= len(calls):
                 continue
-            if all(
-                self._same_calls(session.lanes[name], candidate.lanes.get(name, []), count)
-                for name, count in served.items()
-            ) and self._differs(calls[position], incoming) is None:
+            if (
+                all(
+                    self._same_calls(session.lanes[name], candidate.lanes.get(name, []), count)
+                    for name, count in served.items()
+                )
+                and self._differs(calls[position], incoming) is None
+            ):
                 return candidate, calls[position]
         return None
 
-    def _same_calls(self, calls: list[RecordedCall], others: list[RecordedCall], count: int) -> bool:
+    def _same_calls(
+        self, calls: list[RecordedCall], others: list[RecordedCall], count: int
+    ) -> bool:
         """Whether the first ``count`` calls of two lanes are the same requests, as replay
         compares them."""
         if len(others) < count:
@@ -560,7 +599,9 @@ class ReplayProvider:
         if recorded is None:
             # The default options stand in for none before the filter, as on the incoming
             # side: after it, an ignored ``options`` is blank on both sides.
-            recorded = self._filtered[call.call_index] = self._filter.apply(self._with_options(call.request))
+            recorded = self._filtered[call.call_index] = self._filter.apply(
+                self._with_options(call.request)
+            )
         return recorded
 
     @staticmethod
@@ -574,16 +615,24 @@ class ReplayProvider:
     ) -> ReplayMismatch:
         notes = [self._redaction_note(call, session, lane), self._replay_note]
         note = "\n".join(note for note in notes if note) or None
-        return ReplayMismatch(call.call_index, *difference, where=self._where(session, lane), note=note)
+        return ReplayMismatch(
+            call.call_index, *difference, where=self._where(session, lane), note=note
+        )
 
     def _redaction_note(self, call: RecordedCall, session: _Session, lane: str) -> str | None:
         """A drift after an answer that lost a value to redaction may come from it: the replay
         served the placeholder where the live run had the value. Named, so the user knows."""
-        served = [c for c in session.lanes.get(lane, ()) if c.call_index < call.call_index and c.redactions]
+        served = [
+            c
+            for c in session.lanes.get(lane, ())
+            if c.call_index < call.call_index and c.redactions
+        ]
         if not served:
             return None
         last = served[-1]
-        where = ", ".join(f"{item['path']} ({', '.join(item['rules'])})" for item in last.redactions)
+        where = ", ".join(
+            f"{item['path']} ({', '.join(item['rules'])})" for item in last.redactions
+        )
         return (
             f"note: the recorded answer of call {last.call_index} lost a value to redaction at {where}; "
             f"the replay served {PLACEHOLDER!r} there, which the live run did not see"
@@ -602,13 +651,19 @@ class ReplayProvider:
         """A call with no recorded call left for it in its lane, in any session it may use."""
         calls = self._recording.calls
         if not any(lane in session.lanes for session in self._sessions):
-            recorded = (
-                f"no recorded call in {_lane_name(lane)}" if calls else "no recorded calls"
-            )
+            recorded = f"no recorded call in {_lane_name(lane)}" if calls else "no recorded calls"
             return ReplayMismatch(
-                self._call_count, "call_index", recorded, f"a call in {_lane_name(lane)}", note=self._replay_note
+                self._call_count,
+                "call_index",
+                recorded,
+                f"a call in {_lane_name(lane)}",
+                note=self._replay_note,
             )
-        if lane == ROOT_LANE and len(self._sessions) == 1 and set(self._sessions[0].lanes) == {ROOT_LANE}:
+        if (
+            lane == ROOT_LANE
+            and len(self._sessions) == 1
+            and set(self._sessions[0].lanes) == {ROOT_LANE}
+        ):
             return ReplayMismatch(
                 self._call_count,
                 "call_index",

@@ -60,16 +60,18 @@ def parse_field_pattern(pattern: str) -> tuple[Any, ...]:
             segments.append(ANY)
         position = match.end()
     if segments[0] not in _ROOTS:
-        raise ValueError(
-            f"ignore pattern {pattern!r} must start with one of {', '.join(_ROOTS)}"
-        )
+        raise ValueError(f"ignore pattern {pattern!r} must start with one of {', '.join(_ROOTS)}")
     return tuple(segments)
 
 
 def _compile_rules(rules: Iterable[Sequence[str]]) -> list[tuple[re.Pattern[str], str]]:
     compiled = []
     for position, rule in enumerate(rules):
-        if isinstance(rule, str) or len(rule) != 2 or not all(isinstance(part, str) for part in rule):
+        if (
+            isinstance(rule, str)
+            or len(rule) != 2
+            or not all(isinstance(part, str) for part in rule)
+        ):
             raise ValueError(
                 f"normalize rule {position} must be a (regex, replacement) pair of strings, not {rule!r}"
             )
@@ -77,13 +79,17 @@ def _compile_rules(rules: Iterable[Sequence[str]]) -> list[tuple[re.Pattern[str]
         try:
             pattern = re.compile(regex)
         except re.error as error:
-            raise ValueError(f"normalize rule {position}: invalid regex {regex!r}: {error}") from None
+            raise ValueError(
+                f"normalize rule {position}: invalid regex {regex!r}: {error}"
+            ) from None
         _check_replacement(position, regex, pattern, replacement)
         compiled.append((pattern, replacement))
     return compiled
 
 
-def _check_replacement(position: int, regex: str, pattern: re.Pattern[str], replacement: str) -> None:
+def _check_replacement(
+    position: int, regex: str, pattern: re.Pattern[str], replacement: str
+) -> None:
     """Refuse a replacement ``re.sub`` would refuse, now rather than at every later replay: a
     group the regex does not have (``\\9``, ``\\g<name>``) or an unknown escape (``\\q``).
 

@@ -56,7 +56,11 @@ def _compiled(regex: str) -> re.Pattern[str]:
 
 #: In the order they are applied: a longer shape before the shapes of its parts.
 SHAPES: tuple[VolatileShape, ...] = (
-    VolatileShape("uuid", r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}", "<uuid>"),
+    VolatileShape(
+        "uuid",
+        r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}",
+        "<uuid>",
+    ),
     VolatileShape(
         "datetime",
         r"\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}(?::\d{2}(?:[.,]\d+)?)?(?:Z|[+-]\d{2}:?\d{2})?",
@@ -71,9 +75,15 @@ SHAPES: tuple[VolatileShape, ...] = (
         "<tmp>",
     ),
     VolatileShape(
-        "port", r"((?://[\w.-]+|//\[[0-9a-fA-F:]+\]|\blocalhost|\b127\.0\.0\.1|\b0\.0\.0\.0):)\d{1,5}\b", r"\1<port>"
+        "port",
+        r"((?://[\w.-]+|//\[[0-9a-fA-F:]+\]|\blocalhost|\b127\.0\.0\.1|\b0\.0\.0\.0):)\d{1,5}\b",
+        r"\1<port>",
     ),
-    VolatileShape("hex id", r"(?<![0-9A-Za-z])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{8,}(?![0-9A-Za-z])", "<hex>"),
+    VolatileShape(
+        "hex id",
+        r"(?<![0-9A-Za-z])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{8,}(?![0-9A-Za-z])",
+        "<hex>",
+    ),
     VolatileShape(
         "counter",
         r"(\b(?i:run|attempt|retry|request|req|seq|sequence|iteration|counter|pid|job|build|session)[ #:=_-]*)\d+\b",
@@ -97,7 +107,9 @@ def covering_shapes(a: str, b: str) -> tuple[VolatileShape, ...] | None:
     if len(a) > MAX_EXAMINED or len(b) > MAX_EXAMINED or _applied(SHAPES, a) != _applied(SHAPES, b):
         return None
     needed = list(SHAPES)
-    for shape in reversed(SHAPES):  # the general shapes go first, so one datetime rule wins over a date and a time
+    for shape in reversed(
+        SHAPES
+    ):  # the general shapes go first, so one datetime rule wins over a date and a time
         trial = [other for other in needed if other is not shape]
         if _applied(trial, a) == _applied(trial, b):
             needed = trial
@@ -116,8 +128,11 @@ def example_of(shape: VolatileShape, a: str, b: str) -> tuple[str, str]:
 
 def looks_like_epoch(a: Any, b: Any) -> bool:
     """Two whole numbers that both read as Unix times (seconds or milliseconds, 2017 to 2033)."""
+
     def epoch(value: Any) -> bool:
-        return type(value) is int and (1_500_000_000 <= value < 2_000_000_000 or 1_500_000_000_000 <= value < 2_000_000_000_000)
+        return type(value) is int and (
+            1_500_000_000 <= value < 2_000_000_000 or 1_500_000_000_000 <= value < 2_000_000_000_000
+        )
 
     return a != b and epoch(a) and epoch(b)
 
@@ -139,8 +154,13 @@ def volatile_hint(field: str, recorded: Any, incoming: Any) -> str | None:
         return None
     names = [f"a {shape.name}" for shape in shapes]
     named = names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-    examples = "; ".join("{} {!r} / {!r}".format(shape.name, *example_of(shape, recorded, incoming)) for shape in shapes)
-    rules = ", ".join(f"[{toml_string(shape.regex)}, {toml_string(shape.replacement)}]" for shape in shapes)
+    examples = "; ".join(
+        "{} {!r} / {!r}".format(shape.name, *example_of(shape, recorded, incoming))
+        for shape in shapes
+    )
+    rules = ", ".join(
+        f"[{toml_string(shape.regex)}, {toml_string(shape.replacement)}]" for shape in shapes
+    )
     return (
         f"the two values differ only in {named} ({examples}); a replay overlooks "
         f"{'it with this rule' if len(shapes) == 1 else 'them with these rules'} in [tool.openprogram.record_replay] "

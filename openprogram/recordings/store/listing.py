@@ -46,7 +46,13 @@ __all__ = [
     "recordings_named",
 ]
 
-USABLE, INTERRUPTED, INVALID, RECORDING, SYMLINK = "usable", "interrupted", "invalid", "recording", "symlink"
+USABLE, INTERRUPTED, INVALID, RECORDING, SYMLINK = (
+    "usable",
+    "interrupted",
+    "invalid",
+    "recording",
+    "symlink",
+)
 
 _CALL_END_PREFIX = encode_line(call_end_row(0, 0)).partition(b"0")[0]
 _EVENT_PREFIX = event_line_head(0).partition(b"0")[0]
@@ -78,7 +84,9 @@ class ListedRecording:
         modified = (
             None
             if self.mtime is None
-            else datetime.fromtimestamp(self.mtime, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+            else datetime.fromtimestamp(self.mtime, UTC)
+            .isoformat(timespec="seconds")
+            .replace("+00:00", "Z")
         )
         return {
             "name": self.name,
@@ -106,7 +114,11 @@ def _recording_names(folder: str) -> list[str]:
     found: list[str] = []
     for root, folders, names in os.walk(folder):
         folders[:] = sorted(name for name in folders if not name.startswith("."))
-        found.extend(os.path.join(root, name) for name in names if name.endswith(RECORDING_SUFFIX) and not name.startswith("."))
+        found.extend(
+            os.path.join(root, name)
+            for name in names
+            if name.endswith(RECORDING_SUFFIX) and not name.startswith(".")
+        )
     found.sort()
     return found
 
@@ -133,7 +145,11 @@ def recordings_named(name: str, start: Path, limit: int = 3) -> list[Path]:
         folders[:] = (
             []
             if depth >= _SEARCH_DEPTH
-            else sorted(f for f in folders if not f.startswith(".") and f not in _NOT_SEARCHED and not f.endswith("venv"))
+            else sorted(
+                f
+                for f in folders
+                if not f.startswith(".") and f not in _NOT_SEARCHED and not f.endswith("venv")
+            )
         )
         if wanted in names and "recordings" in here.parts[base_depth - 1 :]:
             found.append(here / wanted)
@@ -218,7 +234,9 @@ def _read_all(fd: int, size: int) -> bytes:
     return b"".join(pieces)
 
 
-def _counted(data: bytes, row: ListedRecording) -> tuple[int, int, int, bool] | Literal[False] | None:
+def _counted(
+    data: bytes, row: ListedRecording
+) -> tuple[int, int, int, bool] | Literal[False] | None:
     """``(requests, call_ends, sessions, torn)`` from the bytes alone; None when the header
     refuses the file (``row`` says why), False when some line is in another form."""
     if not data:
@@ -289,12 +307,17 @@ def _scan_lines(fd: int, row: ListedRecording, *, live: bool) -> None:
     _settle(row, requests, ended, len(sessions), bool(pending), live)
 
 
-def _settle(row: ListedRecording, requests: int, ended: int, sessions: int, torn: bool, live: bool) -> None:
+def _settle(
+    row: ListedRecording, requests: int, ended: int, sessions: int, torn: bool, live: bool
+) -> None:
     row.calls, row.sessions = requests, sessions
     if live:
         row.state = RECORDING
     elif torn:
-        row.state, row.reason = INTERRUPTED, "ends with an incomplete line (its writer died); run 'openprogram recordings recover' on it"
+        row.state, row.reason = (
+            INTERRUPTED,
+            "ends with an incomplete line (its writer died); run 'openprogram recordings recover' on it",
+        )
     elif ended < requests:
         row.state = INTERRUPTED
         row.reason = f"{requests - ended} call(s) have no call_end (its writer died); run 'openprogram recordings recover' on it"

@@ -119,11 +119,15 @@ def create_empty_recording(path: Path) -> None:
     from ..file.format import RecordingFileError
 
     try:
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        fd = os.open(
+            path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
     except FileExistsError:
         raise
     except OSError as error:
-        raise RecordingFileError(path, f"cannot create: {error.strerror}", kind="unreadable") from None
+        raise RecordingFileError(
+            path, f"cannot create: {error.strerror}", kind="unreadable"
+        ) from None
     try:
         os.fchmod(fd, 0o600)
     finally:

@@ -128,7 +128,11 @@ def _read_regular_file(path: Path) -> tuple[bytes, int]:
         data = read_regular_file(path, MAX_RECORDING_BYTES, follow_symlinks=False)
         mode = stat.S_IMODE(os.lstat(path).st_mode)
     except FileRefusal as refusal:
-        reason = "is a symbolic link; recover the file it points to" if refusal.kind == "symlink" else refusal.reason
+        reason = (
+            "is a symbolic link; recover the file it points to"
+            if refusal.kind == "symlink"
+            else refusal.reason
+        )
         kind = refusal.kind if refusal.kind in ("symlink", "not_a_file") else "corrupt"
         raise RecordingFileError(path, reason, kind=kind) from None
     except OSError as error:
@@ -149,11 +153,15 @@ def _check_strictly(plan: RecoveryPlan) -> None:
         folder = tempfile.TemporaryDirectory(prefix="openprogram-recover-")
     except OSError as error:
         raise RecordingFileError(
-            plan.path, f"cannot check the repair: no temporary folder can be made ({error.strerror or error})", kind="unreadable"
+            plan.path,
+            f"cannot check the repair: no temporary folder can be made ({error.strerror or error})",
+            kind="unreadable",
         ) from None
     with folder as name:
         temporary = Path(name) / plan.path.name
-        descriptor = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        descriptor = os.open(
+            temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600
+        )
         with os.fdopen(descriptor, "wb") as handle:
             handle.write(plan.repaired)
         try:

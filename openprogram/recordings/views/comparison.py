@@ -119,7 +119,9 @@ def first_request_difference(
     for part in REQUEST_PARTS:
         if part == "context" and same_contexts:
             continue
-        found = find_first_difference(redacted.part(call_a, part), redacted.part(call_b, part), part)
+        found = find_first_difference(
+            redacted.part(call_a, part), redacted.part(call_b, part), part
+        )
         if found is not None:
             path, value_a, value_b = found
             return {"field_path": path, "a": value_a, "b": value_b}
@@ -189,7 +191,9 @@ def diff_recordings(recording_a: Any, recording_b: Any) -> RecordingDiff:
             calls.append(CallDifference(index, "only_in_b"))
             continue
         call_a, call_b = recording_a.calls[index], recording_b.calls[index]
-        request = first_request_difference(call_a, call_b, same_contexts.check(call_a, call_b), redacted)
+        request = first_request_difference(
+            call_a, call_b, same_contexts.check(call_a, call_b), redacted
+        )
         summary_a, summary_b = response_summary(call_a), response_summary(call_b)
         responses = [
             {"field": key, "a": summary_a[key], "b": summary_b[key]}
@@ -199,6 +203,9 @@ def diff_recordings(recording_a: Any, recording_b: Any) -> RecordingDiff:
         status = "same" if request is None and not responses else "different"
         calls.append(CallDifference(index, status, request, responses))
     return RecordingDiff(
-        str(recording_a.path), str(recording_b.path), len(recording_a.calls), len(recording_b.calls), calls
+        str(recording_a.path),
+        str(recording_b.path),
+        len(recording_a.calls),
+        len(recording_b.calls),
+        calls,
     )
-

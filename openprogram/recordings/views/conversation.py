@@ -40,7 +40,9 @@ def _comparable(message: dict[str, Any]) -> bytes:
 def _is_resent(block: Any) -> bool:
     if not isinstance(block, dict):
         return True
-    return block.get("type") == "toolCall" or (block.get("type") == "text" and bool(block.get("text")))
+    return block.get("type") == "toolCall" or (
+        block.get("type") == "text" and bool(block.get("text"))
+    )
 
 
 def _resent_block(block: Any) -> Any:
@@ -84,7 +86,10 @@ def render_message(message: dict[str, Any]) -> list[str]:
         return ["user:", _indent(_text(message.get("content")))]
     if role == "toolResult":
         marker = " (error)" if message.get("is_error") else ""
-        return [f"tool result {message.get('tool_name')}{marker}:", _indent(_text(message.get("content")))]
+        return [
+            f"tool result {message.get('tool_name')}{marker}:",
+            _indent(_text(message.get("content"))),
+        ]
     lines = ["assistant:"]
     for block in message.get("content") or []:
         kind = block.get("type")
@@ -92,7 +97,9 @@ def render_message(message: dict[str, Any]) -> list[str]:
             lines.append(_indent(block.get("text", "")))
         elif kind == "thinking":
             thinking = " ".join(block.get("thinking", "").split())
-            shown = thinking[:THINKING_PREVIEW] + ("..." if len(thinking) > THINKING_PREVIEW else "")
+            shown = thinking[:THINKING_PREVIEW] + (
+                "..." if len(thinking) > THINKING_PREVIEW else ""
+            )
             lines.append(f"  [thinking, {len(block.get('thinking', ''))} chars: {shown}]")
         elif kind == "toolCall":
             arguments = orjson.dumps(block.get("arguments") or {}).decode()
@@ -113,7 +120,9 @@ def _server_tool_lines(block: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _usage_line(call: Any, model: dict[str, Any], message: dict[str, Any] | None) -> tuple[str, float]:
+def _usage_line(
+    call: Any, model: dict[str, Any], message: dict[str, Any] | None
+) -> tuple[str, float]:
     usage = (message or {}).get("usage") or {}
     cost = call_cost(message)
     return (
@@ -230,15 +239,21 @@ def _continued(call: Any, count: int, prompt: Any, last: _Shown | None, keys: _K
     if prompt != last.prompt or shown == 0 or count < shown:
         return None
     base, shared = call.context_growth
-    if not (base == last.call.call_index and shared >= last.count):  # else the file says they are the same
+    if not (
+        base == last.call.call_index and shared >= last.count
+    ):  # else the file says they are the same
         if keys.common_prefix(call.messages_from(0)[: last.count], last.messages()) < last.count:
             return None
-    if last.answer is not None and keys(call.messages_from(last.count)[0]) != _comparable(last.answer):
+    if last.answer is not None and keys(call.messages_from(last.count)[0]) != _comparable(
+        last.answer
+    ):
         return None
     return shown
 
 
-def _grown_from(call: Any, prompts: dict[int, Any], last: _Shown | None, keys: _Keys) -> tuple[int, int | None]:
+def _grown_from(
+    call: Any, prompts: dict[int, Any], last: _Shown | None, keys: _Keys
+) -> tuple[int, int | None]:
     """``(N, K)`` when the first N messages of ``call``'s context are those of call K, a call
     already shown (the base when the file stores the context as its growth, else the call
     walked just before), else ``(0, None)``: a new conversation."""
@@ -296,7 +311,9 @@ def render_conversation(recording: Any) -> str:
                     lines.append("--- new conversation ---")
             first = False
             if step.earlier_call is not None:
-                lines.append(f"  (+ {step.first_new_index} earlier messages as in call {step.earlier_call})")
+                lines.append(
+                    f"  (+ {step.first_new_index} earlier messages as in call {step.earlier_call})"
+                )
             if step.system_prompt:
                 lines += ["system:", _indent(step.system_prompt)]
             for message in step.new_messages:

@@ -63,7 +63,9 @@ class RecordingInfo:
         }
 
 
-def inspect_recording(path: Path, recording_id: str | None, *, managed: bool, active: bool) -> RecordingInfo:
+def inspect_recording(
+    path: Path, recording_id: str | None, *, managed: bool, active: bool
+) -> RecordingInfo:
     """Describe one file without ever raising: a file that cannot be read or parsed is an
     ``invalid`` row with the reason, so one bad file never stops a listing."""
     from ..file.writer_lock import is_being_recorded
@@ -77,7 +79,9 @@ def inspect_recording(path: Path, recording_id: str | None, *, managed: bool, ac
     info.size, info.mtime = status.st_size, status.st_mtime
     if stat.S_ISLNK(status.st_mode):
         info.state = SYMLINK
-        info.reason = f"is a symbolic link to {os.readlink(path)}; managed recordings are regular files"
+        info.reason = (
+            f"is a symbolic link to {os.readlink(path)}; managed recordings are regular files"
+        )
         return info
     if not stat.S_ISREG(status.st_mode):
         info.state, info.reason = INVALID, "is not a regular file"
@@ -202,7 +206,10 @@ def reasoning_note(usage: Any) -> str:
 def answered_by(message: Any) -> str | None:
     """``MODEL-VERSION ID`` of an answer, ``-`` for the one the vendor did not name; None
     when it named neither (a file written before answers kept them)."""
-    names = [message.get(key) if isinstance(message, dict) else None for key in ("response_model", "response_id")]
+    names = [
+        message.get(key) if isinstance(message, dict) else None
+        for key in ("response_model", "response_id")
+    ]
     if not any(isinstance(name, str) and name for name in names):
         return None
     return " ".join(name if isinstance(name, str) and name else "-" for name in names)
@@ -299,7 +306,9 @@ class ShowReport:
         }
 
 
-def list_json(folder: Path, mode: str, selector: Any, infos: list[RecordingInfo], now: float) -> dict[str, Any]:
+def list_json(
+    folder: Path, mode: str, selector: Any, infos: list[RecordingInfo], now: float
+) -> dict[str, Any]:
     return {
         "schema_version": SCHEMA_VERSION,
         "folder": str(folder),

@@ -85,7 +85,7 @@ def content_security_policy() -> str:
 def _page(title: str, paths: Iterable[str], body: str) -> str:
     shown_paths = "".join(f'<div class="path">{esc(path)}</div>' for path in paths)
     return (
-        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta http-equiv="Content-Security-Policy" content="{esc(content_security_policy())}">'
         '<meta name="referrer" content="no-referrer">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
@@ -160,7 +160,7 @@ def _server_tool_block(block: dict[str, Any]) -> str:
     body = text if isinstance(text, str) and text else _json_text(block.get("payload") or {})
     return (
         f'<details class="servertool"><summary>server tool {esc(block.get("vendor"))} '
-        f'{esc(block.get("kind"))}</summary><pre>{esc(body)}</pre></details>'
+        f"{esc(block.get('kind'))}</summary><pre>{esc(body)}</pre></details>"
     )
 
 
@@ -172,7 +172,10 @@ def render_message(message: dict[str, Any], *, drift: bool = False) -> str:
     if drift:
         classes.append("drift")
     if role == "user":
-        label, inner = "user", f'<pre class="text">{esc(_content_text(message.get("content")))}</pre>'
+        label, inner = (
+            "user",
+            f'<pre class="text">{esc(_content_text(message.get("content")))}</pre>',
+        )
     elif role == "toolResult":
         label = f"tool result: {message.get('tool_name')}"
         if message.get("is_error"):
@@ -251,8 +254,16 @@ def call_meta(step: ConversationStep) -> str:
         f'<span class="outcome-{esc(outcome)}">{esc(outcome)}</span>',
         f'<span class="meta">{esc(usage.get("input", 0))} in / {esc(usage.get("output", 0))} out tokens{esc(reasoning_note(usage))}</span>',
         f'<span class="meta">${call_cost(step.answer):.6f}</span>',
-        *([f'<span class="meta">{esc(cached)} tokens read from the cache</span>'] if (cached := usage.get("cache_read")) else []),
-        *([f'<span class="meta">answered by {esc(named)}</span>'] if (named := answered_by(step.answer)) else []),
+        *(
+            [f'<span class="meta">{esc(cached)} tokens read from the cache</span>']
+            if (cached := usage.get("cache_read"))
+            else []
+        ),
+        *(
+            [f'<span class="meta">answered by {esc(named)}</span>']
+            if (named := answered_by(step.answer))
+            else []
+        ),
     ]
     timings = _timings(call)
     if timings:
@@ -260,7 +271,9 @@ def call_meta(step: ConversationStep) -> str:
     return FIELD_SEPARATOR.join(items)
 
 
-def _call_details(step: ConversationStep, *, open_: bool, classes: str = "call", extra: str = "") -> str:
+def _call_details(
+    step: ConversationStep, *, open_: bool, classes: str = "call", extra: str = ""
+) -> str:
     attribute = " open" if open_ else ""
     return (
         f'<details class="{classes}" id="call-{esc(step.call.call_index)}"{attribute}>'
@@ -310,7 +323,11 @@ def _totals(steps: Iterable[ConversationStep], sessions: int, lanes: int) -> str
         ("cost", f"${cost:.6f}"),
         ("not complete", failed),
     ]
-    return '<div class="totals">' + "".join(f"<div>{esc(n)}<b>{esc(v)}</b></div>" for n, v in cells) + "</div>"
+    return (
+        '<div class="totals">'
+        + "".join(f"<div>{esc(n)}<b>{esc(v)}</b></div>" for n, v in cells)
+        + "</div>"
+    )
 
 
 def _lane_name(lane: str) -> str:
@@ -331,7 +348,6 @@ def _cache_meta(step: PrefixStep | None) -> str:
     return f'{FIELD_SEPARATOR}<span class="{classes}">{esc(kept + broken + cached)}</span>'
 
 
-
 def render_recording_page(recording: Any) -> str:
     """The whole recording: totals, then each session with its lanes side by side, each call
     a foldable line opening onto its conversation."""
@@ -345,7 +361,11 @@ def render_recording_page(recording: Any) -> str:
         columns = []
         for lane, lane_calls in lanes.items():
             rendered = "".join(
-                _call_details(steps[c.call_index], open_=open_all, extra=_cache_meta(prefixes.get(c.call_index)))
+                _call_details(
+                    steps[c.call_index],
+                    open_=open_all,
+                    extra=_cache_meta(prefixes.get(c.call_index)),
+                )
                 for c in lane_calls
             )
             columns.append(
@@ -404,18 +424,33 @@ def difference_box(title: str, field_path: str, a: Any, b: Any, labels: tuple[st
 
 def _compared_call(index: int, difference: Any, step_a: Any, step_b: Any, first: bool) -> str:
     status = difference.status
-    label = {"same": "same", "different": "different", "only_in_a": "only in A", "only_in_b": "only in B"}[status]
+    label = {
+        "same": "same",
+        "different": "different",
+        "only_in_a": "only in A",
+        "only_in_b": "only in B",
+    }[status]
     boxes = []
     mark = None
     if difference.request_difference is not None:
         found = difference.request_difference
         mark = drift_message_index(found["field_path"])
-        boxes.append(difference_box("request differs first at", found["field_path"], found["a"], found["b"], ("A", "B")))
+        boxes.append(
+            difference_box(
+                "request differs first at", found["field_path"], found["a"], found["b"], ("A", "B")
+            )
+        )
     for response in difference.response_differences:
-        boxes.append(difference_box("response", response["field"], response["a"], response["b"], ("A", "B")))
+        boxes.append(
+            difference_box("response", response["field"], response["a"], response["b"], ("A", "B"))
+        )
     sides = []
     for name, step in (("A", step_a), ("B", step_b)):
-        inner = render_step_body(step, mark_message=mark) if step is not None else "<p>(no such call)</p>"
+        inner = (
+            render_step_body(step, mark_message=mark)
+            if step is not None
+            else "<p>(no such call)</p>"
+        )
         meta = call_meta(step) if step is not None else ""
         sides.append(f'<div><h4>{name}</h4><div class="meta">{meta}</div>{inner}</div>')
     classes = "call " + ("same" if status == "same" else "different") + (" first" if first else "")
@@ -434,13 +469,26 @@ def render_comparison_page(recording_a: Any, recording_b: Any) -> str:
     from .comparison import diff_recordings
 
     result = diff_recordings(recording_a, recording_b)
-    steps_a, steps_b = steps_by_call(list(recording_a.calls)), steps_by_call(list(recording_b.calls))
+    steps_a, steps_b = (
+        steps_by_call(list(recording_a.calls)),
+        steps_by_call(list(recording_b.calls)),
+    )
     first = next((call.call_index for call in result.calls if call.status != "same"), None)
     rows = [
-        _compared_call(d.call_index, d, steps_a.get(d.call_index), steps_b.get(d.call_index), d.call_index == first)
+        _compared_call(
+            d.call_index,
+            d,
+            steps_a.get(d.call_index),
+            steps_b.get(d.call_index),
+            d.call_index == first,
+        )
         for d in result.calls
     ]
-    body = f'<p class="summary" id="diff-summary">{esc(result.summary())}</p>' + _controls() + "".join(rows)
+    body = (
+        f'<p class="summary" id="diff-summary">{esc(result.summary())}</p>'
+        + _controls()
+        + "".join(rows)
+    )
     return _page("Recordings compared", [f"A: {recording_a.path}", f"B: {recording_b.path}"], body)
 
 
@@ -455,7 +503,10 @@ def render_drift_page(recording: Any, mismatch: Any) -> str:
     parts = [
         f'<p class="summary" id="drift-summary">{esc(heading)}</p>',
         difference_box(
-            "first difference at", mismatch.field_path, mismatch.recorded, mismatch.incoming,
+            "first difference at",
+            mismatch.field_path,
+            mismatch.recorded,
+            mismatch.incoming,
             ("recorded", "incoming (the test's request)"),
         ),
     ]
@@ -463,7 +514,7 @@ def render_drift_page(recording: Any, mismatch: Any) -> str:
     if call is not None:
         step = next(conversation_steps([call]))  # the whole request: a step of its own
         parts.append(
-            '<h2>The recorded call</h2><p>The test\'s request matched it up to the field above.</p>'
+            "<h2>The recorded call</h2><p>The test's request matched it up to the field above.</p>"
             f'<details class="call first" open><summary>{call_meta(step)}</summary>'
             f'<div class="body">{render_step_body(step, mark_message=drift_message_index(mismatch.field_path))}'
             "</div></details>"
@@ -481,12 +532,16 @@ def page_name(recording_path: Path, against: Path | None = None) -> str:
     stem = recording_path.name.removesuffix(".jsonl")
     if against is not None:
         stem += "-vs-" + against.name.removesuffix(".jsonl")
-    identity = str(recording_path.absolute()) + ("\0" + str(against.absolute()) if against is not None else "")
+    identity = str(recording_path.absolute()) + (
+        "\0" + str(against.absolute()) if against is not None else ""
+    )
     digest = hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()[:8]
     return f"{stem}-{digest}{PAGE_SUFFIX}"
 
 
-def page_path(recording_path: Path, against: Path | None = None, folder: Path | None = None) -> Path:
+def page_path(
+    recording_path: Path, against: Path | None = None, folder: Path | None = None
+) -> Path:
     """Where a page goes by default: in ``folder`` (the command passes the state folder's
     ``reports``, outside any folder of committed recordings), else beside the recording."""
     if folder is None:
@@ -519,27 +574,41 @@ def check_output(path: Path, reading: Iterable[Path]) -> None:
     lost). Checked on the path without following a link; the page is then written by rename,
     which replaces a name, never the file behind it."""
     if path.suffix.lower() != PAGE_SUFFIX:
-        raise PageOutputError(f"--output {path}: must name an .html file (the page is HTML)", usage=True)
+        raise PageOutputError(
+            f"--output {path}: must name an .html file (the page is HTML)", usage=True
+        )
     try:
         info = os.lstat(path)
     except FileNotFoundError:
         info = None
     except OSError as error:
-        raise PageOutputError(f"--output {path}: cannot inspect: {error.strerror or error}", usage=False) from None
+        raise PageOutputError(
+            f"--output {path}: cannot inspect: {error.strerror or error}", usage=False
+        ) from None
     if info is not None:
         if stat.S_ISDIR(info.st_mode):
-            raise PageOutputError(f"--output {path}: is a folder; name the HTML file to write", usage=True)
+            raise PageOutputError(
+                f"--output {path}: is a folder; name the HTML file to write", usage=True
+            )
         if stat.S_ISLNK(info.st_mode):
             raise PageOutputError(
-                f"--output {path}: is a symbolic link; refusing to write through it (name a new file)", usage=False
+                f"--output {path}: is a symbolic link; refusing to write through it (name a new file)",
+                usage=False,
             )
         if not stat.S_ISREG(info.st_mode):
-            raise PageOutputError(f"--output {path}: is not a regular file (a FIFO or a device); name a new file", usage=False)
+            raise PageOutputError(
+                f"--output {path}: is not a regular file (a FIFO or a device); name a new file",
+                usage=False,
+            )
         for source in reading:
             if _same_file(path, source):
-                raise PageOutputError(f"--output {path}: is the recording being viewed; name another file", usage=True)
+                raise PageOutputError(
+                    f"--output {path}: is the recording being viewed; name another file", usage=True
+                )
         if _starts_like_a_recording(path):
-            raise PageOutputError(f"--output {path}: is a recording; refusing to write a page over it", usage=False)
+            raise PageOutputError(
+                f"--output {path}: is a recording; refusing to write a page over it", usage=False
+            )
     parent = path.parent
     if not parent.is_dir():
         raise PageOutputError(f"--output {path}: the folder {parent} does not exist", usage=False)

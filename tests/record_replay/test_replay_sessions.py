@@ -15,7 +15,7 @@ import pytest
 from openprogram.providers import api_registry
 from openprogram.providers.replay import ReplayMismatch, ReplayProvider
 from openprogram.providers.scoped import use_recording
-from tests.update_support import MODEL, register_live_provider, run
+from tests.record_replay.update_support import MODEL, register_live_provider, run
 
 LEFT = ["same start", "then left"]
 RIGHT = ["same start", "then right"]

@@ -267,11 +267,13 @@ def _watched(function: Callable[..., Any], handle: LlmRecording) -> Callable[...
 @contextlib.contextmanager
 def _live(handle: LlmRecording) -> Iterator[None]:
     """Mode ``off``: every call to the vendor provider itself (the route of ``off``, past a
-    ``record_replay`` configuration of the process), watched."""
-    from openprogram.providers.api_registry import routed
+    ``record_replay`` configuration of the process), watched. A route already in force around
+    the body stays: ``--llm-doctor`` records each of its two live runs that way."""
+    from openprogram.providers.api_registry import current_route, routed
     from openprogram.recordings.modes.routes import route_for
 
-    with routed(route_for("off", None).route), _test_body(handle, watched=True):
+    route = current_route() or route_for("off", None).route
+    with routed(route), _test_body(handle, watched=True):
         yield
 
 

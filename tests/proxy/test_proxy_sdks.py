@@ -468,11 +468,11 @@ SCENARIOS = [
 ]
 
 
-@pytest.mark.parametrize(("api", "name", "streaming"), SCENARIOS)
 def test_every_vendor_of_the_list_has_its_sdk_here():
     assert list(VENDORS) == list(VENDOR_APIS)
 
 
+@pytest.mark.parametrize(("api", "name", "streaming"), SCENARIOS)
 def test_the_sdk_gets_through_the_proxy_what_it_gets_from_the_vendor_recorded_and_replayed(
     api, name, streaming, tmp_path
 ):

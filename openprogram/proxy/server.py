@@ -97,6 +97,7 @@ def _uvicorn_server(settings: ProxySettings) -> tuple[Any, InFlight]:
     from .app import build_app
     from .in_flight import InFlight
     from .lanes import LaneBook
+    from .prompt_server import PromptServer
 
     mode, path = describe_mode(settings)
     lanes = LaneBook.for_replay(path) if mode == "replay" and path else LaneBook()
@@ -111,7 +112,7 @@ def _uvicorn_server(settings: ProxySettings) -> tuple[Any, InFlight]:
         date_header=False,
         server_header=False,
     )
-    return uvicorn.Server(config), in_flight
+    return PromptServer(config), in_flight
 
 
 def _protocol_that_can_drop() -> Any:
@@ -308,7 +309,7 @@ class RunningProxy:
         return self._in_flight.end_all(timeout)
 
     def stop(self, timeout: float = 10.0) -> None:
-        self._server.should_exit = True
+        self._server.request_exit()
         self._thread.join(timeout)
         if self._thread.is_alive():
             raise RuntimeError(f"the proxy at {self.url} did not stop within {timeout:g} s")

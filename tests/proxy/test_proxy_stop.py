@@ -217,3 +217,34 @@ def test_a_second_ctrl_c_cuts_the_calls_in_flight_quietly_and_leaves_the_file(
         "1 call in flight when the proxy was stopped; its 1 new call was not kept"
     )
     assert recorded.read_bytes() == before
+
+
+def test_a_background_proxy_stops_when_asked_not_at_its_next_tick(tmp_path, monkeypatch):
+    """``start_proxy``'s ``stop()`` wakes the server (uvicorn alone looks at its exit flag on a
+    tick): with the tick an hour long, a stop with a call in flight still answers the call
+    whole, then ends within ``stop``'s own timeout, and the recording holds the call."""
+    from openprogram.proxy import prompt_server
+
+    monkeypatch.setattr(prompt_server, "TICK_SECONDS", 3600.0)
+    path = tmp_path / "session.jsonl"
+    with VendorServer() as server:
+        server.queue(whole(), ScriptedResponse(**{**vars(whole()), "pause_after": 1}))
+        settings = ProxySettings(
+            upstreams={"openai-completions": server.url + "/v1"}, recording=path, mode="record"
+        )
+        proxy = start_proxy(settings)
+        assert ask(proxy.url, "idle") == "Hello world!"
+        proxy.stop(timeout=30)  # an idle proxy, a keep-alive connection open
+        proxy = start_proxy(settings)
+        answered: list[object] = []
+        client = threading.Thread(target=lambda: answered.append(_outcome(proxy.url, "first")))
+        client.start()
+        assert server.holding.wait(60)
+        stopping = threading.Thread(target=proxy.stop, kwargs={"timeout": 30})
+        stopping.start()
+        server.release.set()
+        client.join(60)
+        stopping.join(60)
+        assert not stopping.is_alive()
+    assert answered == ["Hello world!"]  # answered whole, not cut by the stop
+    assert prompts_in(path) == ["idle", "first"]

@@ -26,7 +26,9 @@ body the moment it arrives; the first byte never waits for a translation.
 from __future__ import annotations
 
 import asyncio
+import functools
 import socket
+import ssl
 import threading
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
@@ -380,6 +382,16 @@ _pools_lock = threading.Lock()
 _pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Any] = weakref.WeakKeyDictionary()
 
 
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """httpx's own default TLS context (its CA bundle, ``SSL_CERT_FILE`` and ``SSL_CERT_DIR``
+    as set when the first proxy starts), made once: loading the CA bundle costs about 35 ms of
+    CPU, which every proxy start (one per ``llm_proxy`` test) would pay again for its pool."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
 def _http_client() -> Any:
     """One pooled HTTP client per event loop (a pool may only be used on the loop that made
     it), kept for the loop's life: connections to the upstream stay open between calls."""
@@ -393,7 +405,7 @@ def _http_client() -> Any:
             # A request's head and body are separate writes: without TCP_NODELAY the body waits
             # for the upstream's delayed acknowledgement of the head.
             transport = httpx.AsyncHTTPTransport(
-                socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
+                verify=_tls_context(), socket_options=[(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
             )
             client = httpx.AsyncClient(timeout=timeout, follow_redirects=False, transport=transport)
             _pools[loop] = client

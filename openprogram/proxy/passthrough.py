@@ -265,7 +265,7 @@ class PassthroughProvider(AssembledProvider):
                 pass
         except UpstreamUnreachable as error:
             failure = error  # what arrived before it is read first, as it would have been
-        for position, chunk in enumerate(list(chunks)):
+        for position, chunk in enumerate(chunks):  # whole now: the pump above has ended
             yield chunk, arrivals[position]
             await asyncio.sleep(0)  # a client's next call, come meanwhile, is not kept waiting
         if failure is not None:

@@ -55,6 +55,8 @@ class PromptServer(uvicorn.Server):
             should_exit = await self.on_tick(counter)
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        """uvicorn's ``Server.shutdown`` (as of 0.55) without its fixed 0.1 s sleeps: compare
+        the two when uvicorn is upgraded."""
         for server in self.servers:
             server.close()
         for sock in sockets or []:

@@ -22,13 +22,16 @@ from tests.vendor_server import ScriptedResponse, VendorServer
 COMMAND = f"{CTRL_C_AS_IN_A_TERMINAL}\nimport sys\nfrom openprogram.cli.main import main\nsys.exit(main(sys.argv[1:]))"
 
 
-def whole(hold_after: int | None = None) -> ScriptedResponse:
+def whole(hold_after: int | None = None, pause_after: int | None = None) -> ScriptedResponse:
     """The vendor's answer to a call that does not stream (``ask``'s): one JSON body, written
-    in three pieces so that a test can hold it part-way."""
+    in three pieces so that a test can hold it part-way (and then break it off, or go on)."""
     body = c.PLAIN_TEXT_WHOLE
     pieces = [body[:40], body[40:80], body[80:]]
     return ScriptedResponse(
-        chunks=pieces, headers={"content-type": "application/json"}, hold_after=hold_after
+        chunks=pieces,
+        headers={"content-type": "application/json"},
+        hold_after=hold_after,
+        pause_after=pause_after,
     )
 
 
@@ -228,7 +231,7 @@ def test_a_background_proxy_stops_when_asked_not_at_its_next_tick(tmp_path, monk
     monkeypatch.setattr(prompt_server, "TICK_SECONDS", 3600.0)
     path = tmp_path / "session.jsonl"
     with VendorServer() as server:
-        server.queue(whole(), ScriptedResponse(**{**vars(whole()), "pause_after": 1}))
+        server.queue(whole(), whole(pause_after=1))
         settings = ProxySettings(
             upstreams={"openai-completions": server.url + "/v1"}, recording=path, mode="record"
         )

@@ -153,8 +153,9 @@ class PassthroughProvider(AssembledProvider):
         return self._answer
 
     def event_arrival_ns(self) -> int | None:
-        """When the bytes of the event just handed on arrived (``time.monotonic_ns``), None
-        before the answer's first piece: the recorder writes it as the event's time."""
+        """When the bytes of the event just handed on arrived (``time.monotonic_ns``): the
+        answer's head for its start event, None before that. The recorder writes it as the
+        event's time."""
         return self._arrival
 
     def describe_error(self, model: Model) -> ErrorDescriber:
@@ -188,6 +189,9 @@ class PassthroughProvider(AssembledProvider):
             response = await client.send(request, stream=True)
         except httpx.TransportError as error:
             raise UpstreamUnreachable(self._unreachable(error)) from error
+        # The start event's moment: the answer's head, which came before any of its pieces
+        # (read later, "now" could fall after the first piece's arrival, out of order).
+        self._arrival = monotonic_ns()
         try:
             status = response.status_code
             content_type = response.headers.get("content-type", "")

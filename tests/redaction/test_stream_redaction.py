@@ -351,6 +351,49 @@ def test_prose_streamed_in_any_delta_size_replays_byte_identical(tmp_path_factor
 # ============================================================================ linear work
 
 
+class LongTextProvider:
+    """A provider that streams one text block in ``size``-character deltas, making each event
+    as it is asked for (a list of them made beforehand holds every snapshot of the text so far:
+    quadratic memory), with the shared assembler as every vendor provider does."""
+
+    requires_credentials = False
+
+    def __init__(self, text: str, size: int) -> None:
+        self.text, self.size = text, size
+
+    def stream(self, model, context, options=None):
+        return self._events()
+
+    stream_simple = stream
+
+    async def _events(self):
+        assembler = AssistantStreamAssembler(MODEL, timestamp=5)
+        yield assembler.start()
+        index, event = assembler.begin_text()
+        yield event
+        for start in range(0, len(self.text), self.size):
+            yield assembler.append_text(index, self.text[start : start + self.size])
+        yield assembler.end_text(index)
+        for event in assembler.finish("stop"):
+            yield event
+
+
+def record_long_text(path: Path, text: str, size: int) -> None:
+    """Record ``text`` streamed in ``size``-character deltas, keeping no event."""
+
+    async def drain() -> None:
+        async for _event in recorder.stream(MODEL, context_of("go")):
+            pass
+
+    recorder = RecordingProvider(LongTextProvider(text, size), path)
+    asyncio.run(drain())
+    recorder.sink.close()
+
+
+def _whitespace_free(kilobytes: int) -> str:
+    return ("k=v&" * (kilobytes * 256))[: kilobytes * 1024]
+
+
 def _redaction_work(path: Path, kilobytes: int) -> int:
     """Characters handed to the redaction rules and to the trigger search while recording
     ``kilobytes`` KB of whitespace-free ``k=v&`` text in 4-character deltas."""
@@ -374,8 +417,7 @@ def _redaction_work(path: Path, kilobytes: int) -> int:
         patch.setattr(redaction, "_redact", counting_redact)
         patch.setattr(redaction, "_trigger_for", counting_trigger)
         patch.setattr(redaction, "_known_cache", None)
-        text = ("k=v&" * (kilobytes * 256))[: kilobytes * 1024]
-        record(path, streamed([("text", text)], 4))
+        record_long_text(path, _whitespace_free(kilobytes), 4)
     return counted[0]
 
 
@@ -388,6 +430,37 @@ def test_recording_whitespace_free_text_does_linear_redaction_work(tmp_path):
     # Twice the text, about twice the work (quadratic work would be four times).
     assert counts[50] <= 2.2 * counts[25]
     assert counts[100] <= 2.2 * counts[50]
+
+
+def _recording_peak_memory(path: Path, kilobytes: int) -> int:
+    """The most memory (bytes, as ``tracemalloc`` counts it) allocated at once while recording
+    ``kilobytes`` KB of whitespace-free text in 4-character deltas: all of it waits for a safe
+    cut that never comes, so every delta is held until the block ends."""
+    import tracemalloc
+
+    text = _whitespace_free(kilobytes)
+    tracemalloc.start()
+    try:
+        record_long_text(path, text, 4)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_held_deltas_do_not_keep_every_snapshot_of_the_text_so_far(tmp_path):
+    """A held delta keeps what its line needs, not its event: each event's snapshot holds the
+    text so far, so keeping them all took memory quadratic in the text (1.3 GB at 100 KB)."""
+    peaks = {kb: _recording_peak_memory(tmp_path / f"{kb}.jsonl", kb) for kb in (20, 40)}
+    path = tmp_path / "40.jsonl"
+    assert _text_of_recording(path) == _whitespace_free(40)  # all of it was recorded
+    # Twice the text, about twice the memory (keeping the snapshots: 3.7 times, 350 MB at 50 KB).
+    assert peaks[40] <= 2.4 * peaks[20]
+    assert peaks[40] <= 250 * 40 * 1024
+
+
+def _text_of_recording(path: Path) -> str:
+    events = list(read_recording_file(path).calls[0].events())
+    return events[-1].message.content[0].text
 
 
 # ============================================================================ crash safety and spread

@@ -281,6 +281,7 @@ class _Entry:
         "event",
         "own",
         "source",
+        "templated",
         "dropped",
         "open_bang",
     )
@@ -298,10 +299,12 @@ class _Entry:
         #: A tool-call delta whose snapshot is not the parse of the deltas so far: written with
         #: the provider's own arguments (unless redaction rewrote them).
         self.own = False
-        #: A text delta's event (set for every one), kept to write it whole when it shares an
-        #: escaped literal with another delta; where its stored delta leaves a bang out; and
-        #: where its snapshot does.
+        #: What a text delta is written whole from when it shares an escaped literal with
+        #: another delta (where its stored delta leaves a bang out, and where its snapshot
+        #: does): its own event, or for a delta whose snapshot grew the template of its run
+        #: (see ``StreamRedaction._template``), whose block text is then its stored text.
         self.source: Any = None
+        self.templated = False  # ``source`` is a run's template, not this delta's event
         self.dropped: list[int] | None = None
         self.open_bang: int | None = None
 
@@ -325,6 +328,12 @@ class StreamRedaction:
         self._blocks: dict[int, _Block] = {}
         self._held: deque[_Entry] = deque()
         self._previous: Any = None  # the snapshot of the last event fed
+        #: The first event of the current run of text deltas that each grew the snapshot
+        #: before them in one block: every held delta of the run is written whole (when it
+        #: must be) from this one event, with its own delta and stored text. Keeping each held
+        #: delta's own event instead would keep every snapshot of the text so far: quadratic
+        #: memory while whitespace-free text waits for a safe cut (gigabytes at 200 KB).
+        self._template: Any = None
         self._getters: dict[tuple[type, str], Any] = {}
         #: The last snapshot checked by :meth:`_grows` and its values besides the content.
         self._rest: tuple[Any, tuple[Any, ...]] = (None, ())
@@ -342,6 +351,7 @@ class StreamRedaction:
         if kind == "toolcall_delta":
             return self._arguments_delta(event, fields)
         self._previous = fields.get("partial")
+        self._template = None
         if kind in TERMINAL_EVENT_TYPES:
             self._held.append(_Entry(kind, None, "", 0, 0, event))
             return self.flush(cut_short=kind != "done")
@@ -381,6 +391,8 @@ class StreamRedaction:
     def _text_delta(self, event: Any, fields: dict[str, Any], field: str) -> list[Record]:
         index, delta = fields.get("content_index"), fields.get("delta")
         grows = self._grows(fields, index, field, delta)
+        if not grows:
+            self._template = None
         if type(delta) is not str or type(index) is not int:
             return self._pass(event)
         block = self._blocks.get(index)
@@ -406,7 +418,10 @@ class StreamRedaction:
                 return [_new_record(TextGrowth, (fields["type"], index, delta))]
             return [self._whole(event, delta)]
         entry = _Entry(fields["type"], block, delta, start, block.length, None if grows else event)
-        entry.source = event
+        if grows and self._is_template(event, fields, index, field, end):
+            entry.source, entry.templated = self._template, True
+        else:
+            entry.source = event
         self._held.append(entry)
         if not delta:
             entry.stored = ""
@@ -424,6 +439,23 @@ class StreamRedaction:
             else:
                 self._settle_clean(block, start + cut)
         return self._release()
+
+    def _is_template(
+        self, event: Any, fields: dict[str, Any], index: int, field: str, end: int
+    ) -> bool:
+        """Whether ``event`` (a grown delta of block ``index``) can be written from the
+        template of its run (``_template``, which it starts when there is none). A run starts
+        only where the snapshot's text is the block's deltas so far (``end`` characters), so
+        that each of its deltas' snapshot text is exactly what the stored text stands for."""
+        template = self._template
+        if template is not None and type(template) is type(event):
+            if template.content_index == index:
+                return True
+        if len(fields["partial"].content[index].__dict__[field]) != end:
+            self._template = None
+            return False
+        self._template = event
+        return True
 
     def _settle_clean(self, block: _Block, end: int) -> None:
         """Hand the raw text up to ``end`` (a safe cut in a stretch no rule can act on) to the
@@ -507,6 +539,7 @@ class StreamRedaction:
     def _arguments_delta(self, event: Any, fields: dict[str, Any]) -> list[Record]:
         index, delta = fields.get("content_index"), fields.get("delta")
         grows = self._grows(fields, index, "arguments", delta)
+        self._template = None
         if type(delta) is not str or type(index) is not int:
             return self._pass(event)
         block = self._block(index, "arguments")
@@ -713,15 +746,23 @@ class StreamRedaction:
         )
         if grown and entry.event is None:
             return _new_record(TextGrowth, (entry.type, block.index, shown))  # type: ignore[no-any-return]
+        if entry.templated:
+            return self._whole(entry.source, shown, grown_block=block.index)
         return self._whole(entry.event if entry.event is not None else entry.source, shown)
 
     def _whole(
-        self, event: Any, stored_delta: str | None = None, own_block: int | None = None
+        self,
+        event: Any,
+        stored_delta: str | None = None,
+        own_block: int | None = None,
+        grown_block: int | None = None,
     ) -> Whole:
         """The event dumped and redacted, with the stored form of every streamed block in
         place of its raw text (a block the stream did not account for is redacted on its own,
         and noted when that changes it). ``own_block``: a tool call whose snapshot arguments
-        are kept as the provider made them (redacted like any model output)."""
+        are kept as the provider made them (redacted like any model output). ``grown_block``:
+        ``event`` is the template of a run of grown deltas (see ``_template``) standing for a
+        later one, whose snapshot text in that block is the block's stored text so far."""
         dump = type(event).__pydantic_serializer__.to_python(event, mode="json")
         kept: list[tuple[tuple[Any, ...], Any]] = []  # (path in the dump, stored value)
         if stored_delta is not None and "delta" in dump:
@@ -748,7 +789,9 @@ class StreamRedaction:
                 for position, item in enumerate(content):
                     block = blocks.get(position)
                     if block is not None and type(item) is dict and position != own_block:
-                        self._keep_block(item, block, (name, "content", position), kept)
+                        self._keep_block(
+                            item, block, (name, "content", position), kept, position == grown_block
+                        )
         redacted = self._redactor.remove_secret_values(dump)
         if redacted != dump:
             self._mark_changes(dump, redacted, "")
@@ -765,9 +808,10 @@ class StreamRedaction:
         block: _Block | None,
         where: tuple[Any, ...],
         kept: list[tuple[tuple[Any, ...], Any]],
+        grown: bool = False,
     ) -> None:
         """Take a streamed block's stored value aside (blanking it in the dump) when the raw
-        value is the one its deltas streamed."""
+        value is the one its deltas streamed (``grown``: known to be, see ``_whole``)."""
         if block is None or item.get("type") != _BLOCK_TYPES[block.field]:
             return
         field = block.field
@@ -780,7 +824,7 @@ class StreamRedaction:
             else:
                 kept.append(((*where, field), block.value))
                 item[field] = {}
-        elif type(value) is str and len(value) == block.emitted:
+        elif type(value) is str and (grown or len(value) == block.emitted):
             kept.append(((*where, field), _shown(block.stored_text(), block.open_bang)))
             item[field] = ""
 

@@ -4,7 +4,9 @@ change freely."""
 from __future__ import annotations
 
 import os
+import shutil
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -96,6 +98,31 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     """pytester, whose set-up clears ``PYTEST_ADDOPTS``, with the inner sessions' options back."""
     monkeypatch.setenv("PYTEST_ADDOPTS", INNER_PYTEST_ADDOPTS)
     return pytester
+
+
+#: Projects recorded once per worker (see :func:`recorded_once`): key -> a copy of the folder.
+_RECORDED_PROJECTS: dict[str, Path] = {}
+
+
+def recorded_once(
+    pytester: pytest.Pytester,
+    tmp_path_factory: pytest.TempPathFactory,
+    key: str,
+    record: Callable[[], None],
+) -> None:
+    """Give ``pytester``'s project folder what ``record()`` makes there (a test suite and the
+    recordings an inner ``--llm-record-mode=record`` session writes, its assertions included):
+    made by the first test of the worker that asks, then copied into later tests' folders.
+    The recording session is the same deterministic run each time, and each test works on a
+    copy of its own; it costs one inner pytest process instead of one per test."""
+    saved = _RECORDED_PROJECTS.get(key)
+    if saved is None:
+        record()
+        saved = tmp_path_factory.mktemp(f"recorded-{key}")
+        shutil.copytree(pytester.path, saved, dirs_exist_ok=True, symlinks=True)
+        _RECORDED_PROJECTS[key] = saved
+    else:
+        shutil.copytree(saved, pytester.path, dirs_exist_ok=True, symlinks=True)
 
 
 def cli_env(home: Path, **extra: str) -> dict[str, str]:

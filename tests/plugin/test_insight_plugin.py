@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from openprogram.cli.main import main as cli_main
-from tests.conftest import REPO_ROOT
+from tests.conftest import REPO_ROOT, recorded_once
 from tests.transcripts.openai_completions_streams import ROLE, STOP, chunk, sse_frames, usage_chunk
 from tests.vendor_server import ScriptedResponse, VendorServer
 
@@ -92,11 +92,14 @@ def run_inner(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 @pytest.fixture
-def recorded(pytester: pytest.Pytester) -> pytest.Pytester:
-    pytester.makepyfile(test_agents=AGENTS)
-    run_inner(pytester, "-q", "--llm-record-mode=record").assert_outcomes(
-        passed=4, failed=1
-    )  # over budget
+def recorded(pytester: pytest.Pytester, tmp_path_factory) -> pytest.Pytester:
+    def record() -> None:
+        pytester.makepyfile(test_agents=AGENTS)
+        run_inner(pytester, "-q", "--llm-record-mode=record").assert_outcomes(
+            passed=4, failed=1
+        )  # over budget
+
+    recorded_once(pytester, tmp_path_factory, "insight-agents", record)
     assert len(list((pytester.path / "recordings" / "test_agents").glob("*.jsonl"))) == 5
     return pytester
 

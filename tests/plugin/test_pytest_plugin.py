@@ -7,6 +7,8 @@ import json
 
 import pytest
 
+from tests.conftest import recorded_once
+
 INNER_CONFTEST = """
 import os, socket
 import pytest
@@ -82,6 +84,19 @@ def inner(pytester: pytest.Pytester) -> pytest.Pytester:
     return pytester
 
 
+@pytest.fixture
+def inner_recorded(pytester: pytest.Pytester, tmp_path_factory) -> pytest.Pytester:
+    """``inner`` with both tests recorded (one inner session per worker: see recorded_once)."""
+
+    def record() -> None:
+        pytester.makeconftest(INNER_CONFTEST)
+        pytester.makepyfile(test_agent_suite=INNER_TEST)
+        run_inner(pytester, "--llm-record-mode=record").assert_outcomes(passed=2)
+
+    recorded_once(pytester, tmp_path_factory, "agent-suite", record)
+    return pytester
+
+
 def recording_file(pytester, name="test_agent"):
     return pytester.path / "recordings" / "test_agent_suite" / f"{name}.jsonl"
 
@@ -113,9 +128,10 @@ def test_record_then_replay_offline(inner):
 
 
 @pytest.mark.slow
-def test_drifted_prompt_fails_with_the_mismatch_report_and_rewrite_fixes_it(inner):
-    run_inner(inner, "--llm-record-mode=record").assert_outcomes(passed=2)
-    drifted = run_inner(inner, "test_agent_suite.py::test_agent", INNER_PROMPT="/calculator 42")
+def test_drifted_prompt_fails_with_the_mismatch_report_and_rewrite_fixes_it(inner_recorded):
+    drifted = run_inner(
+        inner_recorded, "test_agent_suite.py::test_agent", INNER_PROMPT="/calculator 42"
+    )
     drifted.assert_outcomes(failed=1)
     drifted.stdout.fnmatch_lines(
         [
@@ -129,15 +145,18 @@ def test_drifted_prompt_fails_with_the_mismatch_report_and_rewrite_fixes_it(inne
     )
     assert "Traceback" not in drifted.stdout.str() and "loop.py" not in drifted.stdout.str()
     rewritten = run_inner(
-        inner,
+        inner_recorded,
         "--llm-record-mode=rewrite",
         "test_agent_suite.py::test_agent",
         INNER_PROMPT="/calculator 42",
     )
     rewritten.assert_outcomes(passed=1)
-    assert "/calculator 42" in recording_file(inner).read_text()
+    assert "/calculator 42" in recording_file(inner_recorded).read_text()
     run_inner(
-        inner, "test_agent_suite.py::test_agent", INNER_PROMPT="/calculator 42", EXPECT_OFFLINE="1"
+        inner_recorded,
+        "test_agent_suite.py::test_agent",
+        INNER_PROMPT="/calculator 42",
+        EXPECT_OFFLINE="1",
     ).assert_outcomes(passed=1)
 
 
@@ -251,12 +270,13 @@ def test_agent(prompt):
     run_inner(pytester, EXPECT_OFFLINE="1").assert_outcomes(passed=5)
 
 
-def test_a_corrupt_recording_fails_the_test_with_the_reason_and_the_rerecord_command(inner):
-    run_inner(inner, "--llm-record-mode=record").assert_outcomes(passed=2)
-    path = recording_file(inner)
+def test_a_corrupt_recording_fails_the_test_with_the_reason_and_the_rerecord_command(
+    inner_recorded,
+):
+    path = recording_file(inner_recorded)
     lines = path.read_text().splitlines()
     path.write_text("\n".join(lines[:2] + ["{not json"] + lines[2:]) + "\n")
-    result = run_inner(inner, "test_agent_suite.py::test_agent")
+    result = run_inner(inner_recorded, "test_agent_suite.py::test_agent")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
@@ -371,13 +391,12 @@ async def test_reads_a_file_in_its_folder(tmp_path):
         run_inner(pytester, EXPECT_OFFLINE="1").assert_outcomes(passed=1)
 
 
-def test_a_crashed_recording_fails_naming_the_recover_command(inner):
+def test_a_crashed_recording_fails_naming_the_recover_command(inner_recorded):
     from tests.cli.test_recover_cli import cut_recording
 
-    run_inner(inner, "--llm-record-mode=record").assert_outcomes(passed=2)
-    path = recording_file(inner)
+    path = recording_file(inner_recorded)
     cut_recording(path, torn=True, record=False)
-    result = run_inner(inner, EXPECT_OFFLINE="1")
+    result = run_inner(inner_recorded, EXPECT_OFFLINE="1")
     result.assert_outcomes(failed=1, passed=1)  # the other test's recording is whole
     result.stdout.fnmatch_lines([f"*openprogram recordings recover {path}*"])
     result.stdout.fnmatch_lines(["*--llm-record-mode=rewrite*"])

@@ -100,29 +100,27 @@ def pytester(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pyte
     return pytester
 
 
-#: Projects recorded once per worker (see :func:`recorded_once`): key -> a copy of the folder.
-_RECORDED_PROJECTS: dict[str, Path] = {}
+#: Folders made once per worker (see :func:`made_once`): key -> a copy of the folder.
+_MADE_ONCE: dict[str, Path] = {}
 
 
-def recorded_once(
-    pytester: pytest.Pytester,
-    tmp_path_factory: pytest.TempPathFactory,
-    key: str,
-    record: Callable[[], None],
+def made_once(
+    tmp_path_factory: pytest.TempPathFactory, key: str, folder: Path, make: Callable[[], None]
 ) -> None:
-    """Give ``pytester``'s project folder what ``record()`` makes there (a test suite and the
-    recordings an inner ``--llm-record-mode=record`` session writes, its assertions included):
-    made by the first test of the worker that asks, then copied into later tests' folders.
-    The recording session is the same deterministic run each time, and each test works on a
-    copy of its own; it costs one inner pytest process instead of one per test."""
-    saved = _RECORDED_PROJECTS.get(key)
+    """Give ``folder`` what ``make()`` puts there (a project and the recordings an inner
+    ``--llm-record-mode=record`` session writes; a state folder a CLI and a program filled),
+    its assertions included: made by the first test of the worker that asks, then copied into
+    later tests' folders (what is made holds no path of the folder it was made in). The
+    making is the same deterministic run each time and each test works on a copy of its own;
+    it costs its processes once instead of once per test."""
+    saved = _MADE_ONCE.get(key)
     if saved is None:
-        record()
-        saved = tmp_path_factory.mktemp(f"recorded-{key}")
-        shutil.copytree(pytester.path, saved, dirs_exist_ok=True, symlinks=True)
-        _RECORDED_PROJECTS[key] = saved
+        make()
+        saved = tmp_path_factory.mktemp(f"made-{key}")
+        shutil.copytree(folder, saved, dirs_exist_ok=True, symlinks=True)
+        _MADE_ONCE[key] = saved
     else:
-        shutil.copytree(saved, pytester.path, dirs_exist_ok=True, symlinks=True)
+        shutil.copytree(saved, folder, dirs_exist_ok=True, symlinks=True)
 
 
 def cli_env(home: Path, **extra: str) -> dict[str, str]:

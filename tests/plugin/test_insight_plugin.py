@@ -12,7 +12,7 @@ import jsonschema
 import pytest
 
 from openprogram.cli.main import main as cli_main
-from tests.conftest import REPO_ROOT, recorded_once
+from tests.conftest import REPO_ROOT, made_once
 from tests.transcripts.openai_completions_streams import ROLE, STOP, chunk, sse_frames, usage_chunk
 from tests.vendor_server import ScriptedResponse, VendorServer
 
@@ -99,7 +99,7 @@ def recorded(pytester: pytest.Pytester, tmp_path_factory) -> pytest.Pytester:
             passed=4, failed=1
         )  # over budget
 
-    recorded_once(pytester, tmp_path_factory, "insight-agents", record)
+    made_once(tmp_path_factory, "insight-agents", pytester.path, record)
     assert len(list((pytester.path / "recordings" / "test_agents").glob("*.jsonl"))) == 5
     return pytester
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import recorded_once
+from tests.conftest import made_once
 from tests.plugin.test_pytest_plugin import run_inner
 
 #: A two-call agent on the scripted echo model that retries a failed call ``RETRIES`` times.
@@ -44,7 +44,7 @@ def suite(pytester: pytest.Pytester, tmp_path_factory) -> pytest.Pytester:
         pytester.makepyfile(test_suite=SUITE)
         run_inner(pytester, "--llm-record-mode=record").assert_outcomes(passed=2)
 
-    recorded_once(pytester, tmp_path_factory, "replay-options-suite", record)
+    made_once(tmp_path_factory, "replay-options-suite", pytester.path, record)
     return pytester
 
 

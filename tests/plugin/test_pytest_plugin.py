@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from tests.conftest import recorded_once
+from tests.conftest import made_once
 
 INNER_CONFTEST = """
 import os, socket
@@ -86,14 +86,14 @@ def inner(pytester: pytest.Pytester) -> pytest.Pytester:
 
 @pytest.fixture
 def inner_recorded(pytester: pytest.Pytester, tmp_path_factory) -> pytest.Pytester:
-    """``inner`` with both tests recorded (one inner session per worker: see recorded_once)."""
+    """``inner`` with both tests recorded (one inner session per worker: see made_once)."""
 
     def record() -> None:
         pytester.makeconftest(INNER_CONFTEST)
         pytester.makepyfile(test_agent_suite=INNER_TEST)
         run_inner(pytester, "--llm-record-mode=record").assert_outcomes(passed=2)
 
-    recorded_once(pytester, tmp_path_factory, "agent-suite", record)
+    made_once(tmp_path_factory, "agent-suite", pytester.path, record)
     return pytester
 
 

@@ -13,7 +13,7 @@ import textwrap
 
 import pytest
 
-from tests.conftest import CTRL_C_AS_IN_A_TERMINAL, PYTHON, cli_env
+from tests.conftest import CTRL_C_AS_IN_A_TERMINAL, PYTHON, cli_env, made_once
 
 APP = """
 import asyncio, sys
@@ -118,12 +118,17 @@ def requests(path) -> list[str]:
 
 
 @pytest.fixture
-def recorded(isolated_home, tmp_path):
-    """A managed recording 's' of one run of three prompts, then update mode on."""
-    assert cli(isolated_home, "recordings", "record", "--name", "s").returncode == 0
-    first = app(isolated_home, tmp_path, "one,two,three")
-    assert first.returncode == 0, first.stderr
-    assert cli(isolated_home, "config", "set", "record_replay.mode", "update").returncode == 0
+def recorded(isolated_home, tmp_path, tmp_path_factory):
+    """A managed recording 's' of one run of three prompts, then update mode on: the state
+    folder made so once per worker, by the CLI and the program, and copied into each test's."""
+
+    def make() -> None:
+        assert cli(isolated_home, "recordings", "record", "--name", "s").returncode == 0
+        first = app(isolated_home, tmp_path, "one,two,three")
+        assert first.returncode == 0, first.stderr
+        assert cli(isolated_home, "config", "set", "record_replay.mode", "update").returncode == 0
+
+    made_once(tmp_path_factory, "update-home", isolated_home, make)
     path = isolated_home / "recordings" / "s.jsonl"
     assert requests(path) == ["one", "two", "three"]
     return path

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -58,6 +58,28 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 #: plugin by name is a no-op where it is not installed; openprogram's plugin still loads from
 #: its entry point.
 INNER_PYTEST_ADDOPTS = "-p no:langsmith_plugin -p no:hypothesispytest -p no:anyio"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def one_certificate_authority(tmp_path_factory) -> Iterator[None]:
+    """Every HTTP client the tests make trusts one certificate authority, not the ~150 of
+    the full bundle. The vendor SDKs make a TLS context with every client (the google-genai
+    client three), and loading the bundle costs ~25 ms of CPU each time: 11 s of the 29 s
+    of tests/proxy/test_proxy_sdks.py. No test speaks TLS (every server is plain HTTP on
+    127.0.0.1), so which authorities are trusted changes nothing a test sees.
+    ``SSL_CERT_FILE`` is the variable httpx, httpcore2 and google-genai read for it, and the
+    processes the tests start inherit it."""
+    import certifi
+
+    bundle = Path(certifi.where()).read_text()
+    end = "-----END CERTIFICATE-----"
+    first = bundle[bundle.index("-----BEGIN CERTIFICATE-----") : bundle.index(end) + len(end)]
+    path = tmp_path_factory.mktemp("one-ca") / "ca.pem"
+    path.write_text(first + "\n")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SSL_CERT_FILE", str(path))
+        patch.delenv("SSL_CERT_DIR", raising=False)
+        yield
 
 
 @pytest.fixture(autouse=True)

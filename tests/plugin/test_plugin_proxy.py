@@ -310,13 +310,15 @@ import pytest
 
 
 @pytest.mark.llm_recording(upstream={"openai-completions": os.environ["UPSTREAM_URL"]})
-def test_reads_the_first_chunk_only(llm_proxy):
+def test_reads_the_first_two_chunks_only(llm_proxy):
     stream = openai.OpenAI(max_retries=0).chat.completions.create(
         model="gpt-4o-mini", messages=[{"role": "user", "content": "hi"}], stream=True
     )
-    first = next(iter(stream))
+    chunks = iter(stream)
+    first, second = next(chunks), next(chunks)  # all the vendor sent before it paused
     stream.close()  # stops reading while the answer is still streaming
     assert first.choices[0].delta.role == "assistant"
+    assert second.choices[0].delta.content == "Hello"
 """
 
 
@@ -330,7 +332,9 @@ def test_a_client_that_stops_reading_early_is_recorded_as_what_it_was_sent(pytes
         server.queue(ScriptedResponse(chunks=c.PLAIN_TEXT, hold_after=2))
         recorded = _run(pytester, "--llm-record-mode=record", upstream=server.url + "/v1")
     recorded.assert_outcomes(passed=1)  # and no error at the proxy's tear-down
-    path = pytester.path / "recordings" / "test_early" / "test_reads_the_first_chunk_only.jsonl"
+    path = (
+        pytester.path / "recordings" / "test_early" / "test_reads_the_first_two_chunks_only.jsonl"
+    )
     (call,) = read_recording_file(path).calls  # the strict reader accepts it: no recover needed
     assert call.outcome == "cancelled" and [event.type for event in call.events()][:2] == [
         "start",

@@ -101,6 +101,46 @@ async def test_streamed_deltas_hold_no_piece_of_the_value_and_join_to_the_served
     assert deltas == answer.replace(folder, now) == replayed[-1].message.content[0].text
 
 
+def test_a_literal_split_in_one_block_replays_exactly_while_another_block_grows_between(
+    tmp_path,
+):
+    """Two text blocks whose deltas interleave, a literal split between two deltas of one of
+    them each time: a held delta written whole is written from its own moment's snapshot,
+    the other block's text included (not from one taken before that block grew)."""
+    import asyncio
+
+    from openprogram.providers.assembly import AssistantStreamAssembler
+    from openprogram.providers.replay import ReplayProvider
+    from tests.redaction.test_stream_redaction import record
+
+    from .test_recording_support import MODEL, collect, context_of
+
+    assembler = AssistantStreamAssembler(MODEL, timestamp=5)
+    events = [assembler.start()]
+    first, event = assembler.begin_text()
+    events.append(event)
+    second, event = assembler.begin_text()
+    events.append(event)
+    for index, delta in [
+        (second, "x{{work"),
+        (second, "dir}} "),  # the literal ends: both deltas are settled and written
+        (first, "hello "),  # the other block grows, its delta written at once
+        (second, "y{{wo"),
+        (second, "rkdir}} "),
+        (first, "world "),
+    ]:
+        events.append(assembler.append_text(index, delta))
+    events += [assembler.end_text(first), assembler.end_text(second)]
+    events += assembler.finish("stop")
+    path = tmp_path / "interleaved.jsonl"
+    with use_run_values({"workdir": "/home/alice/work"}):
+        live = record(path, events)
+    assert path.read_text().count("{{!workdir}}") >= 1  # stored escaped
+    replay = ReplayProvider(path, values={"workdir": "/srv/ci/build-7"})
+    replayed = asyncio.run(collect(replay.stream(MODEL, context_of("go"))))
+    assert replayed == live  # snapshots included
+
+
 def test_run_values_are_checked():
     assert check_run_values({"b": "two-2", "a": "one-1"}) == (("a", "one-1"), ("b", "two-2"))
     for bad in [{"a b": "xyz"}, {"": "xyz"}, {"ok": ""}, {"ok": "ab"}, {"ok": 12345}]:

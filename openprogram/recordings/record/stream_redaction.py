@@ -391,8 +391,11 @@ class StreamRedaction:
     def _text_delta(self, event: Any, fields: dict[str, Any], field: str) -> list[Record]:
         index, delta = fields.get("content_index"), fields.get("delta")
         grows = self._grows(fields, index, field, delta)
-        if not grows:
-            self._template = None
+        template = self._template
+        if template is not None and (
+            not grows or type(template) is not type(event) or template.content_index != index
+        ):
+            self._template = None  # the run ends: a delta of another block, or not grown
         if type(delta) is not str or type(index) is not int:
             return self._pass(event)
         block = self._blocks.get(index)
@@ -447,10 +450,8 @@ class StreamRedaction:
         template of its run (``_template``, which it starts when there is none). A run starts
         only where the snapshot's text is the block's deltas so far (``end`` characters), so
         that each of its deltas' snapshot text is exactly what the stored text stands for."""
-        template = self._template
-        if template is not None and type(template) is type(event):
-            if template.content_index == index:
-                return True
+        if self._template is not None:  # of this block: any other delta ended the run
+            return True
         if len(fields["partial"].content[index].__dict__[field]) != end:
             self._template = None
             return False

@@ -352,14 +352,15 @@ def test_prose_streamed_in_any_delta_size_replays_byte_identical(tmp_path_factor
 
 
 class LongTextProvider:
-    """A provider that streams one text block in ``size``-character deltas, making each event
-    as it is asked for (a list of them made beforehand holds every snapshot of the text so far:
-    quadratic memory), with the shared assembler as every vendor provider does."""
+    """A provider that streams one text block (or, ``tool``, one tool call's arguments) in
+    ``size``-character deltas, making each event as it is asked for (a list of them made
+    beforehand holds every snapshot of the text so far: quadratic memory), with the shared
+    assembler as every vendor provider does."""
 
     requires_credentials = False
 
-    def __init__(self, text: str, size: int) -> None:
-        self.text, self.size = text, size
+    def __init__(self, text: str, size: int, *, tool: bool = False) -> None:
+        self.text, self.size, self.tool = text, size, tool
 
     def stream(self, model, context, options=None):
         return self._events()
@@ -369,23 +370,28 @@ class LongTextProvider:
     async def _events(self):
         assembler = AssistantStreamAssembler(MODEL, timestamp=5)
         yield assembler.start()
-        index, event = assembler.begin_text()
+        if self.tool:
+            index, event = assembler.begin_tool_call("call_1", "lookup")
+            append, end = assembler.append_tool_arguments, assembler.end_tool_call
+        else:
+            index, event = assembler.begin_text()
+            append, end = assembler.append_text, assembler.end_text
         yield event
         for start in range(0, len(self.text), self.size):
-            yield assembler.append_text(index, self.text[start : start + self.size])
-        yield assembler.end_text(index)
-        for event in assembler.finish("stop"):
+            yield append(index, self.text[start : start + self.size])
+        yield end(index)
+        for event in assembler.finish("toolUse" if self.tool else "stop"):
             yield event
 
 
-def record_long_text(path: Path, text: str, size: int) -> None:
+def record_long_text(path: Path, text: str, size: int, *, tool: bool = False) -> None:
     """Record ``text`` streamed in ``size``-character deltas, keeping no event."""
 
     async def drain() -> None:
         async for _event in recorder.stream(MODEL, context_of("go")):
             pass
 
-    recorder = RecordingProvider(LongTextProvider(text, size), path)
+    recorder = RecordingProvider(LongTextProvider(text, size, tool=tool), path)
     asyncio.run(drain())
     recorder.sink.close()
 
@@ -432,16 +438,19 @@ def test_recording_whitespace_free_text_does_linear_redaction_work(tmp_path):
     assert counts[100] <= 2.2 * counts[50]
 
 
-def _recording_peak_memory(path: Path, kilobytes: int) -> int:
+def _recording_peak_memory(path: Path, kilobytes: int, *, tool: bool = False) -> int:
     """The most memory (bytes, as ``tracemalloc`` counts it) allocated at once while recording
-    ``kilobytes`` KB of whitespace-free text in 4-character deltas: all of it waits for a safe
-    cut that never comes, so every delta is held until the block ends."""
+    ``kilobytes`` KB of whitespace-free text in 4-character deltas, or of a tool call's
+    arguments in 8-character ones: every delta is held until the block ends (text waits for
+    a safe cut that never comes, arguments are redacted whole)."""
     import tracemalloc
 
     text = _whitespace_free(kilobytes)
+    if tool:
+        text = orjson.dumps({"q": text[:-8]}).decode()
     tracemalloc.start()
     try:
-        record_long_text(path, text, 4)
+        record_long_text(path, text, 8 if tool else 4, tool=tool)
         return tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
@@ -454,6 +463,19 @@ def test_held_deltas_do_not_keep_every_snapshot_of_the_text_so_far(tmp_path):
     path = tmp_path / "40.jsonl"
     assert _text_of_recording(path) == _whitespace_free(40)  # all of it was recorded
     # Twice the text, about twice the memory (keeping the snapshots: 3.7 times, 350 MB at 50 KB).
+    assert peaks[40] <= 2.4 * peaks[20]
+    assert peaks[40] <= 250 * 40 * 1024
+
+
+def test_held_tool_arguments_are_written_one_state_at_a_time(tmp_path):
+    """A tool call's held deltas are handed on, once its arguments are whole, each with the
+    arguments before and after it: made all at once, those records held every state of the
+    arguments together (2.5 GB at 200 KB)."""
+    peaks = {
+        kb: _recording_peak_memory(tmp_path / f"tool{kb}.jsonl", kb, tool=True) for kb in (20, 40)
+    }
+    events = list(read_recording_file(tmp_path / "tool40.jsonl").calls[0].events())
+    assert events[-1].message.content[0].arguments == {"q": _whitespace_free(40)[:-8]}
     assert peaks[40] <= 2.4 * peaks[20]
     assert peaks[40] <= 250 * 40 * 1024
 

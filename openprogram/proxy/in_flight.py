@@ -35,6 +35,13 @@ class InFlight:
         """Calls being answered now (read it in the server's thread, or for a message)."""
         return len(self._calls)
 
+    @property
+    def unanswered(self) -> int:
+        """Calls whose client does not have the whole answer yet. A call whose response has
+        ended may still be recording it (a proxy of its own ends the response first): that
+        is the proxy's own work, which a stop waits for, not the client's."""
+        return sum(1 for answer in self._calls.values() if not answer.finished)
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         task = asyncio.current_task()
         if scope["type"] != "http" or scope.get("method") != "POST" or task is None:

@@ -227,7 +227,8 @@ class _Stop:
     """How ``openprogram proxy`` stops: Ctrl-C or SIGTERM asks uvicorn to finish the calls in
     flight and end, and the signal it then raises again (to end the process the usual way)
     finds this class's handler instead, so the session ends as a normal run. ``cut``: the
-    calls in flight when the server began to stop (their session is not complete)."""
+    calls in flight when the server began to stop, their answers not yet whole at the client
+    (their session is not complete; one still being recorded is waited for and kept)."""
 
     def __init__(self, server: Any, in_flight: InFlight, say: Callable[[str], None]) -> None:
         self.how = "stopped"
@@ -241,7 +242,7 @@ class _Stop:
             uvicorn_exit(signum, frame)
 
         async def shutdown(sockets: Any = None) -> None:
-            self.cut = in_flight.count
+            self.cut = in_flight.unanswered
             if self.cut:
                 self._say(
                     f"{PREFIX}stopping ({self.how}): waiting for the {_calls(self.cut)} in flight to be "

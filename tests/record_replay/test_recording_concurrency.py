@@ -131,6 +131,38 @@ def test_many_processes_with_threads_record_into_one_file(tmp_path):
     assert len(headers) == 1
 
 
+def test_a_writer_that_starts_a_call_while_another_opens_is_seen_live(tmp_path, monkeypatch):
+    """A sink opening a file asks, under the file's lock, whether another writer is live: a
+    writer that marked the file and began a call just before that lock is taken (here, at the
+    moment it is taken) is live, and its open call no crash's leftover."""
+    import fcntl
+
+    from openprogram.recordings.file import sink as sink_module
+    from openprogram.recordings.file.format import recorded_request_payloads
+    from openprogram.recordings.redaction import current_redactor
+
+    path = tmp_path / "rec.jsonl"
+    RecordingSink(path).close()  # a file with its header
+    payloads = recorded_request_payloads(MODEL, context_of("go"), None, current_redactor())
+    started: list[RecordingSink] = []
+    real_flock = fcntl.flock
+    interposed = []
+
+    def flock_after_another_writer_begins(fd, operation):
+        if operation == fcntl.LOCK_EX and not interposed:
+            interposed.append(fd)
+            other = RecordingSink(path)  # its own descriptor: a writer of its own
+            started.append(other)
+            other.begin_call(payloads)  # a call it has not ended yet
+        return real_flock(fd, operation)
+
+    monkeypatch.setattr(sink_module.fcntl, "flock", flock_after_another_writer_begins)
+    opened = RecordingSink(path)  # refused the other writer's open call as a dead one's before
+    assert started and opened.begin_call(payloads) == 1
+    opened.close()
+    started[0].close()
+
+
 def test_a_forked_child_gets_its_own_file_description(tmp_path):
     if not hasattr(os, "fork"):
         pytest.skip("no fork")

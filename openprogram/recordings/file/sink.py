@@ -50,7 +50,7 @@ from .format import (
     request_line_index,
     version_problem,
 )
-from .writer_lock import hold_writer_lock, is_being_recorded, release_writer_lock
+from .writer_lock import descriptor_is_being_recorded, hold_writer_lock, release_writer_lock
 
 __all__ = ["RecordingSink"]
 
@@ -226,8 +226,6 @@ class RecordingSink:
             )
         if info is not None and not stat.S_ISREG(info.st_mode):
             raise RecordingFileError(path, "is not a regular file", kind="not_a_file")
-        # Asked before this sink marks the file: a torn last line is then a crash's leftover.
-        others_live = info is not None and is_being_recorded(path)
         _make_private_parents(path.parent)
         # Read-write so that catching up reads this very file (``pread``), even if the path
         # is replaced meanwhile; every write still goes to the end (O_APPEND).
@@ -236,12 +234,17 @@ class RecordingSink:
         self._known_size = self._line_count = self._next_index = self._count_origin = 0
         self._unchecked_bytes = self._unchecked_lines = 0
         try:
-            # Marks the file as being recorded (for ``recordings delete``/``prune``) until the
-            # descriptor closes, however this process ends; a file an ``update`` run holds is
-            # refused here, and the descriptor is closed with the rest below.
-            hold_writer_lock(fd)
             fcntl.flock(fd, fcntl.LOCK_EX)
             try:
+                # Asked under flock, before this sink marks the file: every other writer marks
+                # it before it writes (under flock), so a live one that left a call open, or a
+                # torn last line, holds its mark now; without one, that is a crash's leftover.
+                # (Asked before flock, a writer starting in between was taken for a dead one.)
+                others_live = info is not None and descriptor_is_being_recorded(fd)
+                # Marks the file as being recorded (for ``recordings delete``/``prune``) until
+                # the descriptor closes, however this process ends; a file an ``update`` run
+                # holds is refused here, and the descriptor is closed with the rest below.
+                hold_writer_lock(fd)
                 size = os.fstat(fd).st_size
                 if size == 0:
                     header = header_row()
